@@ -1,0 +1,96 @@
+"""`python -m chatlens COMMAND`: one sub-command per job; each lives in the module that does the work."""
+
+import argparse
+import sys
+
+from .errors import ChatlensError
+
+
+def _model_arg(p):
+    p.add_argument("--model", help="a .gguf file or a Hugging Face model folder (default: the SmolLM2 Q4_1 GGUF, fetched on first use)")
+
+
+def _chat_args(p, window_default):
+    p.add_argument("--window", type=int, default=window_default, help="context window in tokens")
+    p.add_argument("--max-tokens", type=int, default=96, help="reply limit (also the reserve kept free)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--system", help="custom system prompt")
+    g.add_argument("--preset", help="system prompt preset: none, pirate, brief, date")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="chatlens", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("fetch", help="download the default model into $CHATLENS_HOME")
+
+    p = sub.add_parser("export-hf", help="write a Hugging Face model folder from a GGUF")
+    p.add_argument("out")
+    _model_arg(p)
+
+    p = sub.add_parser("tokenize", help="text on stdin -> token ids (JSON)")
+    _model_arg(p)
+    p.add_argument("--jsonl", action="store_true", help="each input line is a JSON string; print one JSON array a line")
+
+    p = sub.add_parser("generate", help="prompt ids (JSON array) on stdin -> greedy reply ids")
+    _model_arg(p)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+
+    p = sub.add_parser("bench", help="prefill/decode speed and peak memory, against transformers when installed")
+    _model_arg(p)
+    p.add_argument("--new-tokens", type=int, default=96)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-reference", action="store_true", help="skip the transformers run")
+
+    p = sub.add_parser("render", help="messages (JSON array) on stdin -> rendered text and ids")
+    _model_arg(p)
+    p.add_argument("--no-generation-prompt", action="store_true")
+
+    p = sub.add_parser("run", help='{"messages": [...]} on stdin -> the turn record (JSON)')
+    _model_arg(p)
+    _chat_args(p, 1024)
+
+    p = sub.add_parser("chat", help="interactive chat in the terminal")
+    _model_arg(p)
+    _chat_args(p, 1024)
+
+    p = sub.add_parser("record", help="write the recorded five-message conversations for the site")
+    _model_arg(p)
+    p.add_argument("--out", help="output JSON file (default: site/recorded.json)")
+
+    p = sub.add_parser("build", help="build the static site into build/site/")
+    p.add_argument("--out", help="output folder (default: build/site)")
+    p.add_argument("--pyodide-dist", help="a full Pyodide distribution to self-host (numpy included)")
+
+    p = sub.add_parser("serve", help="build if needed and serve the site with a local model mirror")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--no-build", action="store_true", help="serve the existing build as it is")
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    # Commands import their modules lazily: `tokenize` must not pay for numpy, `chat` not for the site.
+    try:
+        if args.command == "fetch":
+            from .fetch import fetch
+            print(fetch())
+        elif args.command in ("export-hf", "tokenize", "generate"):
+            from . import commands
+            return getattr(commands, args.command.replace("-", "_"))(args)
+        elif args.command == "bench":
+            from .bench import main as bench
+            return bench(args)
+        elif args.command in ("render", "run", "chat", "record"):
+            from . import chatcli
+            return getattr(chatcli, args.command)(args)
+        elif args.command in ("build", "serve"):
+            from . import site
+            return getattr(site, args.command)(args)
+    except ChatlensError as e:
+        print(f"chatlens: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
