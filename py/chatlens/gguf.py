@@ -276,7 +276,7 @@ def unpermute_qk(w, n_heads: int):
     """Undo llama.cpp's row permutation of Q/K projections (its RoPE pairs adjacent dims; HF's
     pairs dim i with i + head_dim/2)."""
     rows = w.shape[0]
-    return w.reshape(n_heads, 2, rows // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    return w.reshape(n_heads, rows // n_heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
 # GGUF tensor names -> Hugging Face Llama names ("{i}" is the layer).

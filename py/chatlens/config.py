@@ -1,0 +1,99 @@
+"""The model's shape, read from its own metadata: GGUF `{arch}.*` keys or a Hugging Face config.json."""
+
+import struct
+from dataclasses import asdict, dataclass
+
+from .errors import ModelFormatError
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    n_layers: int
+    dim: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    ffn_dim: int
+    vocab_size: int
+    n_ctx: int
+    rope_base: float
+    norm_eps: float
+    tied_output: bool
+
+    def __post_init__(self):
+        if self.n_heads % self.n_kv_heads:
+            raise ModelFormatError(f"{self.n_heads} attention heads cannot be grouped over {self.n_kv_heads} KV heads")
+        if self.head_dim % 2:
+            raise ModelFormatError(f"head dimension {self.head_dim} is odd; RoPE needs pairs")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_gguf(cls, meta: dict, tensor_names) -> "ModelConfig":
+        arch = meta.get("general.architecture")
+        if arch != "llama":
+            raise ModelFormatError(f"architecture {arch!r} is not supported (only llama)")
+
+        def get(key, default=None):
+            value = meta.get(f"{arch}.{key}", default)
+            if value is None:
+                raise ModelFormatError(f"GGUF metadata lacks {arch}.{key}")
+            return value
+
+        dim, n_heads = get("embedding_length"), get("attention.head_count")
+        vocab = meta.get(f"{arch}.vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
+        return cls(
+            n_layers=get("block_count"), dim=dim, n_heads=n_heads,
+            n_kv_heads=get("attention.head_count_kv", n_heads),
+            head_dim=get("rope.dimension_count", dim // n_heads),
+            ffn_dim=get("feed_forward_length"), vocab_size=vocab, n_ctx=get("context_length"),
+            rope_base=float(get("rope.freq_base", 10000.0)),
+            norm_eps=_f32_shortest(get("attention.layer_norm_rms_epsilon")),
+            tied_output="output.weight" not in tensor_names,
+        )
+
+    @classmethod
+    def from_hf(cls, cfg: dict) -> "ModelConfig":
+        if cfg.get("model_type", "llama") != "llama":
+            raise ModelFormatError(f"model_type {cfg.get('model_type')!r} is not supported (only llama)")
+        rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+        if rope.get("rope_type", rope.get("type", "default")) != "default":
+            raise ModelFormatError(f"RoPE scaling {rope!r} is not supported")
+        try:
+            n_heads = cfg["num_attention_heads"]
+            return cls(
+                n_layers=cfg["num_hidden_layers"], dim=cfg["hidden_size"], n_heads=n_heads,
+                n_kv_heads=cfg.get("num_key_value_heads") or n_heads,
+                head_dim=cfg.get("head_dim") or cfg["hidden_size"] // n_heads,
+                ffn_dim=cfg["intermediate_size"], vocab_size=cfg["vocab_size"],
+                n_ctx=cfg.get("max_position_embeddings", 2048),
+                rope_base=float(cfg.get("rope_theta", rope.get("rope_theta", 10000.0))),
+                norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
+                tied_output=bool(cfg.get("tie_word_embeddings", False)),
+            )
+        except KeyError as e:
+            raise ModelFormatError(f"config.json lacks {e.args[0]}") from None
+
+    def to_hf(self) -> dict:
+        """A transformers LlamaConfig dict for this shape."""
+        return {
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+            "num_hidden_layers": self.n_layers, "hidden_size": self.dim,
+            "num_attention_heads": self.n_heads, "num_key_value_heads": self.n_kv_heads,
+            "head_dim": self.head_dim, "intermediate_size": self.ffn_dim, "vocab_size": self.vocab_size,
+            "max_position_embeddings": self.n_ctx, "rope_theta": self.rope_base,
+            "rms_norm_eps": self.norm_eps, "tie_word_embeddings": self.tied_output,
+            "hidden_act": "silu", "attention_bias": False, "mlp_bias": False, "torch_dtype": "bfloat16",
+        }
+
+
+def _f32_shortest(x: float) -> float:
+    """GGUF stores epsilon as float32 (1e-5 reads back as 9.9999997e-06): take the shortest
+    decimal that rounds to the same float32, which is what the original config said."""
+    f32 = struct.unpack("<f", struct.pack("<f", x))[0]
+    for digits in range(1, 10):
+        candidate = float(f"{f32:.{digits}g}")
+        if struct.unpack("<f", struct.pack("<f", candidate))[0] == f32:
+            return candidate
+    return f32

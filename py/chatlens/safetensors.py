@@ -1,0 +1,94 @@
+"""Read and write the safetensors format (F32, F16, BF16) with NumPy alone, no torch.
+
+Layout: an 8-byte little-endian header length, a JSON header naming each tensor's dtype,
+shape and [begin, end) byte range within the data that follows, then the data.
+"""
+
+import json
+import os
+import struct
+
+from .errors import ModelFormatError
+
+_ITEMSIZE = {"F32": 4, "F16": 2, "BF16": 2}
+
+
+def read_header(path) -> tuple[dict, int]:
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        if size < 8:
+            raise ModelFormatError(f"{path}: too short for a safetensors file")
+        (n,) = struct.unpack("<Q", f.read(8))
+        if n > size - 8:
+            raise ModelFormatError(f"{path}: header of {n} bytes is longer than the file")
+        try:
+            header = json.loads(f.read(n))
+        except ValueError as e:
+            raise ModelFormatError(f"{path}: header is not JSON: {e}") from None
+    data_size = size - 8 - n
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        dtype, shape, (begin, end) = t.get("dtype"), t.get("shape"), t.get("data_offsets", (0, -1))
+        if dtype not in _ITEMSIZE:
+            raise ModelFormatError(f"{path}: tensor {name} has unsupported dtype {dtype} (F32, F16, BF16 are)")
+        count = 1
+        for d in shape:
+            count *= d
+        if not 0 <= begin <= end <= data_size:
+            raise ModelFormatError(f"{path}: tensor {name} lies past the end of the file")
+        if end - begin != count * _ITEMSIZE[dtype]:
+            raise ModelFormatError(f"{path}: tensor {name} has {end - begin} bytes but {dtype} {shape} needs {count * _ITEMSIZE[dtype]}")
+    return header, 8 + n
+
+
+def load(path) -> dict:
+    """All tensors as float32 NumPy arrays."""
+    import numpy as np
+
+    header, start = read_header(path)
+    out = {}
+    with open(path, "rb") as f:
+        for name, t in header.items():
+            if name == "__metadata__":
+                continue
+            begin, end = t["data_offsets"]
+            f.seek(start + begin)
+            raw = f.read(end - begin)
+            if t["dtype"] == "F32":
+                a = np.frombuffer(raw, dtype="<f4").copy()
+            elif t["dtype"] == "F16":
+                a = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+            else:
+                a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+            out[name] = a.reshape(t["shape"])
+    return out
+
+
+def to_bf16(a):
+    """float32 -> bfloat16 bits, rounding to nearest even as torch does."""
+    import numpy as np
+
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+
+
+def save(tensors: dict, path, dtype: str = "BF16", metadata: dict | None = None):
+    import numpy as np
+
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        a = np.asarray(tensors[name], dtype=np.float32)
+        raw = (to_bf16(a) if dtype == "BF16" else a.astype("<f2" if dtype == "F16" else "<f4")).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    if metadata:
+        header["__metadata__"] = metadata
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)  # keep the data 8-byte aligned, as the reference writer does
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)))
+        f.write(head)
+        for raw in blobs:
+            f.write(raw)

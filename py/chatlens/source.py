@@ -1,0 +1,148 @@
+"""Where a model comes from: a GGUF file or a Hugging Face folder, behind one loader.
+
+`load_text_side` reads only the small parts (tokenizer, chat template, config) and needs no
+NumPy, so the browser can render and count prompts before any weights are downloaded.
+`load_model` adds the weights as float32 arrays under Hugging Face names.
+"""
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from .config import ModelConfig
+from .errors import ModelFormatError
+
+HF_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")
+
+
+@dataclass
+class TextSide:
+    tokenizer: object
+    template: object
+    config: ModelConfig
+    eos_id: int  # the end-of-turn token that stops a reply
+
+    @property
+    def eos_token(self) -> str:
+        return self.tokenizer.token_text(self.eos_id)
+
+
+def _resolve(path) -> Path:
+    if path is None:
+        from .fetch import fetch
+
+        return fetch()
+    path = Path(path)
+    if not path.exists():
+        raise ModelFormatError(f"{path}: no such model file or folder")
+    return path
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path.parent}: a Hugging Face model folder needs {path.name}") from None
+    except ValueError as e:
+        raise ModelFormatError(f"{path}: not valid JSON: {e}") from None
+
+
+def load_text_side(path=None, clock=None) -> TextSide:
+    from .template import ChatTemplate
+    from .tokenizer import Tokenizer
+
+    path = _resolve(path)
+    if path.is_dir():
+        tok = Tokenizer.from_json(_read_json(path / "tokenizer.json"))
+        template = ChatTemplate.from_tokenizer_config(_read_json(path / "tokenizer_config.json"), clock=clock)
+        config = ModelConfig.from_hf(_read_json(path / "config.json"))
+        gen = path / "generation_config.json"
+        eos = _read_json(gen).get("eos_token_id") if gen.exists() else None
+    else:
+        from .gguf import GGUFFile
+
+        gguf = GGUFFile(path)
+        tok = Tokenizer.from_gguf(gguf.metadata)
+        template = ChatTemplate.from_gguf(gguf.metadata, clock=clock)
+        config = ModelConfig.from_gguf(gguf.metadata, gguf.tensors)
+        eos = gguf.metadata.get("tokenizer.ggml.eos_token_id")
+    if isinstance(eos, list):
+        eos = eos[0]
+    if eos is None:
+        eos = tok.eos_token_id
+    if eos is None:
+        raise ModelFormatError(f"{path}: the model names no end-of-turn token")
+    return TextSide(tok, template, config, eos)
+
+
+class Model:
+    """A loaded model: its text side, its weights (float32, HF names and layout) and where it came from."""
+
+    def __init__(self, path, text: TextSide, weights: dict):
+        self.path, self.text, self.weights = Path(path), text, weights
+        self.config, self.tokenizer, self.template, self.eos_id = text.config, text.tokenizer, text.template, text.eos_id
+        self.name = self.path.name
+        _check_weights(weights, self.config, self.path)
+
+    @cached_property
+    def sha256(self) -> str | None:
+        if self.path.is_dir():
+            return None
+        from .fetch import SHA256, default_model_path, sha256_of
+
+        if self.path == default_model_path():
+            return SHA256  # checked when it was fetched
+        return sha256_of(self.path)
+
+    def backend(self, n_ctx: int | None = None):
+        from .model import NumpyBackend
+
+        return NumpyBackend(self.config, self.weights, n_ctx or self.config.n_ctx)
+
+
+def load_model(path=None, clock=None) -> Model:
+    path = _resolve(path)
+    text = load_text_side(path, clock=clock)
+    if path.is_dir():
+        from . import safetensors
+
+        files = sorted(path.glob("*.safetensors"))
+        if not files:
+            raise ModelFormatError(f"{path}: no .safetensors weights in the folder")
+        weights = {}
+        for f in files:
+            weights.update(safetensors.load(f))
+    else:
+        from .gguf import GGUFFile, hf_state_dict
+
+        weights = hf_state_dict(GGUFFile(path), text.config.n_heads, text.config.n_kv_heads)
+    return Model(path, text, weights)
+
+
+def _check_weights(weights: dict, cfg: ModelConfig, where):
+    q_dim, kv_dim = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    want = {
+        "model.embed_tokens.weight": (cfg.vocab_size, cfg.dim),
+        "model.norm.weight": (cfg.dim,),
+    }
+    if not cfg.tied_output:
+        want["lm_head.weight"] = (cfg.vocab_size, cfg.dim)
+    for i in range(cfg.n_layers):
+        p = f"model.layers.{i}."
+        want.update({
+            p + "input_layernorm.weight": (cfg.dim,),
+            p + "post_attention_layernorm.weight": (cfg.dim,),
+            p + "self_attn.q_proj.weight": (q_dim, cfg.dim),
+            p + "self_attn.k_proj.weight": (kv_dim, cfg.dim),
+            p + "self_attn.v_proj.weight": (kv_dim, cfg.dim),
+            p + "self_attn.o_proj.weight": (cfg.dim, q_dim),
+            p + "mlp.gate_proj.weight": (cfg.ffn_dim, cfg.dim),
+            p + "mlp.up_proj.weight": (cfg.ffn_dim, cfg.dim),
+            p + "mlp.down_proj.weight": (cfg.dim, cfg.ffn_dim),
+        })
+    for name, shape in want.items():
+        if name not in weights:
+            raise ModelFormatError(f"{where}: weight {name} is missing")
+        if tuple(weights[name].shape) != shape:
+            raise ModelFormatError(f"{where}: weight {name} has shape {tuple(weights[name].shape)}, the config implies {shape}")
