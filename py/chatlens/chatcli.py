@@ -1,0 +1,252 @@
+"""The chat commands: `render`, `run`, `chat` and `record` (dispatched by chatlens.cli).
+
+- render: a JSON array of messages on stdin -> {"text": ..., "ids": [...]}: the template's
+  output and its token ids, nothing trimmed.
+- run: {"messages": [...]} on stdin (the last is the new user message; earlier ones are the
+  history as given) -> the turn record (JSON) on stdout.
+- chat: an interactive chat that streams replies; works with stdin as a pipe.
+- record: the lesson's five-message conversation for each preset and window -> site/recorded.json.
+"""
+
+import datetime
+import json
+import sys
+from pathlib import Path
+
+from . import presets
+from .errors import ChatlensError
+
+LESSON_MESSAGES = [
+    "Hi! My name is Priya.",
+    "Give me one tip for sleeping better.",
+    "What is my name?",
+    "Who are you?",
+    "What year is it?",
+]
+RECORD_PRESETS = ["none", "pirate", "brief", "date"]
+RECORD_WINDOWS = [256, 512, 1024]
+RECORD_REPLY_LIMIT = 96
+DEFAULT_RECORD_PATH = Path(__file__).resolve().parents[2] / "site" / "recorded.json"
+
+
+def _read_json_stdin():
+    data = sys.stdin.read()
+    try:
+        return json.loads(data)
+    except ValueError as e:
+        raise ChatlensError(f"stdin is not valid JSON: {e}") from None
+
+
+def _write_json(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _messages(value, what):
+    if not isinstance(value, list) or not all(isinstance(m, dict) for m in value):
+        raise ChatlensError(f"{what} must be a JSON array of message objects")
+    return value
+
+
+def _system_args(args):
+    """(preset, custom system text) from --preset / --system."""
+    preset = getattr(args, "preset", None)
+    system = getattr(args, "system", None)
+    if preset is not None:
+        presets.system_for(preset)  # unknown names fail before the model loads
+    return preset, system
+
+
+# -- render ------------------------------------------------------------------------------------
+def render(args) -> int:
+    from .source import load_text_side
+
+    messages = _messages(_read_json_stdin(), "stdin")
+    text_side = load_text_side(args.model)
+    text = text_side.template.render(messages, add_generation_prompt=not args.no_generation_prompt)
+    _write_json({"text": text, "ids": text_side.tokenizer.encode(text)})
+    return 0
+
+
+# -- run ---------------------------------------------------------------------------------------
+def run(args) -> int:
+    from .chat import ChatSession
+    from .source import load_model
+
+    data = _read_json_stdin()
+    if isinstance(data, dict):
+        data = data.get("messages")
+    messages = _messages(data, 'stdin\'s "messages"')
+    if not messages or messages[-1].get("role") != "user":
+        raise ChatlensError("the last message must be the new user message")
+    preset, system = _system_args(args)
+    model = load_model(args.model)
+    session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
+                          history=messages[:-1])
+    _write_json(session.send(messages[-1].get("content")))
+    return 0
+
+
+# -- chat --------------------------------------------------------------------------------------
+HELP = """commands:
+  /show           what the model read last turn: the text, the counts, dropped turns, reuse
+  /window N       set the context window to N tokens
+  /preset NAME    system prompt preset: none, pirate, brief, date
+  /system TEXT    a custom system prompt
+  /clear          start a new conversation (the cache is emptied)
+  /quit, /exit    leave"""
+
+
+def show_record(rec) -> str:
+    """The turn record as text for a terminal: the prompt piece by piece (special tokens as
+    they are written), then the counts."""
+    out = [f"--- what the model read: {rec['used']} tokens ---"]
+    for p in rec["pieces"]:
+        out.append(f"[{p['label']} · {p['count']} tokens]")
+        out.append(p["text"].rstrip("\n") if p["text"].endswith("\n") else p["text"])
+        if p["text"].endswith("\n"):
+            out[-1] += "\u21b5"  # the piece ends with a newline: show it
+    out.append("--- counts ---")
+    out.append(f"window {rec['window']} = {rec['used']} used + {rec['reserve']} reserved for the reply + {rec['free']} free")
+    if rec["dropped_turns"]:
+        out.append(f"dropped {len(rec['dropped_turns'])} messages (oldest first):")
+        for d in rec["dropped_turns"]:
+            out.append(f"  message {d['message_index']} · {d['role']} · {d['count']} tokens: {d['content']!r}")
+    else:
+        out.append("dropped: nothing")
+    out.append(f"reused from the cache: {rec['reused_tokens']} tokens; computed: {rec['computed_tokens']} tokens")
+    if rec.get("reply_ids") is not None:
+        out.append(f"reply: {len(rec['reply_ids'])} tokens, stop: {rec['stop_reason']}")
+        t = rec.get("timings")
+        if t:
+            out.append(f"prefill {t['prefill_ms']:.0f} ms ({t['prefill_tok_s'] or 0:.0f} tokens/s), "
+                       f"decode {t['decode_ms']:.0f} ms ({t['decode_tok_s'] or 0:.1f} tokens/s)")
+    return "\n".join(out)
+
+
+def _describe_system(session) -> str:
+    name = session.preset_name()
+    text = session.system_now()
+    if text is None:
+        return "the template's default"
+    return f"{name}: {text!r}" if name and name != "custom" else repr(text)
+
+
+def chat(args) -> int:
+    from .chat import ChatSession
+    from .errors import WindowError
+    from .source import load_model
+
+    preset, system = _system_args(args)
+    interactive = sys.stdin.isatty()
+    print("chatlens: loading the model ...", file=sys.stderr, flush=True)
+    model = load_model(args.model)
+    session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system)
+    print(f"chatlens: {model.name}, window {session.window} tokens, reply limit {session.max_tokens}, "
+          f"system prompt: {_describe_system(session)}. /help lists the commands.", file=sys.stderr, flush=True)
+    tok = model.tokenizer
+    eos = session.eos_id
+
+    while True:
+        try:
+            line = input("> ") if interactive else sys.stdin.readline()
+        except EOFError:
+            break
+        except KeyboardInterrupt:
+            print()
+            return 130
+        if not interactive and line == "":
+            break
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("/"):
+            cmd, _, rest = line.partition(" ")
+            rest = rest.strip()
+            try:
+                if cmd in ("/quit", "/exit"):
+                    break
+                elif cmd == "/help":
+                    print(HELP)
+                elif cmd == "/clear":
+                    session.clear()
+                    print("(new conversation)")
+                elif cmd == "/show":
+                    print(show_record(session.last_record) if session.last_record else "(no turn yet)")
+                elif cmd == "/window":
+                    try:
+                        n = int(rest)
+                    except ValueError:
+                        raise ChatlensError("usage: /window N (tokens)") from None
+                    session.set_window(n)
+                    print(f"(window: {session.window} tokens)")
+                elif cmd == "/preset":
+                    if not rest:
+                        raise ChatlensError(f"usage: /preset NAME, one of {', '.join(presets.PRESETS)}")
+                    session.set_system(preset=rest)
+                    print(f"(system prompt: {_describe_system(session)})")
+                elif cmd == "/system":
+                    session.set_system(system=rest)
+                    print(f"(system prompt: {_describe_system(session)})")
+                else:
+                    raise ChatlensError(f"unknown command {cmd}; /help lists the commands")
+            except ChatlensError as e:
+                print(f"chatlens: {e}", file=sys.stderr, flush=True)
+            continue
+
+        decoder = tok.incremental_decoder()
+
+        def on_token(i):
+            if i != eos:
+                piece = decoder.add(i)
+                if piece:
+                    sys.stdout.write(piece)
+                    sys.stdout.flush()
+
+        try:
+            session.send(line, on_token=on_token)
+            sys.stdout.write(decoder.flush() + "\n")
+            sys.stdout.flush()
+        except WindowError as e:
+            print(f"chatlens: {e}", file=sys.stderr, flush=True)
+        except KeyboardInterrupt:
+            print("\n(interrupted: the turn is discarded)", flush=True)
+    return 0
+
+
+# -- record ------------------------------------------------------------------------------------
+def record_conversation(model, preset, window, day, *, messages=LESSON_MESSAGES, max_tokens=RECORD_REPLY_LIMIT):
+    """One recorded conversation: `messages` sent in turn to a fresh session."""
+    from .chat import ChatSession
+
+    session = ChatSession(model, window=window, max_tokens=max_tokens, preset=preset, clock=lambda: day)
+    turns = [session.send(text) for text in messages]
+    return {"preset": preset, "system": session.system_now(), "window": window, "turns": turns}
+
+
+def record(args) -> int:
+    from . import fetch
+    from .source import load_model
+
+    model = load_model(args.model)
+    day = datetime.date.today()
+    out = Path(args.out) if args.out else DEFAULT_RECORD_PATH
+    sha = model.sha256
+    doc = {
+        "about": "The lesson's five-message conversation, recorded with greedy decoding for each system "
+                 "prompt preset and window size: turn records of exactly what the model read.",
+        "model": {"file": model.name, "sha256": sha,
+                  "source": f"PyPI {fetch.PACKAGE}" if sha == fetch.SHA256 else str(model.path)},
+        "date": day.isoformat(),
+        "reply_limit": RECORD_REPLY_LIMIT,
+        "messages": LESSON_MESSAGES,
+        "conversations": [],
+    }
+    for preset in RECORD_PRESETS:
+        for window in RECORD_WINDOWS:
+            print(f"chatlens: recording preset {preset}, window {window} ...", file=sys.stderr, flush=True)
+            doc["conversations"].append(record_conversation(model, preset, window, day))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"chatlens: wrote {out}", file=sys.stderr)
+    return 0

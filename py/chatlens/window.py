@@ -1,0 +1,274 @@
+"""Fit a conversation into the context window, and map the prompt's tokens to its pieces.
+
+The lesson's rule: keep the system prompt (or the one the template inserts), keep the new
+message, keep `reserve` tokens free for the reply, and drop the oldest whole turns until
+the rendered prompt fits. Every count comes from rendering the conversation with the chat
+template and tokenizing the text (special tokens matched, nothing added), never from adding
+up per-message guesses, so this works for any template.
+
+Pieces are found for any template by rendering prefixes of the message list: the text a
+message adds is render(messages[:k+1]) minus render(messages[:k]); the generation header is
+the text add_generation_prompt appends. A default system prompt that the template inserts
+before the first message is split off as its own piece. Tokens are mapped to pieces through
+the tokenizer's character offsets. When a template's renders of prefixes are not prefixes of
+each other, the prompt is one piece.
+
+No numpy: this runs in the browser before any weights arrive.
+"""
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from .errors import ChatlensError, WindowError
+
+EMPTY_SYSTEM = {"role": "system", "content": ""}
+
+
+@dataclass
+class Slot:
+    """One message of the rendered list, with what the turn record says about it."""
+    message: dict
+    kind: str            # "system", "user", "assistant", another role, or "new"
+    label: str
+    message_index: object  # int index into the caller's messages list, or None
+
+
+@dataclass
+class Fit:
+    text: str                      # the rendered prompt
+    ids: list                      # its token ids
+    pieces: list                   # dicts: kind, label, message_index, start, end, count, text
+    kept: list                     # indexes (into the caller's messages) of the messages rendered
+    dropped: list = field(default_factory=list)  # dicts: message_index, role, content, count
+    system: object = None          # the system text rendered, None for the template's default
+
+
+def _render(template, messages, add_generation_prompt=False):
+    return template.render(messages, add_generation_prompt=add_generation_prompt)
+
+
+def _render_prefix(template, messages):
+    """render(messages) for a prefix probe; a template that cannot render it (an empty list,
+    say) counts as rendering nothing."""
+    if not messages:
+        try:
+            return _render(template, messages)
+        except Exception:
+            return ""
+    return _render(template, messages)
+
+
+def _segments(template, messages, text, add_generation_prompt):
+    """Character segments of `text` (= the render of `messages`): a list of (start, end, tag),
+    contiguous from 0 to len(text), where tag is a message position, "default_system" or
+    "header". None when the template's prefix renders are not prefixes of each other."""
+    try:
+        prefixes = [_render_prefix(template, messages[:k]) for k in range(len(messages) + 1)]
+    except Exception:
+        return None
+    for a, b in zip(prefixes, prefixes[1:]):
+        if not b.startswith(a):
+            return None
+    if not text.startswith(prefixes[-1]):
+        return None
+    if not add_generation_prompt and text != prefixes[-1]:
+        return None
+    bounds = [len(p) for p in prefixes]
+    segs = []
+    for k in range(len(messages)):
+        # Text before the first message (a BOS the template always writes) goes with it.
+        start = 0 if k == 0 else bounds[k]
+        segs.append([start, bounds[k + 1], k])
+    if len(text) > bounds[-1]:
+        segs.append([bounds[-1], len(text), "header"])
+    if not segs:
+        return [(0, len(text), "header")] if text else []
+
+    # A default system prompt the template inserts before a first non-system message.
+    if messages and messages[0].get("role") != "system":
+        try:
+            a = _render(template, [EMPTY_SYSTEM])
+            b = _render(template, [EMPTY_SYSTEM, messages[0]])
+        except Exception:
+            a = b = None
+        if a is not None and b.startswith(a):
+            own = b[len(a):]
+            start, end, _ = segs[0]
+            first = text[start:end]
+            lead = prefixes[0]
+            if own and first.endswith(own) and len(first) > len(own):
+                default = first[: len(first) - len(own)]
+                if default.startswith(lead) and default[len(lead):].strip():
+                    cut = start + len(default)
+                    segs[0] = [cut, end, 0]
+                    segs.insert(0, [start, cut, "default_system"])
+    return [tuple(s) for s in segs]
+
+
+def pieces_of(tokenizer, template, slots, *, add_generation_prompt=True, text=None):
+    """Render `slots` (a list of Slot) and return (text, ids, pieces)."""
+    messages = [s.message for s in slots]
+    if text is None:
+        text = _render(template, messages, add_generation_prompt)
+    ids, offsets = tokenizer.encode_with_offsets(text)
+    segs = _segments(template, messages, text, add_generation_prompt)
+    if segs is None:
+        return text, ids, [{"kind": "prompt", "label": "whole prompt (the template's pieces could not be told apart)",
+                            "message_index": None, "start": 0, "end": len(ids), "count": len(ids), "text": text}]
+    starts = [s[0] for s in segs]
+    # Each token belongs to the segment holding its first character.
+    owner = [max(0, bisect_right(starts, off[0]) - 1) for off in offsets]
+    pieces = []
+    pos = 0
+    for n, (cstart, cend, tag) in enumerate(segs):
+        end = pos
+        while end < len(ids) and owner[end] == n:
+            end += 1
+        if tag == "default_system":
+            kind, label, index = "default_system", "system (template default)", None
+        elif tag == "header":
+            kind, label, index = "header", "generation header", None
+        else:
+            slot = slots[tag]
+            kind, label, index = slot.kind, slot.label, slot.message_index
+        pieces.append({"kind": kind, "label": label, "message_index": index,
+                       "start": pos, "end": end, "count": end - pos, "text": text[cstart:cend]})
+        pos = end
+    if pos != len(ids):  # offsets out of order: should not happen; keep the record consistent
+        pieces[-1]["end"] = len(ids)
+        pieces[-1]["count"] = len(ids) - pieces[-1]["start"]
+    return text, ids, pieces
+
+
+def split_system(system, messages):
+    """(system text or None, system message index or None, first index of the rest).
+
+    A leading system message in `messages` is the system prompt; an explicit `system`
+    (not None) replaces it."""
+    if messages and messages[0].get("role") == "system":
+        if system is None:
+            return messages[0].get("content", ""), 0, 1
+        return system, None, 1
+    return system, None, 0
+
+
+def turn_groups(indexes, messages):
+    """Group history messages into turns: a user message with what follows it up to the next
+    user message. Leading non-user messages join the first turn."""
+    groups = []
+    for i in indexes:
+        role = messages[i].get("role")
+        if not groups or (role == "user" and any(messages[j].get("role") == "user" for j in groups[-1])):
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+    return groups
+
+
+def _check(messages):
+    if not messages:
+        raise ChatlensError("no messages: the last message must be the new user message")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or "role" not in m or "content" not in m:
+            raise ChatlensError(f"message {i} is not an object with a role and content: {m!r}")
+        if not isinstance(m["content"], str):
+            raise ChatlensError(f"message {i}: content must be text")
+    if messages[-1]["role"] != "user":
+        raise ChatlensError(f"the last message must be the new user message, not {messages[-1]['role']!r}")
+
+
+def fit(tokenizer, template, *, system, messages, window, reserve=96):
+    """Fit the conversation into `window` tokens, keeping `reserve` free for the reply.
+
+    messages: history then the new user message (last). A leading system message is the
+    system prompt unless `system` is given; system None (and no system message) means the
+    template's default. Drops the oldest whole turns until the prompt, rendered with the
+    generation header and tokenized, has at most window - reserve tokens.
+    Raises WindowError, naming the counts, if the system prompt and the new message alone
+    do not fit. Returns a Fit.
+    """
+    _check(messages)
+    window, reserve = int(window), int(reserve)
+    if reserve < 0 or window <= 0:
+        raise WindowError(f"window {window} and reserve {reserve} must be positive")
+    budget = window - reserve
+    system, sys_index, first = split_system(system, messages)
+    new_index = len(messages) - 1
+    groups = turn_groups(range(first, new_index), messages)
+
+    head = []
+    if system is not None:
+        head.append(Slot({"role": "system", "content": system}, "system", "system", sys_index))
+    turn_no = {i: g for g, group in enumerate(groups) for i in group}
+
+    def slot(i):
+        role = messages[i]["role"]
+        return Slot({"role": role, "content": messages[i]["content"]}, role,
+                    f"turn {turn_no[i] + 1} · {role}", i)
+
+    new = Slot({"role": "user", "content": messages[new_index]["content"]}, "new", "new message", new_index)
+
+    def slots_keeping(m):  # the system, the newest m turns, the new message
+        return head + [slot(i) for group in groups[len(groups) - m:] for i in group] + [new]
+
+    counts = {}
+
+    def count(m):
+        if m not in counts:
+            text = _render(template, [s.message for s in slots_keeping(m)], True)
+            counts[m] = (len(tokenizer.encode(text)), text)
+        return counts[m][0]
+
+    if count(0) > budget:
+        text, ids, pieces = pieces_of(tokenizer, template, slots_keeping(0), text=counts[0][1])
+        parts = ", ".join(f"{p['label']} {p['count']}" for p in pieces)
+        raise WindowError(
+            f"the system prompt and the new message alone need {len(ids)} tokens ({parts}), but a window of "
+            f"{window} tokens with {reserve} kept free for the reply leaves {budget}")
+
+    # Fit is monotone in the number of turns kept: gallop up from the newest turns, then
+    # bisect. Each probe renders about a window's worth, however long the history.
+    lo, hi, m = 0, None, 1
+    while m <= len(groups):
+        if count(m) <= budget:
+            lo, m = m, m * 2
+        else:
+            hi = m
+            break
+    if hi is None:
+        if lo < len(groups) and count(len(groups)) <= budget:
+            lo = len(groups)
+        else:
+            hi = len(groups)
+    if hi is not None:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if count(mid) <= budget:
+                lo = mid
+            else:
+                hi = mid
+    keep = lo
+
+    slots = slots_keeping(keep)
+    text, ids, pieces = pieces_of(tokenizer, template, slots, text=counts[keep][1])
+    dropped_groups = groups[: len(groups) - keep]
+    dropped = dropped_turns(tokenizer, template, head, [slot(i) for g in dropped_groups for i in g])
+    return Fit(text=text, ids=ids, pieces=pieces, kept=[s.message_index for s in slots if s.message_index is not None],
+               dropped=dropped, system=system)
+
+
+def dropped_turns(tokenizer, template, head, slots):
+    """The dropped messages with their token counts, as pieces of the conversation that
+    ends with them (so a first message's count excludes a default system prompt)."""
+    if not slots:
+        return []
+    _, _, pieces = pieces_of(tokenizer, template, head + slots, add_generation_prompt=False)
+    by_index = {p["message_index"]: p["count"] for p in pieces if p["kind"] not in ("system", "default_system")}
+    out = []
+    for s in slots:
+        n = by_index.get(s.message_index)
+        if n is None:  # the template's pieces could not be told apart
+            n = len(tokenizer.encode(s.message["content"]))
+        out.append({"message_index": s.message_index, "role": s.message["role"],
+                    "content": s.message["content"], "count": n})
+    return out
