@@ -589,6 +589,15 @@ def test_named_template_list_form_and_unknown_name():
         single.render(CHAT, template_name="tool_use")
 
 
+def test_broken_named_template_fails_only_when_selected():
+    templates = {"default": NAMED["default"], "tool_use": "{% for t in tools %}"}
+    compare(templates, CHAT)
+    ours, theirs = both_raise(templates, CHAT, tools=TOOLS)
+    assert "syntax error" in str(ours)
+    with pytest.raises(TemplateError, match="syntax error"):
+        ChatTemplate({"default": "{% if %}", "tool_use": "x"})
+
+
 def test_from_tokenizer_config_matches_transformers(tmp_path):
     """A tokenizer folder loaded by transformers vs. ChatTemplate.from_tokenizer_config on the same config."""
     config = {

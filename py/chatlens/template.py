@@ -159,12 +159,10 @@ def _compile(source: str) -> jinja2.Template:
 def _template_failure(e: Exception) -> TemplateError:
     """The TemplateError for an exception raised while a template renders."""
     if isinstance(e, _RaisedByTemplate):
-        return TemplateError(e.message if e.message is not None else "")
+        return TemplateError("" if e.message is None else str(e.message))
     if isinstance(e, jinja2.exceptions.SecurityError):
         return TemplateError(f"chat template tried an unsafe operation: {e}")
-    if isinstance(e, jinja2.exceptions.UndefinedError):
-        return TemplateError(f"chat template error: {e}")
-    if isinstance(e, jinja2.exceptions.TemplateError):
+    if isinstance(e, jinja2.exceptions.TemplateError):  # UndefinedError and the like
         return TemplateError(f"chat template error: {e}")
     return TemplateError(f"chat template failed: {type(e).__name__}: {e}")
 
@@ -244,7 +242,8 @@ def _token_text(value: Any) -> str | None:
         return value
     if isinstance(value, Mapping) and isinstance(value.get("content"), str):
         return value["content"]
-    return None
+    content = getattr(value, "content", None)  # a tokenizers.AddedToken
+    return content if isinstance(content, str) else None
 
 
 def _metadata_text(value: Any) -> Any:
@@ -299,10 +298,10 @@ class ChatTemplate:
         # Named special tokens, the template variables transformers' `special_tokens_map` provides
         self.special_tokens: dict[str, str] = {k: v for k, v in tokens.items() if v is not None}
         self.clock = clock
-        # Compile now, so that a broken template fails when it is loaded
+        # Compile the default template now, so that a broken one fails when it is loaded; other named templates
+        # compile when first selected (as in transformers, a broken one fails only when used)
         self._compiled: dict[str, jinja2.Template] = {}
-        for text in (self.templates.values() if self.templates is not None else [self.source]):
-            self._compiled_for(text)
+        self._compiled_for(self.source)
 
     @property
     def bos_token(self) -> str | None:
