@@ -41,6 +41,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--new-tokens", type=int, default=96)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--no-reference", action="store_true", help="skip the transformers run")
+    p.add_argument("--reference-child", action="store_true", help=argparse.SUPPRESS)
 
     p = sub.add_parser("render", help="messages (JSON array) on stdin -> rendered text and ids")
     _model_arg(p)

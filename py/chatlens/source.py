@@ -28,7 +28,8 @@ class TextSide:
         return self.tokenizer.token_text(self.eos_id)
 
 
-def _resolve(path) -> Path:
+def resolve_path(path) -> Path:
+    """The given model path, or the default GGUF (fetched on first use) when None."""
     if path is None:
         from .fetch import fetch
 
@@ -52,7 +53,7 @@ def load_text_side(path=None, clock=None) -> TextSide:
     from .template import ChatTemplate
     from .tokenizer import Tokenizer
 
-    path = _resolve(path)
+    path = resolve_path(path)
     if path.is_dir():
         tok = Tokenizer.from_json(_read_json(path / "tokenizer.json"))
         template = ChatTemplate.from_tokenizer_config(_read_json(path / "tokenizer_config.json"), clock=clock)
@@ -102,7 +103,7 @@ class Model:
 
 
 def load_model(path=None, clock=None) -> Model:
-    path = _resolve(path)
+    path = resolve_path(path)
     text = load_text_side(path, clock=clock)
     if path.is_dir():
         from . import safetensors

@@ -1,0 +1,117 @@
+"""`python -m chatlens bench`: prefill and decode speed and peak memory, chatlens against transformers.
+
+Both run the same ~300-token chat prompt and exactly N new tokens (end of turn ignored, so
+every run decodes the same number of steps) on the same float32 weights. The reference runs
+in a child process so each side's peak memory is its own. Figures are medians of repeats:
+this machine is noisy, so read the ratio, not the absolute numbers.
+"""
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+# A lesson-like conversation; its rendered prompt is about 300 tokens with SmolLM2's template.
+CONVERSATION = [
+    {"role": "system", "content": "You are a patient tutor who explains how language models read text. Keep answers short and concrete."},
+    {"role": "user", "content": "Hi! My name is Priya. I am learning how chat models work and I would like to understand what the model actually sees when I send a message."},
+    {"role": "assistant", "content": "Nice to meet you, Priya! Every time you send a message, the app renders the whole conversation into one long text with special tokens that mark who is speaking, then the model reads that text token by token."},
+    {"role": "user", "content": "So the model does not remember earlier turns by itself? What happens when the conversation becomes longer than the context window of 2048 tokens?"},
+    {"role": "assistant", "content": "Right, it has no memory of its own. When the text no longer fits, the app drops the oldest turns, keeps the system prompt and your newest message, and leaves room for the reply."},
+    {"role": "user", "content": "Give me one tip for sleeping better, and then explain in two sentences why the key-value cache makes the second turn of a chat faster than the first."},
+]
+
+
+def prompt_ids(text_side) -> list:
+    rendered = text_side.template.render(CONVERSATION, add_generation_prompt=True)
+    return text_side.tokenizer.encode(rendered)
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def run_chatlens(model, ids, new_tokens, repeats):
+    prefill, decode = [], []
+    backend = model.backend(len(ids) + new_tokens)
+    for _ in range(repeats):
+        backend.reset()
+        t0 = time.perf_counter()
+        logits = backend.prefill(ids)
+        t1 = time.perf_counter()
+        for _ in range(new_tokens - 1):
+            logits = backend.decode(int(logits.argmax()))
+        t2 = time.perf_counter()
+        prefill.append(len(ids) / (t1 - t0))
+        decode.append((new_tokens - 1) / (t2 - t1))
+    return {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb()}
+
+
+def run_reference(model_path, ids, new_tokens, repeats):
+    """transformers float32 on the same weights (a LlamaForCausalLM built from our config)."""
+    import torch
+    import transformers
+
+    from .source import load_model
+
+    model = load_model(model_path)
+    cfg = {k: v for k, v in model.config.to_hf().items() if k not in ("architectures", "torch_dtype")}
+    ref = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).float().eval()
+    ref.load_state_dict({k: torch.from_numpy(v) for k, v in model.weights.items()}, strict=not model.config.tied_output)
+    del model
+    prefill, decode = [], []
+    x = torch.tensor([ids])
+    with torch.inference_mode():
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            out = ref(x, use_cache=True)
+            t1 = time.perf_counter()
+            past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+            for _ in range(new_tokens - 1):
+                out = ref(token, past_key_values=past, use_cache=True)
+                past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+            t2 = time.perf_counter()
+            prefill.append(len(ids) / (t1 - t0))
+            decode.append((new_tokens - 1) / (t2 - t1))
+    return {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb(),
+            "torch": torch.__version__, "threads": torch.get_num_threads()}
+
+
+def main(args) -> int:
+    from .source import load_model, resolve_path
+
+    path = resolve_path(args.model)
+    if getattr(args, "reference_child", False):
+        ids = json.loads(sys.stdin.read())
+        print(json.dumps(run_reference(path, ids, args.new_tokens, args.repeats)))
+        return 0
+    model = load_model(path)
+    ids = prompt_ids(model.text)
+    print(f"prompt: {len(ids)} tokens, {args.new_tokens} new tokens, median of {args.repeats} runs, model {path.name}")
+    ours = run_chatlens(model, ids, args.new_tokens, args.repeats)
+    _row("chatlens (numpy)", ours)
+    if args.no_reference:
+        return 0
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        print("transformers is not installed: no reference run")
+        return 0
+    child = subprocess.run(
+        [sys.executable, "-c", "import sys; from chatlens.cli import main; sys.exit(main())",
+         "bench", "--model", str(path), "--new-tokens", str(args.new_tokens), "--repeats", str(args.repeats), "--reference-child"],
+        input=json.dumps(ids), capture_output=True, text=True)
+    if child.returncode != 0:
+        print("reference run failed:\n" + child.stderr[-2000:])
+        return 1
+    ref = json.loads(child.stdout.strip().splitlines()[-1])
+    _row(f"transformers {ref['torch']} f32", ref)
+    print(f"ratio chatlens/transformers: prefill {ours['prefill_tok_s'] / ref['prefill_tok_s']:.2f}x, "
+          f"decode {ours['decode_tok_s'] / ref['decode_tok_s']:.2f}x, peak memory {ours['peak_mb'] / ref['peak_mb']:.2f}x")
+    return 0
+
+
+def _row(name, r):
+    print(f"{name:28s} prefill {r['prefill_tok_s']:7.1f} tok/s   decode {r['decode_tok_s']:6.1f} tok/s   peak {r['peak_mb']:7.0f} MB")
