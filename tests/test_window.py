@@ -297,3 +297,30 @@ def test_preview_needs_no_numpy(gguf_path):
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["used"] > 20 and "Today's date is" in got["system"]
+
+
+class NumberingTemplate:
+    """Numbers the messages: a message's text depends on its position, so the linear shortcut
+    (each message rendered after the one before it) must notice and render every prefix."""
+
+    def render(self, messages, add_generation_prompt=False):
+        return "".join(f"[{i}:{m['role']}:{m['content']}]" for i, m in enumerate(messages)) + (
+            "[A:" if add_generation_prompt else "")
+
+
+def test_position_dependent_template_renders_every_prefix():
+    msgs = [{"role": r, "content": c} for r, c in [("user", "a"), ("assistant", "b"), ("user", "c"),
+                                                   ("assistant", "d"), ("user", "e")]]
+    assert window._bounds_local(NumberingTemplate(), msgs, NumberingTemplate().render(msgs), False) is None
+    f = window.fit(FakeTokenizer(), NumberingTemplate(), system=None, messages=msgs, window=100, reserve=10)
+    assert [p["text"] for p in f.pieces] == ["[0:user:a]", "[1:assistant:b]", "[2:user:c]", "[3:assistant:d]",
+                                             "[4:user:e]", "[A:"]
+
+
+def test_linear_shortcut_agrees_with_every_prefix(text):
+    msgs = [{"role": "system", "content": "Be kind."}] + LESSON
+    for m in (msgs, LESSON, LESSON[1:]):
+        for gen in (False, True):
+            rendered = text.template.render(m, add_generation_prompt=gen)
+            local = window._bounds_local(text.template, m, rendered, gen)
+            assert local is not None and local == window._bounds_exact(text.template, m, rendered, gen)

@@ -11,7 +11,9 @@ message adds is render(messages[:k+1]) minus render(messages[:k]); the generatio
 the text add_generation_prompt appends. A default system prompt that the template inserts
 before the first message is split off as its own piece. Tokens are mapped to pieces through
 the tokenizer's character offsets. When a template's renders of prefixes are not prefixes of
-each other, the prompt is one piece.
+each other, the prompt is one piece. Rendering every prefix is quadratic in the number of
+messages, so each message's text is first taken from a render of it and the message before
+it, and accepted when those texts put together give the whole render exactly.
 
 No numpy: this runs in the browser before any weights arrive.
 """
@@ -58,10 +60,9 @@ def _render_prefix(template, messages):
     return _render(template, messages)
 
 
-def _segments(template, messages, text, add_generation_prompt):
-    """Character segments of `text` (= the render of `messages`): a list of (start, end, tag),
-    contiguous from 0 to len(text), where tag is a message position, "default_system" or
-    "header". None when the template's prefix renders are not prefixes of each other."""
+def _bounds_exact(template, messages, text, add_generation_prompt):
+    """Where each message's text ends in `text`: render(messages[:k]) for every k (quadratic).
+    Returns (bounds, lead) with bounds[k] = len(render(messages[:k])), lead = render([]); or None."""
     try:
         prefixes = [_render_prefix(template, messages[:k]) for k in range(len(messages) + 1)]
     except Exception:
@@ -73,7 +74,48 @@ def _segments(template, messages, text, add_generation_prompt):
         return None
     if not add_generation_prompt and text != prefixes[-1]:
         return None
-    bounds = [len(p) for p in prefixes]
+    return [len(p) for p in prefixes], prefixes[0]
+
+
+def _bounds_local(template, messages, text, add_generation_prompt):
+    """The same in linear time for templates that render each message on its own: message k's
+    text taken as render(messages[k-1:k+1]) minus render(messages[k-1:k]), accepted only if
+    the texts found so put together give the render of all the messages exactly (else None,
+    and the caller renders every prefix)."""
+    if len(messages) < 3:
+        return None  # the exact way costs no more
+    try:
+        lead = _render_prefix(template, [])
+        parts = [_render(template, messages[:1])]
+        for k in range(1, len(messages)):
+            a = _render(template, messages[k - 1:k])
+            b = _render(template, messages[k - 1:k + 1])
+            if not b.startswith(a):
+                return None
+            parts.append(b[len(a):])
+        whole = text if not add_generation_prompt else _render(template, messages)
+    except Exception:
+        return None
+    if "".join(parts) != whole or not parts[0].startswith(lead) or not text.startswith(whole):
+        return None
+    bounds = [len(lead)]
+    pos = 0
+    for part in parts:
+        pos += len(part)
+        bounds.append(pos)
+    return bounds, lead
+
+
+def _segments(template, messages, text, add_generation_prompt):
+    """Character segments of `text` (= the render of `messages`): a list of (start, end, tag),
+    contiguous from 0 to len(text), where tag is a message position, "default_system" or
+    "header". None when the template's prefix renders are not prefixes of each other."""
+    found = _bounds_local(template, messages, text, add_generation_prompt)
+    if found is None:
+        found = _bounds_exact(template, messages, text, add_generation_prompt)
+    if found is None:
+        return None
+    bounds, lead = found
     segs = []
     for k in range(len(messages)):
         # Text before the first message (a BOS the template always writes) goes with it.
@@ -95,7 +137,6 @@ def _segments(template, messages, text, add_generation_prompt):
             own = b[len(a):]
             start, end, _ = segs[0]
             first = text[start:end]
-            lead = prefixes[0]
             if own and first.endswith(own) and len(first) > len(own):
                 default = first[: len(first) - len(own)]
                 if default.startswith(lead) and default[len(lead):].strip():
