@@ -94,8 +94,7 @@ class ChatSession:
     # -- settings ----------------------------------------------------------------------------
     def set_system(self, *, preset=None, system=None):
         """Choose the system prompt for the following turns (the history stays)."""
-        if preset is not None:
-            presets.system_for(preset, custom=system, clock=self.clock)  # validate the name now
+        presets.check(preset, system)
         self.preset, self.custom = preset, system
 
     def system_now(self):

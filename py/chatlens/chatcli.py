@@ -52,8 +52,7 @@ def _system_args(args):
     """(preset, custom system text) from --preset / --system."""
     preset = getattr(args, "preset", None)
     system = getattr(args, "system", None)
-    if preset is not None:
-        presets.system_for(preset)  # unknown names fail before the model loads
+    presets.check(preset, system)  # unknown names fail before the model loads
     return preset, system
 
 

@@ -40,6 +40,17 @@ def format_date(day) -> str:
     return DATE_FORMAT.format(date=day)
 
 
+def check(preset, custom=None):
+    """Raise ChatlensError unless system_for(preset, custom) would give a system prompt."""
+    if preset is None:
+        return
+    name = str(preset).strip().lower()
+    if name == "custom" and custom is None:
+        raise ChatlensError("the custom preset needs a system text")
+    if name != "custom" and name not in PRESETS:
+        raise ChatlensError(f"unknown preset {preset!r}: choose one of {', '.join(list(PRESETS) + ['custom'])}")
+
+
 def system_for(preset, custom=None, clock=None):
     """The system prompt for a preset name, taken now.
 
@@ -50,13 +61,10 @@ def system_for(preset, custom=None, clock=None):
     """
     if preset is None:
         return custom
+    check(preset, custom)
     name = str(preset).strip().lower()
     if name == "custom":
-        if custom is None:
-            raise ChatlensError("the custom preset needs a system text")
         return custom
-    if name not in PRESETS:
-        raise ChatlensError(f"unknown preset {preset!r}: choose one of {', '.join(list(PRESETS) + ['custom'])}")
     text = PRESETS[name]
     if name == "date":
         day = (clock or today)()
