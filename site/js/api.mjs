@@ -1,0 +1,94 @@
+// window.chatlens: the page's API, for the UI, for embedding and for tests. It talks to the
+// module worker where Python runs.
+//   await chatlens.ready                        -> {source, info, pyodide} once the worker is up
+//   await chatlens.preview({system, messages, window})  -> the turn record, without generating
+//        (or {preset, custom} instead of system: the system text of a preset, taken now)
+//   await chatlens.run({system, messages, window, maxTokens}) -> the turn record with the reply
+//   chatlens.status                             -> {state: booting|loading|ready|error, detail}
+//   chatlens.onStatus(fn)                       -> fn(status) now and on every change
+
+import { resolveSource } from "./source.mjs";
+
+export function createApi() {
+  const listeners = new Set();
+  const pending = new Map();
+  let nextId = 1;
+  const api = {
+    status: { state: "booting", detail: "starting" },
+    source: null,
+    build: null,
+    /** build.json: the Pyodide version, the wheels, the pinned model revision, the reply limit. */
+    built: fetch(new URL("../build.json", import.meta.url)).then((r) => {
+      if (!r.ok) throw new Error(`build.json: HTTP ${r.status}`);
+      return r.json();
+    }),
+    onStatus(fn) {
+      listeners.add(fn);
+      fn(api.status);
+      return () => listeners.delete(fn);
+    },
+  };
+  const setStatus = (state, detail = "") => {
+    api.status = { state, detail };
+    for (const fn of listeners) fn(api.status);
+  };
+
+  const worker = new Worker(new URL("./worker.mjs", import.meta.url), { type: "module" });
+  worker.onmessage = ({ data }) => {
+    if (data.type === "status") return setStatus(data.state, data.detail);
+    const p = pending.get(data.id);
+    if (!p) return;
+    pending.delete(data.id);
+    if (data.ok) p.resolve(data.result);
+    else {
+      const e = new Error(data.error);
+      if (data.name) e.name = data.name;
+      p.reject(e);
+    }
+  };
+  worker.onerror = (e) => {
+    e.preventDefault?.();
+    setStatus("error", e.message || "the worker failed to start");
+    for (const p of pending.values()) p.reject(new Error(api.status.detail));
+    pending.clear();
+  };
+  const call = (type, args) =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ id, type, args });
+    });
+
+  api.ready = (async () => {
+    api.build = await api.built;
+    api.source = await resolveSource({ build: api.build });
+    return call("init", { source: api.source });
+  })();
+  api.ready.catch((e) => setStatus("error", e.message));
+
+  const checkMessages = (args) => {
+    if (!args || !Array.isArray(args.messages) || args.messages.length === 0) {
+      throw new TypeError("chatlens: messages must be a non-empty array of {role, content}");
+    }
+  };
+  api.preview = async (args) => {
+    checkMessages(args);
+    await api.ready;
+    return call("preview", plain(args));
+  };
+  api.run = async (args) => {
+    checkMessages(args);
+    await api.ready;
+    return call("run", plain(args));
+  };
+  return api;
+}
+
+// Structured-clone-safe copy with only the fields the worker reads.
+function plain(args) {
+  const out = { messages: args.messages.map((m) => ({ role: String(m.role), content: String(m.content) })) };
+  for (const k of ["system", "preset", "custom", "window", "reserve", "maxTokens"]) {
+    if (args[k] !== undefined) out[k] = args[k];
+  }
+  return out;
+}
