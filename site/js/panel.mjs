@@ -2,14 +2,6 @@
 // tokens as chips, line breaks visible), the token chips with their ids, the per-piece counts,
 // the dropped turns and the reply's stop reason. Every piece of text goes in as text nodes.
 
-const KIND_NAMES = {
-  system: "system",
-  default_system: "system (template default)",
-  user: "user turn",
-  assistant: "assistant turn",
-  new: "new message",
-  header: "generation header",
-};
 const SEGMENTS = [
   // window bar: [name, css class, which piece kinds count]
   ["system", "seg-system", ["system", "default_system"]],
@@ -228,7 +220,7 @@ export function renderRecord(root, record, { caption = "", view = "text", onView
       }),
     ),
   );
-  root.replaceChildren(
+  const parts = [
     el("p", { class: "caption", id: "reads-caption", text: caption }),
     windowBar(record),
     stats(record),
@@ -237,11 +229,10 @@ export function renderRecord(root, record, { caption = "", view = "text", onView
     view === "tokens" ? tokenView(record, specials) : promptText(record, specials),
     pieceTable(record),
     replyBox(record),
-  );
+  ];
+  root.replaceChildren(...parts.filter(Boolean));
 }
 
 export function renderMessage(root, text, cls = "note") {
   root.replaceChildren(el("p", { class: cls, text }));
 }
-
-export { KIND_NAMES };

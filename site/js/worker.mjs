@@ -58,47 +58,56 @@ async function getJson(url) {
 
 async function boot(source) {
   status("booting", "starting Python (Pyodide)");
+  // The model's small files download while Python starts.
+  const download = source.kind === "gguf" ? ggufHead(source.url) : folderFiles(source.url);
+  download.catch(() => {}); // reported below, once awaited
   const build = await getJson(new URL("build.json", SITE));
   const indexURL = new URL(build.pyodide.index, SITE).href;
   const { loadPyodide } = await import(new URL("pyodide.mjs", indexURL).href);
-  py = await loadPyodide({
+  const pyodide = loadPyodide({
     indexURL,
     packageBaseUrl: new URL(build.pyodide.packages, SITE).href,
     stdout: () => {},
     stderr: (line) => console.warn("[python]", line),
   });
+  await Promise.race([pyodide, download.then(() => pyodide)]); // a failed download fails the boot now
+  py = await pyodide;
   status("booting", "installing chatlens");
   await py.loadPackage(build.wheels.map((w) => new URL(w, SITE).href), { messageCallback: () => {} });
   py.runPython(BRIDGE);
   bridge = { load: py.globals.get("load"), preview: py.globals.get("preview") };
 
   status("loading", `reading the tokenizer and chat template from ${source.label}`);
-  const path = source.kind === "gguf" ? await mountGguf(source.url) : await fetchFolder(source.url);
+  const path = source.kind === "gguf" ? mountGguf(source.url, await download) : writeFolder(await download);
   const info = JSON.parse(bridge.load(path));
-  status("ready", `${source.label}`);
+  status("ready", source.label);
   return { source, info, pyodide: build.pyodide.version };
 }
 
 // A Hugging Face folder: only the small files the text side needs.
-async function fetchFolder(base) {
+async function folderFiles(base) {
+  const fetchOne = async (name, optional) => {
+    const url = new URL(name, base).href;
+    const r = await fetch(url);
+    if (!r.ok) {
+      if (optional) return null;
+      throw new Error(`${url}: HTTP ${r.status}`);
+    }
+    return [name, new Uint8Array(await r.arrayBuffer())];
+  };
+  const got = await Promise.all([...TEXT_FILES.map((n) => fetchOne(n, false)), ...OPTIONAL_FILES.map((n) => fetchOne(n, true))]);
+  return got.filter(Boolean);
+}
+
+function writeFolder(files) {
   const dir = "/models/hf";
   py.FS.mkdirTree(dir);
-  const fetchOne = async (name, optional) => {
-    const r = await fetch(new URL(name, base));
-    if (!r.ok) {
-      if (optional) return;
-      throw new Error(`${new URL(name, base).href}: HTTP ${r.status}`);
-    }
-    py.FS.writeFile(`${dir}/${name}`, new Uint8Array(await r.arrayBuffer()));
-  };
-  await Promise.all([...TEXT_FILES.map((n) => fetchOne(n, false)), ...OPTIONAL_FILES.map((n) => fetchOne(n, true))]);
+  for (const [name, data] of files) py.FS.writeFile(`${dir}/${name}`, data);
   return dir;
 }
 
-// A GGUF: a file of the right size in Pyodide's file system whose bytes are fetched on demand.
-// The first 8 MiB come with one async Range request; the metadata reader rarely needs more, and
-// anything past it is fetched synchronously (allowed in workers) one 1 MiB chunk at a time.
-async function mountGguf(url) {
+// A GGUF: its first 8 MiB with one Range request, and the file's size.
+async function ggufHead(url) {
   const r = await fetch(url, { headers: { Range: `bytes=0-${GGUF_HEAD - 1}` } });
   if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
   const head = new Uint8Array(await r.arrayBuffer());
@@ -112,6 +121,13 @@ async function mountGguf(url) {
       if (!total) throw new Error(`${url}: the server gives no size for this file`);
     }
   }
+  return { head, total };
+}
+
+// The GGUF as a file of its full size in Pyodide's file system, whose bytes past the head are
+// fetched on demand, synchronously (allowed in workers), one 1 MiB Range request at a time.
+// The metadata reader rarely needs more than the head.
+function mountGguf(url, { head, total }) {
   const dir = "/models/gguf";
   const name = decodeURIComponent(new URL(url).pathname.split("/").pop()) || "model.gguf";
   py.FS.mkdirTree(dir);

@@ -1,0 +1,280 @@
+"""The site's build and its local server, without a browser."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from chatlens import site
+from chatlens.errors import ChatlensError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def quiet(_msg):
+    pass
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return site.build_site(tmp_path_factory.mktemp("site") / "out", log=quiet)
+
+
+def test_build_holds_everything_the_page_loads(built):
+    manifest = json.loads((built / "build.json").read_text())
+    for name in ("index.html", "app.css", "js/ui.mjs", "js/api.mjs", "js/worker.mjs", "js/panel.mjs",
+                 "js/recorded.mjs", "js/challenges.mjs", "js/source.mjs"):
+        assert (built / name).is_file(), name
+    for name in site.PYODIDE_CORE:
+        assert (built / "pyodide" / name).is_file(), name
+    assert manifest["pyodide"]["version"] == site.pyodide_version() == "314.0.7"
+    assert manifest["pyodide"]["index"] == "pyodide/"
+    names = [Path(w).name for w in manifest["wheels"]]
+    assert names == ["micropip-0.11.1-py3-none-any.whl", "jinja2-3.1.6-py3-none-any.whl",
+                     f"markupsafe-{site.MARKUPSAFE_VERSION}-py3-none-any.whl", "chatlens-0.1.0-py3-none-any.whl"]
+    for w in manifest["wheels"]:
+        assert (built / w).is_file(), w
+    assert manifest["model"] == {"repo": site.HF_REPO, "revision": site.HF_REVISION}
+    assert re.fullmatch(r"[0-9a-f]{40}", site.HF_REVISION)
+    assert manifest["reply_limit"] == 96
+    # Only NumPy comes from a CDN, at run time: the pinned version's.
+    assert manifest["pyodide"]["packages"] == "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/"
+    assert manifest["pyodide"]["self_hosted"] is False
+    if (site.SITE_SOURCES / "recorded.json").exists():
+        assert (built / "recorded.json").read_bytes() == (site.SITE_SOURCES / "recorded.json").read_bytes()
+
+
+def test_pages_load_nothing_from_other_hosts(built):
+    """Scripts, styles and modules are local; the only absolute URLs in the code are the Hub
+    (the model's last-resort source) and the model-source placeholder."""
+    for p in list(built.glob("*.html")) + list(built.glob("*.css")) + list(built.glob("js/*.mjs")):
+        text = p.read_text()
+        hosts = set(re.findall(r"https?://([^/\"'`\s)]+)", text))
+        assert hosts <= {"huggingface.co"}, (p.name, hosts)
+        assert "innerHTML" not in text and "insertAdjacentHTML" not in text, p.name
+
+
+def test_second_build_writes_nothing(built):
+    messages = []
+    before = {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()}
+    t = time.perf_counter()
+    site.build_site(built, log=messages.append)
+    assert time.perf_counter() - t < 5
+    assert any("(0 files written)" in m for m in messages), messages
+    assert {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()} == before
+
+
+def test_build_removes_stale_files_and_refuses_foreign_folders(built, tmp_path):
+    stale = built / "js" / "old.mjs"
+    stale.write_text("// gone")
+    site.build_site(built, log=quiet)
+    assert not stale.exists()
+
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    with pytest.raises(ChatlensError, match="not overwriting"):
+        site.build_site(foreign, log=quiet)
+    assert (foreign / "notes.txt").read_text() == "keep me"
+
+
+def test_chatlens_wheel_installs_and_imports(built, tmp_path):
+    wheel = built / "wheels" / "chatlens-0.1.0-py3-none-any.whl"
+    assert site.chatlens_wheel()[1] == wheel.read_bytes()  # reproducible
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+    assert "chatlens/chat.py" in names and "chatlens/site.py" in names
+    assert "chatlens-0.1.0.dist-info/RECORD" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    # pip checks the wheel's metadata and RECORD hashes when it installs it.
+    target = tmp_path / "target"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",
+                    "--disable-pip-version-check", "--target", str(target), str(wheel)], check=True)
+    done = subprocess.run([sys.executable, "-I", "-c",
+                           f"import sys; sys.path.insert(0, {str(target)!r}); import chatlens.chat, chatlens.source; "
+                           "print(chatlens.__file__)"], capture_output=True, text=True, check=True)
+    assert done.stdout.startswith(str(target))
+
+
+def test_markupsafe_wheel_is_pure(built):
+    wheel = built / "wheels" / f"markupsafe-{site.MARKUPSAFE_VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        wheel_meta = z.read(f"markupsafe-{site.MARKUPSAFE_VERSION}.dist-info/WHEEL").decode()
+    assert "markupsafe/_native.py" in names
+    assert not [n for n in names if n.endswith((".so", ".pyd"))]
+    assert "Root-Is-Purelib: true" in wheel_meta
+
+
+def test_pyodide_dist_is_copied_in_for_self_hosting(built, tmp_path):
+    lock = json.loads((site.BUILD_DIR / "node_modules" / "pyodide" / "pyodide-lock.json").read_text())
+    files = site._runtime_package_files(lock, site.RUNTIME_PACKAGES)
+    assert any(f.startswith("numpy-") for f in files)
+    dist = tmp_path / "full"
+    dist.mkdir()
+    (dist / "pyodide-lock.json").write_text(json.dumps(lock))
+    for f in files:
+        (dist / f).write_bytes(b"wheel " + f.encode())
+    out = tmp_path / "selfhosted"
+    shutil.copytree(built, out)
+
+    site.build_site(out, pyodide_dist=dist, log=quiet)
+    manifest = json.loads((out / "build.json").read_text())
+    assert manifest["pyodide"]["packages"] == "pyodide/" and manifest["pyodide"]["self_hosted"] is True
+    for f in files:
+        assert (out / "pyodide" / f).read_bytes() == b"wheel " + f.encode()
+
+    site.build_site(out, keep_self_hosted=True, log=quiet)  # what serve does: keep them
+    assert json.loads((out / "build.json").read_text())["pyodide"]["self_hosted"] is True
+    assert all((out / "pyodide" / f).exists() for f in files)
+
+    site.build_site(out, log=quiet)  # a plain build goes back to the CDN
+    assert json.loads((out / "build.json").read_text())["pyodide"]["packages"].startswith("https://cdn.jsdelivr.net/")
+    assert not any((out / "pyodide" / f).exists() for f in files)
+
+    lock["info"] = {**lock["info"], "python": "3.0.0"}
+    (dist / "pyodide-lock.json").write_text(json.dumps(lock))
+    with pytest.raises(ChatlensError, match="Pyodide distribution for"):
+        site.build_site(out, pyodide_dist=dist, log=quiet)
+
+
+# -- the server -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("header,size,expected", [
+    (None, 10, None),
+    ("bytes=0-0", 10, (0, 0)),
+    ("bytes=2-", 10, (2, 9)),
+    ("bytes=-3", 10, (7, 9)),
+    ("bytes=-30", 10, (0, 9)),
+    ("bytes=5-100", 10, (5, 9)),
+    ("bytes=10-", 10, "unsatisfiable"),
+    ("bytes=-0", 10, "unsatisfiable"),
+    ("bytes=0-", 0, "unsatisfiable"),
+    ("bytes=5-2", 10, None),
+    ("bytes=0-1,4-5", 10, None),
+    ("items=0-1", 10, None),
+])
+def test_parse_range(header, size, expected):
+    assert site.parse_range(header, size) == expected
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("www")
+    (root / "index.html").write_text("<!doctype html><title>t</title>")
+    (root / "js").mkdir()
+    (root / "js" / "a.mjs").write_text("export const a = 1;\n")
+    (root / "x.wasm").write_bytes(b"\0asm\1\0\0\0")
+    (root / "data.json").write_text("{}")
+    models = tmp_path_factory.mktemp("hf")
+    (models / "config.json").write_text('{"a": 1}')
+    (models / "tokenizer.json").write_text("{}")
+    gguf = tmp_path_factory.mktemp("gguf") / "m.gguf"
+    gguf.write_bytes(bytes(range(256)) * 4)
+    outside = root.parent / "secret.txt"
+    outside.write_text("secret")
+    mirror = site.Mirror.of("org/model", "rev1", folder=models, gguf=gguf, sha256="ab" * 32, about="test")
+    srv = site.SiteServer(root, mirror=mirror).start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def fetch(url, headers=None, method="GET"):
+    req = urllib.request.Request(url, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def test_server_isolation_headers_and_mime_types(server):
+    for path, ctype in [("", "text/html"), ("js/a.mjs", "text/javascript"), ("x.wasm", "application/wasm"),
+                        ("data.json", "application/json")]:
+        status, headers, body = fetch(server.url + path)
+        assert status == 200, path
+        assert headers["Content-Type"].startswith(ctype), (path, headers["Content-Type"])
+        assert headers["Cross-Origin-Opener-Policy"] == "same-origin"
+        assert headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+        assert headers["Cross-Origin-Resource-Policy"] == "same-origin"
+        assert headers["Accept-Ranges"] == "bytes"
+    status, headers, _ = fetch(server.url + "missing.js")
+    assert status == 404 and headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+
+
+def test_server_range_requests(server):
+    url = server.url + "models/org/model/resolve/rev1/m.gguf"
+    status, headers, body = fetch(url)
+    assert status == 200 and len(body) == 1024 and headers["Content-Length"] == "1024"
+    status, headers, body = fetch(url, {"Range": "bytes=0-0"})
+    assert status == 206 and body == b"\0" and headers["Content-Range"] == "bytes 0-0/1024"
+    status, headers, body = fetch(url, {"Range": "bytes=1000-"})
+    assert status == 206 and body == bytes(range(232, 256)) and headers["Content-Range"] == "bytes 1000-1023/1024"
+    status, headers, body = fetch(url, {"Range": "bytes=-4"})
+    assert status == 206 and body == bytes([252, 253, 254, 255])
+    status, headers, body = fetch(url, {"Range": "bytes=2000-"})
+    assert status == 416 and headers["Content-Range"] == "bytes */1024"
+    status, headers, body = fetch(url, method="HEAD")
+    assert status == 200 and headers["Content-Length"] == "1024" and body == b""
+
+
+def test_server_mirror_and_manifest(server):
+    status, headers, body = fetch(server.url + "models/manifest.json")
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    m = json.loads(body)
+    assert m["base"] == "models/org/model/resolve/rev1/" and m["hf"] is True and m["gguf"] == "m.gguf"
+    assert m["files"] == {"config.json": 8, "m.gguf": 1024, "tokenizer.json": 2}
+    status, _, body = fetch(server.url + m["base"] + "config.json")
+    assert status == 200 and json.loads(body) == {"a": 1}
+    assert fetch(server.url + m["base"] + "nothing.json")[0] == 404
+
+
+def test_server_stays_inside_its_folders(server):
+    for path in ["../secret.txt", "%2e%2e/secret.txt", "js/../../secret.txt", "models/org/model/resolve/rev1/../../x"]:
+        status, _, body = fetch(server.url + path)
+        assert status in (400, 404), path
+        assert b"secret" not in body
+
+
+def test_server_not_modified(server):
+    status, headers, _ = fetch(server.url + "js/a.mjs")
+    status, _, body = fetch(server.url + "js/a.mjs", {"If-Modified-Since": headers["Last-Modified"]})
+    assert status == 304 and body == b""
+
+
+def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):
+    """`python -m chatlens serve --port 0`: the README's main command, end to end (no browser)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "py")}
+    proc = subprocess.Popen([sys.executable, "-m", "chatlens", "serve", "--port", "0"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        url = None
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+            url = m and m.group(1)
+        assert url, "serve printed no URL"
+        status, headers, body = fetch(url)
+        assert status == 200 and b"chatlens" in body
+        assert headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+        m = json.loads(fetch(url + "models/manifest.json")[2])
+        assert m["hf"] and m["gguf"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+        assert {"config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"} <= set(m["files"])
+        status, headers, body = fetch(url + m["base"] + m["gguf"], {"Range": "bytes=0-3"})
+        assert status == 206 and body == b"GGUF"
+        assert headers["Content-Range"] == f"bytes 0-3/{m['files'][m['gguf']]}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
