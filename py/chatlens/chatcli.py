@@ -72,13 +72,13 @@ def run(args) -> int:
     from .chat import ChatSession
     from .source import load_model
 
+    preset, system = _system_args(args)
     data = _read_json_stdin()
     if isinstance(data, dict):
         data = data.get("messages")
     messages = _messages(data, 'stdin\'s "messages"')
     if not messages or messages[-1].get("role") != "user":
         raise ChatlensError("the last message must be the new user message")
-    preset, system = _system_args(args)
     model = load_model(args.model)
     session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
                           history=messages[:-1])
@@ -115,7 +115,7 @@ def show_record(rec) -> str:
         out.append("dropped: nothing")
     out.append(f"reused from the cache: {rec['reused_tokens']} tokens; computed: {rec['computed_tokens']} tokens")
     if rec.get("reply_ids") is not None:
-        out.append(f"reply: {len(rec['reply_ids'])} tokens, stop: {rec['stop_reason']}")
+        out.append(f"reply ({len(rec['reply_ids'])} tokens, stop: {rec['stop_reason']}): {rec['reply_text']!r}")
         t = rec.get("timings")
         if t:
             out.append(f"prefill {t['prefill_ms']:.0f} ms ({t['prefill_tok_s'] or 0:.0f} tokens/s), "
@@ -244,7 +244,8 @@ def record(args) -> int:
     for preset in RECORD_PRESETS:
         for window in RECORD_WINDOWS:
             print(f"chatlens: recording preset {preset}, window {window} ...", file=sys.stderr, flush=True)
-            doc["conversations"].append(record_conversation(model, preset, window, day))
+            doc["conversations"].append(record_conversation(model, preset, window, day, messages=LESSON_MESSAGES,
+                                                            max_tokens=RECORD_REPLY_LIMIT))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"chatlens: wrote {out}", file=sys.stderr)
