@@ -260,7 +260,7 @@ def dequantize(data: bytes, type_name: str, shape):
     import numpy as np
 
     if type_name == "F32":
-        out = np.frombuffer(data, dtype="<f4")
+        out = np.frombuffer(data, dtype="<f4").copy()
     elif type_name == "F16":
         out = np.frombuffer(data, dtype="<f2").astype(np.float32)
     elif type_name == "BF16":
