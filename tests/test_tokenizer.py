@@ -289,6 +289,24 @@ def test_decode_of_partial_characters_matches_reference(tok, ref):
         assert tok.decode(ids[k:]) == ref.decode(ids[k:], skip_special_tokens=False)
 
 
+def test_merge_loops_agree(tok):
+    """Short words use a list scan, long ones a heap; both merge lowest rank, leftmost first."""
+    rng = random.Random(3)
+    alphabets = ["abcdefghijklmnopqrstuvwxyz", "eeaattnn", "ab", " \t", "的一是不了人", "àéîõü", "0123456789"]
+    for _ in range(300):
+        text = "".join(rng.choice(rng.choice(alphabets)) for _ in range(rng.randint(2, 400)))
+        syms = [tok.id_of(BYTE_TO_CHAR[b]) for b in text.encode("utf-8")]
+        assert tok._merge_heap(list(syms)) == tok._merge_list(list(syms))
+
+
+def test_bad_ids(tok):
+    for bad in (-1, tok.vocab_size, 10 ** 9, None):
+        with pytest.raises(ValueError):
+            tok.decode([5, bad])
+        with pytest.raises(ValueError):
+            tok.token_text(bad)
+
+
 # --- (4) tokenizer.json and GGUF give the same tokenizer -------------------------------------------
 
 def test_from_json_equals_from_gguf(tok, tj, corpus):
@@ -358,9 +376,7 @@ def test_offsets_cover_text_in_order(tok, ref, corpus, missing_bytes):
 # --- other tokenizer.json variants, against the reference --------------------------------------------
 
 def _variant(tj, **changes):
-    d = json.loads(json.dumps(tj))
-    d.update(changes)
-    return d
+    return dict(tj, **changes)          # shallow: nothing here mutates the parts
 
 
 @pytest.mark.parametrize("pre", [

@@ -34,6 +34,7 @@ from __future__ import annotations
 import codecs
 import heapq
 import re
+from itertools import accumulate
 
 from .errors import ModelFormatError
 
@@ -281,7 +282,7 @@ BYTE_TO_CHAR = _bytes_to_unicode()
 CHAR_TO_BYTE = {c: b for b, c in enumerate(BYTE_TO_CHAR)}
 
 _NO_MERGE = 1 << 62          # larger than any packed (rank, id) value
-_HEAP_FROM = 48              # words with more symbols than this use the heap merge loop
+_HEAP_FROM = 56              # words with more symbols than this use the heap merge loop
 _CACHE_LIMIT = 200_000       # pre-tokens cached before the cache is cleared
 
 
@@ -406,31 +407,46 @@ class Tokenizer:
         """vocab: token string -> id (the BPE model's vocab); merges: iterable of (left, right)
         token strings, in rank order.  Use `from_json` / `from_gguf` rather than this."""
         self._vocab = vocab
-        ids = list(vocab.values())
         added = list(added)
-        all_ids = ids + [t.id for t in added]
+        all_ids = list(vocab.values()) + [t.id for t in added]
         if not all_ids:
             raise ModelFormatError(f"{source}: the vocabulary is empty")
+        if not all(type(i) is int for i in all_ids) or min(all_ids) < 0:
+            raise ModelFormatError(f"{source}: token ids must be non-negative integers")
         self.vocab_size = max(all_ids) + 1
-        self._shift = max(self.vocab_size - 1, 1).bit_length()
-        self._mask = (1 << self._shift) - 1
+        self._shift = shift = max(self.vocab_size - 1, 1).bit_length()
+        self._mask = (1 << shift) - 1
 
         # merge ranks: key (left_id << shift | right_id) -> rank << shift | merged_id
-        shift = self._shift
-        ranks = {}
+        # (packed ints: dict lookups on ints, and min() over ranks compares ranks first)
+        merges = merges if isinstance(merges, list) else list(merges)
+        lefts = [m[0] for m in merges]
+        rights = [m[1] for m in merges]
         get = vocab.get
-        for rank, (a, b) in enumerate(merges):
-            ia, ib, inew = get(a), get(b), get(a + b)
-            if ia is None or ib is None or inew is None:
-                missing = a if ia is None else b if ib is None else a + b
-                raise ModelFormatError(f"{source}: merge {a!r} {b!r} uses {missing!r}, which is not in the vocabulary")
-            ranks[ia << shift | ib] = rank << shift | inew
-        self._ranks = ranks
+        ia = list(map(get, lefts))
+        ib = list(map(get, rights))
+        inew = list(map(get, map(str.__add__, lefts, rights)))
+        if None in ia or None in ib or None in inew:
+            for a, b, x, y, z in zip(lefts, rights, ia, ib, inew):
+                if x is None or y is None or z is None:
+                    missing = a if x is None else b if y is None else a + b
+                    raise ModelFormatError(
+                        f"{source}: merge {a!r} {b!r} uses {missing!r}, which is not in the vocabulary")
+        # later duplicates win, as in `tokenizers`' HashMap
+        self._ranks = {a << shift | b: r << shift | n for r, a, b, n in zip(range(len(ia)), ia, ib, inew)}
 
         # raw bytes of every id
         tb = [None] * self.vocab_size
-        for tok, i in vocab.items():
-            tb[i] = _token_to_bytes(tok)
+        tokens = list(vocab)
+        try:
+            # fast path: every token spelled in the byte alphabet (one byte per char)
+            data = "".join(tokens).translate(_TO_LATIN1).encode("latin-1")
+            ends = list(accumulate(map(len, tokens)))
+            for tok_id, start, end in zip(vocab.values(), [0] + ends, ends):
+                tb[tok_id] = data[start:end]
+        except UnicodeEncodeError:
+            for tok, i in vocab.items():
+                tb[i] = _token_to_bytes(tok)
         self._added = {}
         for t in added:
             tb[t.id] = t.content.encode("utf-8")
@@ -594,9 +610,12 @@ class Tokenizer:
         return out
 
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        """Ids and, for each, the (start, end) character span of text it covers.  A token holding
-        only part of a multi-byte character gets that character's span, so spans of neighbours
-        can overlap; starts and ends never decrease and together the spans cover the text."""
+        """Ids and, for each, the (start, end) character span of text it covers (the same
+        offsets `tokenizers` reports).  A token holding only part of a multi-byte character gets
+        that character's span, so neighbours can overlap; starts and ends never decrease and
+        together the spans cover the text, except characters the vocabulary cannot spell at all
+        (a byte with no token, which `tokenizers` drops: SmolLM2 lacks 0x04, 0x06, 0x13, 0x14,
+        0x16, 0x1D and the lead bytes of U+40000..U+BFFFF), which lie in no span."""
         ids_out = []
         offs = []
         cache = self._cache
@@ -802,11 +821,14 @@ class Tokenizer:
         """The text of ids: their bytes joined, then decoded (invalid UTF-8 as U+FFFD).  Special
         tokens are included as their text."""
         tb = self._tok_bytes
+        ids = ids if isinstance(ids, list) else list(ids)
         try:
             data = b"".join([tb[i] for i in ids])
+            if ids and min(ids) < 0:
+                raise IndexError
         except (IndexError, TypeError):
             for i in ids:
-                self.token_bytes(i)
+                self.token_bytes(i)         # raises ValueError naming the bad id
             raise
         return data.decode("utf-8", "replace")
 
@@ -866,12 +888,15 @@ def _gguf_parts(metadata: dict):
     types = metadata.get("tokenizer.ggml.token_type") or [_NORMAL] * len(tokens)
     if len(types) != len(tokens):
         raise ModelFormatError("GGUF: tokenizer.ggml.token_type and tokenizer.ggml.tokens differ in length")
-    merges = []
-    for m in metadata.get("tokenizer.ggml.merges") or ():
-        k = m.find(" ", 1)                  # as llama.cpp splits a merge
-        if k < 0:
-            raise ModelFormatError(f"GGUF: bad merge {m!r}")
-        merges.append((m[:k], m[k + 1:]))
+    raw = metadata.get("tokenizer.ggml.merges") or []
+    merges = [m.split(" ") for m in raw]
+    if any(len(m) != 2 for m in merges):
+        merges = []
+        for m in raw:
+            k = m.find(" ", 1)                  # as llama.cpp splits a merge
+            if k < 0:
+                raise ModelFormatError(f"GGUF: bad merge {m!r}")
+            merges.append((m[:k], m[k + 1:]))
     return tokens, types, merges, _GGUF_PRE[pre]
 
 
