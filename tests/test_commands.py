@@ -1,0 +1,90 @@
+"""The engine's command line: fetch, export-hf, tokenize, generate, bench."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer as HFTokenizer
+
+from chatlens import fetch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def chatlens(*args, stdin="", env=None):
+    done = subprocess.run([sys.executable, "-m", "chatlens", *args], input=stdin, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "py"), **(env or {})})
+    return done
+
+
+def test_fetch_is_a_no_op_when_cached(gguf_path):
+    done = chatlens("fetch", env={"CHATLENS_HOME": str(gguf_path.parent)})
+    assert done.returncode == 0 and done.stdout.strip() == str(gguf_path)
+    assert "downloading" not in done.stderr
+    assert fetch.sha256_of(gguf_path) == fetch.SHA256
+
+
+def test_export_hf_writes_a_hub_style_folder(hf_dir):
+    names = {p.name for p in hf_dir.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} <= names
+    config = json.loads((hf_dir / "config.json").read_text())
+    assert config["model_type"] == "llama" and config["num_hidden_layers"] == 30 and config["rms_norm_eps"] == 1e-05
+    header_len = int.from_bytes((hf_dir / "model.safetensors").read_bytes()[:8], "little")
+    header = json.loads((hf_dir / "model.safetensors").read_bytes()[8:8 + header_len])
+    assert {t["dtype"] for k, t in header.items() if k != "__metadata__"} == {"BF16"}
+    tok = json.loads((hf_dir / "tokenizer.json").read_text())
+    assert [p["type"] for p in tok["pre_tokenizer"]["pretokenizers"]] == ["Digits", "ByteLevel"]
+    assert "<|im_start|>" in json.loads((hf_dir / "tokenizer_config.json").read_text())["chat_template"]
+
+
+TEXTS = ["Hello world", "In 2026, 1234567 digits\n\n1. first", "<|im_start|>user\nhi<|im_end|>\n", "émoji 🙂👍🏽 東京"]
+
+
+@pytest.mark.parametrize("model_arg", ["gguf", "hf"])
+def test_tokenize_matches_hf_tokenizers(gguf_path, hf_dir, tokenizer_json, model_arg):
+    reference = HFTokenizer.from_file(str(tokenizer_json))
+    model = str(gguf_path if model_arg == "gguf" else hf_dir)
+    done = chatlens("tokenize", "--model", model, stdin=TEXTS[1])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == reference.encode(TEXTS[1], add_special_tokens=False).ids
+    done = chatlens("tokenize", "--jsonl", "--model", model, stdin="".join(json.dumps(t) + "\n" for t in TEXTS))
+    assert [json.loads(line) for line in done.stdout.splitlines()] == \
+        [reference.encode(t, add_special_tokens=False).ids for t in TEXTS]
+
+
+def test_generate_prints_ids_stop_reason_and_top5(gguf_path):
+    from chatlens.generate import generate
+    from chatlens.source import load_model
+
+    model = load_model(gguf_path)
+    ids = model.tokenizer.encode("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n")
+    done = chatlens("generate", "--max-new-tokens", "12", stdin=json.dumps(ids))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    expected = generate(model.backend(len(ids) + 12), ids, eos_id=model.eos_id, max_new_tokens=12)
+    assert out["ids"] == expected.ids and out["stop_reason"] == expected.stop_reason
+    top = sorted(range(len(expected.first_logits)), key=lambda i: -expected.first_logits[i])[:5]
+    assert [i for i, _ in out["top5"]] == top
+    assert out["top5"][0][1] == pytest.approx(float(expected.first_logits[top[0]]))
+
+
+@pytest.mark.parametrize("stdin, message", [("not json", "JSON array"), ("[]", "non-empty"), ("[1, 99999999]", "out of range")])
+def test_generate_rejects_bad_input(stdin, message):
+    done = chatlens("generate", stdin=stdin)
+    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_malformed_model_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 8)
+    done = chatlens("tokenize", "--model", str(bad), stdin="hi")
+    assert done.returncode == 1 and "chatlens:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bench_prints_figures(gguf_path):
+    done = chatlens("bench", "--no-reference", "--new-tokens", "4", "--repeats", "1")
+    assert done.returncode == 0, done.stderr
+    assert "decode" in done.stdout and "tok/s" in done.stdout and "peak" in done.stdout
