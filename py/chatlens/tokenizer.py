@@ -21,7 +21,8 @@ Character classes.  Python's ``re`` has no ``\\p{L}``/``\\p{N}``, and its ``\\s`
 Unicode 16 (about 9,400 letters and numbers that CPython 3.11's Unicode 14 calls
 unassigned), its ``\\s`` is the White_Space property (so U+001C..U+001F are *not* spaces,
 although ``str.isspace()`` says they are), and the ``Digits`` step uses Rust's
-``char::is_numeric`` (Nd, Nl, No) from Rust's Unicode 17 tables.  To be exact on every
+``char::is_numeric`` (Nd, Nl, No) with Rust's own, newer tables (they already count
+U+11DE0..U+11DE9 and U+16FF4..U+16FF6, which the regex does not).  To be exact on every
 Python (CPython 3.11, Pyodide's 3.12/3.13 with other Unicode versions) the classes are
 spelled out below as code point ranges, measured code point by code point against
 `tokenizers` 0.23.3 (``pre_tokenize_str`` on probes such as ``"a" + c``).  For every
@@ -236,6 +237,8 @@ def _pretokenizer_pattern(digits: str | None, use_regex: bool) -> re.Pattern:
     alts = []
     if digits == "individual":
         alts.append(_cls(D))
+    elif digits == "contiguous" and not use_regex:
+        alts.append(_cls(D) + "+")
     elif digits == "contiguous":
         # inside a run of numeric characters the GPT-2 regex still splits \p{N} from the rest
         dn = _intersect(D, NUMBERS)
@@ -283,7 +286,7 @@ CHAR_TO_BYTE = {c: b for b, c in enumerate(BYTE_TO_CHAR)}
 
 _NO_MERGE = 1 << 62          # larger than any packed (rank, id) value
 _HEAP_FROM = 56              # words with more symbols than this use the heap merge loop
-_CACHE_LIMIT = 200_000       # pre-tokens cached before the cache is cleared
+_CACHE_LIMIT = 100_000       # pre-tokens cached before the cache is cleared
 
 
 # str.translate table taking the byte alphabet to latin-1 chars; chars below 256 that are
