@@ -6,7 +6,7 @@ const SEGMENTS = [
   // window bar: [name, css class, which piece kinds count]
   ["system", "seg-system", ["system", "default_system"]],
   ["turns", "seg-turns", ["user", "assistant"]],
-  ["new message", "seg-new", ["new", "header"]],
+  ["new message + header", "seg-new", ["new", "header"]],
 ];
 
 export function el(tag, attrs = {}, ...children) {

@@ -45,10 +45,12 @@ api.onStatus(({ state: s, detail }) => {
   $("status-detail").textContent = detail || "";
   if (s === "error") showLive();
 });
-api.ready.then(() => {
-  $("source-label").textContent = `${api.source.label} (${api.source.url})`;
-  if (state.mode === "live") showLive();
-});
+api.ready
+  .then(() => {
+    $("source-label").textContent = `${api.source.label} (${api.source.url})`;
+    if (state.mode === "live") showLive();
+  })
+  .catch(() => {}); // the status line shows the error
 
 // -- controls --------------------------------------------------------------------------------------
 const controls = () => ({
@@ -132,7 +134,7 @@ function renderLiveChat(dropped = new Set()) {
       const a = bubble("assistant", t.reply, t.record);
       if (dropped.has(index++)) a.classList.add("is-dropped");
       chat.append(a);
-    } else if (t.note) chat.append(el("div", { class: "msg note", text: t.note }));
+    } else if (t.note) chat.append(el("div", { class: `msg note ${t.noteClass || ""}`, text: t.note }));
   }
   chat.scrollTop = chat.scrollHeight;
 }
@@ -216,6 +218,7 @@ async function send() {
     see(full);
   } catch (e) {
     turn.note = `No reply: ${e.message}`;
+    turn.noteClass = "no-reply";
   }
   showLive();
 }

@@ -191,8 +191,8 @@ const handlers = {
   async run() {
     await booting;
     throw new Error(
-      "Replies are not computed in the browser yet: that needs the model's weights, which the next " +
-        "release downloads. Recorded mode shows real replies meanwhile.",
+      "no replies in the browser yet: they need the model's weights, which the next release downloads. " +
+        "Recorded mode has real replies.",
     );
   },
 };

@@ -1,0 +1,308 @@
+"""End-to-end tests of the site in Debian's Chromium, driven by Playwright.
+
+One server for the session: the site built into a temporary folder, served on a free local
+port with the same-origin model mirror `serve` uses. Each test gets a fresh browser context
+(a fresh profile: no storage, no cache). Screenshots of the main states go to
+artifacts/screenshots/ for people to look at.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+from chatlens import site  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run"]
+SHOTS = ROOT / "artifacts" / "screenshots"
+BOOT_MS = 120_000
+
+LONG_1 = ("Tell me about the history of the printing press, from Gutenberg's workshop in Mainz to the "
+          "newspapers of the nineteenth century.")
+LONG_2 = "Now compare that with how books were copied by hand in monasteries before the press, and how long one copy took."
+LONG_3 = "Which inventions after the printing press changed reading the most, and why? Give me three, with their years."
+SENT = ["Hi! My name is Priya.", LONG_1, "Give me one tip for sleeping better.", LONG_2, LONG_3]
+DRAFT = "What is my name? And what did I ask you about printing, and who built the first press in Mainz?"
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    out = site.build_site(tmp_path_factory.mktemp("site") / "out", log=lambda m: None)
+    recorded = out / "recorded.json"
+    if not recorded.exists() and os.environ.get("CHATLENS_RECORDED"):
+        # Development only: a recorded file to try before site/recorded.json is committed.
+        shutil.copy(os.environ["CHATLENS_RECORDED"], recorded)
+    srv = site.SiteServer(out, mirror=site.prepare_mirror(quiet=True)).start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+class App:
+    """A fresh browser context on the site, recording every request it makes (worker included)."""
+
+    def __init__(self, browser, server):
+        self.server = server
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.requests = []
+        self.context.on("request", lambda r: self.requests.append(r))
+        self.errors = []
+        self.page = None
+
+    def open(self, query="", ready=True):
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(self.server.url + query)
+        self.page.wait_for_function("window.chatlens !== undefined")
+        if ready:
+            self.wait_ready()
+        return self.page
+
+    def wait_ready(self):
+        self.page.wait_for_function("['ready', 'error'].includes(document.getElementById('status').dataset.state)",
+                                    timeout=BOOT_MS)
+        state = self.page.get_attribute("#status", "data-state")
+        assert state == "ready", self.page.text_content("#status")
+
+    def evaluate(self, js, arg=None):
+        return self.page.evaluate(js, arg)
+
+    def urls(self):
+        return [r.url for r in self.requests]
+
+    def prompt_text(self):
+        return self.page.eval_on_selector("#prompt-text", "e => e.textContent")
+
+    def pieces(self):
+        return self.page.eval_on_selector_all(
+            "tr.piece-row", "rows => rows.map(r => [r.querySelector('.label').textContent, Number(r.querySelector('.num').textContent)])")
+
+    def dropped(self):
+        return self.page.eval_on_selector_all(
+            "tr.dropped-row", "rows => rows.map(r => [Number(r.dataset.index), Number(r.dataset.count)])")
+
+    def send(self, text):
+        n = self.page.locator("#chat .msg.user").count()
+        self.page.fill("#draft", text)
+        self.page.press("#draft", "Enter")
+        # the message is in the chat, and the run call has answered (no reply yet: a note)
+        self.page.wait_for_function(
+            "n => document.querySelectorAll('#chat .msg.user').length === n && "
+            "document.querySelectorAll('#chat .msg.note').length === n", arg=n + 1)
+
+    def type_draft(self, text):
+        self.page.fill("#draft", text)
+        self.page.wait_for_function(
+            "t => document.getElementById('reads-caption')?.textContent.startsWith('Preview') && "
+            "document.getElementById('prompt-text')?.textContent.includes(t)", arg=text)
+
+    def shot(self, name):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def app(browser, server):
+    a = App(browser, server)
+    yield a
+    a.close()
+    assert not a.errors, a.errors
+
+
+def cli_run(messages, window, preset):
+    """Start `python -m chatlens run` for the same conversation: the reference the page must
+    match. It runs while the browser works; call the result to wait for its turn record."""
+    proc = subprocess.Popen([sys.executable, "-m", "chatlens", "run", "--window", str(window), "--preset", preset],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
+    proc.stdin.write(json.dumps({"messages": messages}))
+    proc.stdin.close()
+
+    def result():
+        out, err = proc.stdout.read(), proc.stderr.read()
+        assert proc.wait(timeout=600) == 0, err
+        return json.loads(out)
+    return result
+
+
+def test_boots_from_the_local_build_with_no_request_leaving_the_server(app):
+    page = app.open()
+    assert page.evaluate("crossOriginIsolated") is True
+    info = page.evaluate("chatlens.ready")
+    assert info["pyodide"] == "314.0.7"
+    assert info["source"]["origin"] == "mirror" and info["source"]["kind"] == "hf"
+    assert info["info"]["eos_token"] == "<|im_end|>"
+    urls = app.urls()
+    assert urls and all(u.startswith(app.server.url) for u in urls), [u for u in urls if not u.startswith(app.server.url)]
+    loaded = {u[len(app.server.url):] for u in urls}
+    built = json.loads((app.server.root / "build.json").read_text())
+    assert {"pyodide/pyodide.mjs", "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", *built["wheels"]} <= loaded
+    # the text side only: the model's small files, no weights
+    assert not [u for u in urls if u.endswith((".safetensors", ".gguf"))]
+    record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Who are you?'}], window: 1024})")
+    assert [(p["label"], p["count"]) for p in record["pieces"]] == [
+        ("system (template default)", 21), ("new message", 9), ("generation header", 4)]
+    assert record["prompt_text"].endswith("<|im_start|>user\nWho are you?<|im_end|>\n<|im_start|>assistant\n")
+    error = page.evaluate("chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 1024}).then(() => null, e => e.message)")
+    assert "next release" in error
+
+
+def test_recorded_mode_shows_every_turn_and_downloads_no_weights(app):
+    recorded_path = app.server.root / "recorded.json"
+    if not recorded_path.exists():
+        pytest.skip("site/recorded.json is not there yet (python -m chatlens record)")
+    doc = json.loads(recorded_path.read_text())
+    page = app.open("?mode=recorded", ready=False)
+    page.wait_for_selector("#reads-caption")
+    about = page.text_content("#rec-about")
+    assert doc["model"]["file"] in about and doc["model"]["sha256"][:8] in about
+    for conv in doc["conversations"]:
+        page.select_option("#preset", conv["preset"])
+        page.select_option("#window", str(conv["window"]))
+        for i, turn in enumerate(conv["turns"]):
+            if i == 0:
+                while page.is_enabled("#rec-prev"):
+                    page.click("#rec-prev")
+            else:
+                page.click("#rec-next")
+            page.wait_for_function("t => document.getElementById('rec-pos').textContent.startsWith(t)", arg=f"Turn {i + 1} of")
+            where = (conv["preset"], conv["window"], i)
+            assert app.prompt_text() == turn["prompt_text"], where
+            assert app.pieces() == [[p["label"], p["count"]] for p in turn["pieces"]], where
+            assert app.dropped() == [[d["message_index"], d["count"]] for d in turn["dropped_turns"]], where
+            assert page.text_content(".reply-text") == turn["reply_text"], where
+            assert page.text_content(".reply code.stop") == turn["stop_reason"], where
+            bubbles = page.eval_on_selector_all("#chat .msg.assistant .content", "b => b.map(e => e.textContent)")
+            assert bubbles == [t["reply_text"] for t in conv["turns"][: i + 1]], where
+            if conv["preset"] == "pirate" and conv["window"] == 256 and i == len(conv["turns"]) - 1:
+                app.shot("recorded-mode")
+    assert not [u for u in app.urls() if u.endswith((".safetensors", ".gguf"))]
+
+
+def test_live_preview_matches_the_cli_including_dropped_turns(app):
+    reference = cli_run([{"role": "user", "content": t} for t in SENT + [DRAFT]], 256, "brief")
+    page = app.open()
+    page.select_option("#preset", "brief")
+    page.select_option("#window", "256")
+    app.type_draft(SENT[0])
+    assert app.dropped() == []
+    for text in SENT:
+        app.send(text)
+    app.type_draft(DRAFT)
+    ref = reference()
+    assert ref["dropped_turns"], "the reference conversation should overflow a 256-token window"
+    assert app.prompt_text() == ref["prompt_text"]
+    assert app.pieces() == [[p["label"], p["count"]] for p in ref["pieces"]]
+    assert app.dropped() == [[d["message_index"], d["count"]] for d in ref["dropped_turns"]]
+    legend = dict(page.eval_on_selector_all(".legend li", "ls => ls.map(l => [l.dataset.seg, Number(l.querySelector('b').textContent)])"))
+    assert legend["free"] == ref["free"] and legend["reserved for the reply"] == 96
+    assert sum(legend[k] for k in ("system", "turns", "new message + header")) == ref["used"]
+    # the chat marks what the model no longer reads
+    assert page.locator("#chat .msg.user.is-dropped").count() == len(ref["dropped_turns"])
+    app.shot("live-dropped-turns")
+
+    page.click(".tabs button[data-view=tokens]")
+    chips = page.eval_on_selector_all("#token-view .tok", "ts => ts.map(t => Number(t.dataset.id))")
+    assert chips == ref["prompt_ids"]
+    assert page.locator("#token-view .tok.special").count() == sum(1 for i in ref["prompt_ids"] if i in (1, 2))
+    app.shot("token-view")
+
+
+def test_challenge_progress_updates_and_survives_a_reload(app):
+    page = app.open()
+    assert page.text_content("#challenge-count") == "0 of 3 complete"
+    app.send("Who are you?")  # no system prompt
+    page.select_option("#preset", "pirate")
+    app.send("Who are you?")  # again with one
+    page.wait_for_function("document.getElementById('challenge-count').textContent === '1 of 3 complete'")
+    assert page.get_attribute("li[data-challenge=identity]", "class") == "done"
+
+    page.click("#new-conversation")
+    page.select_option("#window", "256")
+    for text in SENT + [DRAFT]:
+        app.send(text)
+    page.wait_for_function("document.getElementById('challenge-count').textContent === '2 of 3 complete'")
+
+    # the year challenge needs a reply that says the current year: check the detector itself
+    year = page.evaluate("""async () => {
+        const c = await import('./js/challenges.mjs');
+        const rec = {pieces: [], dropped_turns: [], system: null, reply_text: `It is ${new Date().getFullYear()}.`};
+        const old = {pieces: [], dropped_turns: [], system: null, reply_text: 'It is 1999.'};
+        return [c.observe({}, rec).year === true, c.observe({}, old).year === undefined];
+    }""")
+    assert year == [True, True]
+
+    page.reload()
+    page.wait_for_function("window.chatlens !== undefined")
+    assert page.text_content("#challenge-count") == "2 of 3 complete"
+    done = page.eval_on_selector_all("#challenges li.done", "ls => ls.map(l => l.dataset.challenge)")
+    assert done == ["identity", "drop"]
+
+
+def test_user_text_is_shown_as_text_and_runs_nothing(app):
+    page = app.open()
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    evil = '<img src=x onerror="window.__pwned=1;alert(1)"><script>window.__pwned=2</script>'
+    app.type_draft(evil)
+    app.send(evil)
+    page.wait_for_timeout(500)
+    assert page.evaluate("window.__pwned") is None and dialogs == []
+    assert page.locator("#chat img, #reads img, #chat script, #reads script").count() == 0
+    assert page.text_content("#chat .msg.user .content") == evil
+    assert evil in app.prompt_text()
+    assert not [u for u in app.urls() if u.endswith("/x")]
+
+
+def test_a_gguf_url_works_as_the_model_source(app):
+    mirror = app.server.mirror
+    url = f"{app.server.url}{mirror.base}{mirror.gguf}"
+    page = app.open(f"?model={url}")
+    info = page.evaluate("chatlens.ready")
+    assert info["source"] == {"kind": "gguf", "url": url, "label": mirror.gguf, "origin": "url"}
+    messages = [{"role": "user", "content": "Who are you?"}]
+    record = page.evaluate("m => chatlens.preview({preset: 'pirate', messages: m, window: 512})", messages)
+
+    from chatlens.chat import preview
+    from chatlens.presets import system_for
+    from chatlens.source import load_text_side
+
+    text = load_text_side(mirror.files[mirror.gguf])
+    ref = preview(text.tokenizer, text.template, system=system_for("pirate"), messages=messages, window=512)
+    assert record["prompt_ids"] == ref["prompt_ids"] and record["pieces"] == ref["pieces"]
+    assert record["preset"] == "pirate"
+    # only the header was read, with Range requests
+    gguf = [r for r in app.requests if r.url == url]
+    assert gguf and all(r.headers.get("range", "").startswith("bytes=") for r in gguf)
+    assert not [u for u in app.urls() if u.endswith(".safetensors")]
+
+
+def test_a_broken_source_shows_the_error(app):
+    page = app.open(f"?model={app.server.url}models/nowhere/", ready=False)
+    page.wait_for_function("document.getElementById('status').dataset.state === 'error'", timeout=BOOT_MS)
+    assert "models/nowhere/" in page.text_content("#status")
+    assert "HTTP 404" in page.text_content("#status")
