@@ -306,3 +306,62 @@ def test_a_broken_source_shows_the_error(app):
     page.wait_for_function("document.getElementById('status').dataset.state === 'error'", timeout=BOOT_MS)
     assert "models/nowhere/" in page.text_content("#status")
     assert "HTTP 404" in page.text_content("#status")
+
+
+def test_model_urls_name_a_gguf_or_a_hugging_face_folder(app):
+    page = app.open(ready=False)
+    got = page.evaluate("""async () => {
+        const { sourceFromUrl } = await import('./js/source.mjs');
+        const base = location.href;
+        return [
+            'https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct',
+            'https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/tree/abc123',
+            'https://huggingface.co/org/repo/resolve/main/sub/model.Q8_0.gguf',
+            'https://huggingface.co/org/repo/blob/v1/m.gguf',
+            'https://example.org/models/smol',
+            'models/x/m.gguf',
+        ].map(u => { const s = sourceFromUrl(u, base); return [s.kind, s.url]; });
+    }""")
+    assert got == [
+        ["hf", "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/"],
+        ["hf", "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/abc123/"],
+        ["gguf", "https://huggingface.co/org/repo/resolve/main/sub/model.Q8_0.gguf"],
+        ["gguf", "https://huggingface.co/org/repo/resolve/v1/m.gguf"],
+        ["hf", "https://example.org/models/smol/"],
+        ["gguf", f"{app.server.url}models/x/m.gguf"],
+    ]
+
+
+def test_without_a_mirror_the_page_reads_the_pinned_revision_on_the_hub(browser, server):
+    """A static deployment has no models/manifest.json: the text side comes from Hugging Face at
+    the pinned revision. The Hub is played here by a route that answers from the local export."""
+    bare = site.SiteServer(server.root).start()  # the same build, no mirror
+    folder = server.mirror.files["tokenizer.json"].parent
+    hub = f"https://huggingface.co/{site.HF_REPO}/resolve/{site.HF_REVISION}/"
+    asked = []
+
+    def answer(route):
+        url = route.request.url
+        asked.append(url)
+        name = url[len(hub):] if url.startswith(hub) else None
+        path = folder / name if name else None
+        if path is None or not path.is_file():
+            return route.fulfill(status=404, body="not found", headers={"Access-Control-Allow-Origin": "*"})
+        route.fulfill(status=200, body=path.read_bytes(), content_type="application/json",
+                      headers={"Access-Control-Allow-Origin": "*"})
+
+    a = App(browser, bare)
+    try:
+        a.context.route("https://huggingface.co/**", answer)
+        page = a.open()
+        info = page.evaluate("chatlens.ready")
+        assert info["source"]["origin"] == "hub" and info["source"]["url"] == hub
+        assert sorted(asked) == sorted(hub + n for n in
+                                       ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"])
+        record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Who are you?'}], window: 1024})")
+        assert record["used"] == 34
+        assert not a.errors
+    finally:
+        a.close()
+        bare.shutdown()
+        bare.server_close()
