@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import datetime
@@ -37,11 +38,6 @@ import jinja2.utils
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .errors import TemplateError
-
-try:  # numpy scalars are turned into Python scalars, as transformers does; numpy is optional here
-    import numpy as _np
-except ImportError:  # pragma: no cover - Pyodide without numpy
-    _np = None
 
 __all__ = ["ChatTemplate", "SPECIAL_TOKEN_NAMES"]
 
@@ -214,7 +210,8 @@ def _plain(value: Any) -> Any:
         return [_plain(item) for item in value]
     if isinstance(value, tuple):
         return tuple(_plain(item) for item in value)
-    if _np is not None and isinstance(value, _np.generic):
+    np = sys.modules.get("numpy")  # a numpy scalar can only exist once numpy is imported; never import it here
+    if np is not None and isinstance(value, np.generic):
         return _plain(value.item())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
