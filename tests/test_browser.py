@@ -201,6 +201,13 @@ def test_recorded_mode_shows_every_turn_and_downloads_no_weights(app):
             if conv["preset"] == "pirate" and conv["window"] == 256 and i == len(conv["turns"]) - 1:
                 app.shot("recorded-mode")
     assert not [u for u in app.urls() if u.endswith((".safetensors", ".gguf"))]
+    # Recorded turns count for the challenges: "Who are you?" with and without a system prompt,
+    # dropped turns at 256, and the current year if a recorded reply says it.
+    year = str(page.evaluate("new Date().getFullYear()"))
+    expected = ["identity"] + (["year"] if any(year in (t["reply_text"] or "") for c in doc["conversations"]
+                                                for t in c["turns"]) else []) + ["drop"]
+    assert page.eval_on_selector_all("#challenges li.done", "ls => ls.map(l => l.dataset.challenge)") == expected
+    assert page.text_content("#challenge-count") == f"{len(expected)} of 3 complete"
 
 
 def test_live_preview_matches_the_cli_including_dropped_turns(app):
