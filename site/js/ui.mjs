@@ -27,7 +27,7 @@ window.chatlens = api;
 const state = {
   mode: "live",
   view: "text",
-  live: { messages: [], turns: [] }, // turns: {user, record, note}
+  live: { turns: [] }, // each: {user, record, reply?, note?} (the messages derive from them)
   draftSeq: 0,
   recorded: null, // the recorded file, once loaded
   recordedError: null,
@@ -74,7 +74,7 @@ $("custom-system").addEventListener("input", debounce(refresh, 200));
 $("window").addEventListener("change", refresh);
 $("new-conversation").addEventListener("click", () => {
   if (state.mode === "live") {
-    state.live = { messages: [], turns: [] };
+    state.live = { turns: [] };
     $("draft").value = "";
   } else state.step = 0;
   refresh();
