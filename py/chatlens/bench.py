@@ -20,7 +20,9 @@ CONVERSATION = [
     {"role": "assistant", "content": "Nice to meet you, Priya! Every time you send a message, the app renders the whole conversation into one long text with special tokens that mark who is speaking, then the model reads that text token by token."},
     {"role": "user", "content": "So the model does not remember earlier turns by itself? What happens when the conversation becomes longer than the context window of 2048 tokens?"},
     {"role": "assistant", "content": "Right, it has no memory of its own. When the text no longer fits, the app drops the oldest turns, keeps the system prompt and your newest message, and leaves room for the reply."},
-    {"role": "user", "content": "Give me one tip for sleeping better, and then explain in two sentences why the key-value cache makes the second turn of a chat faster than the first."},
+    {"role": "user", "content": "And what is the key-value cache? I read that it makes the second turn of a chat faster than the first."},
+    {"role": "assistant", "content": "While the model reads a prompt it computes keys and values for every token. The app keeps them, so on the next turn only the new tokens after the longest common prefix need computing."},
+    {"role": "user", "content": "Give me one tip for sleeping better, and then explain in two sentences why dropping an old turn means less of the cache can be reused."},
 ]
 
 
