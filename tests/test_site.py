@@ -4,6 +4,8 @@ import json
 import os
 import re
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -249,6 +251,31 @@ def test_server_not_modified(server):
     status, headers, _ = fetch(server.url + "js/a.mjs")
     status, _, body = fetch(server.url + "js/a.mjs", {"If-Modified-Since": headers["Last-Modified"]})
     assert status == 304 and body == b""
+
+
+def test_server_is_quiet_about_dropped_connections(server, capfd):
+    """A browser closing a keep-alive connection with a reset prints no traceback; other
+    errors still do."""
+    sock = socket.create_connection((server.server_address[0], server.server_address[1]), timeout=10)
+    sock.sendall(b"GET /data.json HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n")
+    assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    # SO_LINGER 0: close() sends a reset, which the handler's wait for the next request reads
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+    time.sleep(1)  # the handler thread reads the reset
+    assert fetch(server.url + "data.json")[0] == 200  # the server still answers
+    assert "Traceback" not in capfd.readouterr().err
+
+    for exc, shown in [(ConnectionResetError(104, "reset"), False), (BrokenPipeError(32, "pipe"), False),
+                       (ValueError("a real bug"), True)]:
+        try:
+            raise exc
+        except OSError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        err = capfd.readouterr().err
+        assert ("Traceback" in err) == shown and ("a real bug" in err) == shown, (exc, err)
 
 
 def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):

@@ -543,6 +543,13 @@ class SiteServer(ThreadingHTTPServer):
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}/"
 
+    def handle_error(self, request, client_address):
+        """A browser dropping a connection (a keep-alive one it no longer needs, a download it
+        cancelled) is routine: no traceback for it. Anything else is still printed."""
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
     def start(self) -> "SiteServer":
         """Serve from a daemon thread (tests); shutdown() stops it."""
         threading.Thread(target=self.serve_forever, name="chatlens-site", daemon=True).start()
