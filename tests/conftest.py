@@ -35,3 +35,12 @@ def hf_dir(gguf_path, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tokenizer_json(hf_dir) -> Path:
     return hf_dir / "tokenizer.json"
+
+
+def run_cli(*args, stdin="", model=None, env=None) -> subprocess.CompletedProcess:
+    """`python -m chatlens ARGS` as a user runs it, stdin piped, output captured."""
+    cmd = [sys.executable, "-m", "chatlens", *args]
+    if model is not None:
+        cmd += ["--model", str(model)]
+    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "py"), **(env or {})})

@@ -3,29 +3,18 @@
 import argparse
 import datetime
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from chatlens import chatcli, presets
 from chatlens.source import load_text_side
 
-from conftest import ROOT
+from conftest import run_cli as chatlens
 from test_window import LESSON, REPLY_2
 
 RECORD_KEYS = {"prompt_text", "prompt_ids", "prompt_tokens", "pieces", "dropped_turns", "window", "reserve", "used",
                "free", "reused_tokens", "computed_tokens", "reply_text", "reply_ids", "reply_tokens", "stop_reason",
                "timings", "system", "preset", "max_tokens"}
-
-
-def chatlens(*args, stdin="", model=None):
-    cmd = [sys.executable, "-m", "chatlens", *args]
-    if model is not None:
-        cmd += ["--model", str(model)]
-    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +110,10 @@ def test_chat_through_a_pipe(gguf_path):
 
 
 def test_chat_ends_at_end_of_input_and_reports_window_errors(gguf_path):
-    lines = ["/window 100", "/window 40", "Hi!", "/show", "Tell me about sleep. " * 20, "/show"]
+    lines = ["/window 9000", "/window 100", "/window 40", "Hi!", "/show", "Tell me about sleep. " * 20, "/show"]
     out = chatlens("chat", "--max-tokens", "4", "--system", "Be brief.", stdin="\n".join(lines) + "\n", model=gguf_path)
     assert out.returncode == 0, out.stderr
+    assert "longer than the model's context of 8192" in out.stderr
     assert "alone need" in out.stderr  # the long message did not fit; the chat went on
     shows = out.stdout.split("--- what the model read")
     assert len(shows) == 3 and shows[1] == shows[2]  # the failed turn changed nothing

@@ -1,23 +1,12 @@
 """The engine's command line: fetch, export-hf, tokenize, generate, bench."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
 from chatlens import fetch
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def chatlens(*args, stdin="", env=None):
-    done = subprocess.run([sys.executable, "-m", "chatlens", *args], input=stdin, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "py"), **(env or {})})
-    return done
+from conftest import run_cli as chatlens
 
 
 def test_fetch_is_a_no_op_when_cached(gguf_path):
@@ -71,9 +60,19 @@ def test_generate_prints_ids_stop_reason_and_top5(gguf_path):
     assert out["top5"][0][1] == pytest.approx(float(expected.first_logits[top[0]]))
 
 
-@pytest.mark.parametrize("stdin, message", [("not json", "JSON array"), ("[]", "non-empty"), ("[1, 99999999]", "out of range")])
-def test_generate_rejects_bad_input(stdin, message):
-    done = chatlens("generate", stdin=stdin)
+@pytest.mark.parametrize("stdin, args, message", [
+    ("not json", [], "JSON array"), ("[]", [], "non-empty"), ("[1, 99999999]", [], "out of range"),
+    ("[1, true]", [], "token ids"), ("[1, 2]", ["--max-new-tokens", "-5"], "at least 1"),
+    ("[1]", ["--max-new-tokens", "9000"], "exceed the model's context of 8192"),
+])
+def test_generate_rejects_bad_input(stdin, args, message):
+    done = chatlens("generate", *args, stdin=stdin)
+    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("stdin, message", [("not json\n", "line 1 is not JSON"), ('"ok"\n5\n', "line 2 must be a JSON string")])
+def test_tokenize_jsonl_rejects_bad_lines(stdin, message):
+    done = chatlens("tokenize", "--jsonl", stdin=stdin)
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
 
 

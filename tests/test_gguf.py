@@ -20,8 +20,10 @@ def test_real_file_metadata(gguf_path):
     assert meta["tokenizer.ggml.pre"] == "smollm"
     tokens = reference.fields["tokenizer.ggml.tokens"]
     assert meta["tokenizer.ggml.tokens"] == [bytes(tokens.parts[i]).decode() for i in tokens.data]
-    assert meta["tokenizer.ggml.merges"][:3] == [bytes(reference.fields["tokenizer.ggml.merges"].parts[i]).decode()
-                                                 for i in reference.fields["tokenizer.ggml.merges"].data[:3]]
+    merges = reference.fields["tokenizer.ggml.merges"]
+    assert meta["tokenizer.ggml.merges"] == [bytes(merges.parts[i]).decode() for i in merges.data]
+    assert meta["tokenizer.ggml.token_type"] == [int(reference.fields["tokenizer.ggml.token_type"].parts[i][0])
+                                                 for i in reference.fields["tokenizer.ggml.token_type"].data]
 
 
 def test_real_file_every_tensor_matches_gguf_dequantize(gguf_path):
@@ -118,6 +120,28 @@ def test_every_metadata_value_type(tmp_path):
         assert meta[key] == value, key
 
 
+def test_hostile_nesting_and_alignment(tmp_path):
+    V = gguf.GGUFValueType
+    deep = 1
+    for _ in range(40):
+        deep = [deep]
+    writer = gguf.GGUFWriter(tmp_path / "deep.gguf", "llama")
+    writer.add_key_value("deep", deep, V.ARRAY)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    with pytest.raises(ModelFormatError, match="nested more than"):
+        GGUFFile(tmp_path / "deep.gguf")
+
+    writer = gguf.GGUFWriter(tmp_path / "align.gguf", "llama")
+    writer.add_uint32("general.alignment", 24)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    with pytest.raises(ModelFormatError, match="power of two"):
+        GGUFFile(tmp_path / "align.gguf")
+
+
 def good_file(tmp_path):
     rng = np.random.default_rng(0)
     return write_gguf(tmp_path / "good.gguf", {"a.weight": (rng.standard_normal((4, 64)).astype(np.float32), Q.Q4_1)},
@@ -142,6 +166,7 @@ def tensor_info_offset(path):
     ("version", "version 7"),
     ("truncated", "past the end"),
     ("tensor_count", "tensor count"),
+    ("metadata_count", "metadata count"),
     ("string_length", "length of"),
     ("value_type", "unknown metadata value type"),
     ("ggml_type", "unsupported GGML type"),
@@ -162,6 +187,8 @@ def test_malformed_files_raise_clear_errors(tmp_path, case, message):
         path.write_bytes(path.read_bytes()[:-10])
     elif case == "tensor_count":
         corrupt(path, 8, struct.pack("<Q", 2**60))
+    elif case == "metadata_count":
+        corrupt(path, 16, struct.pack("<Q", 2**50))
     elif case == "string_length":
         corrupt(path, 24, struct.pack("<Q", 2**40))  # first key's length
     elif case == "value_type":

@@ -10,6 +10,7 @@ import pytest
 import torch
 import transformers
 
+from chatlens import bench
 from chatlens.generate import generate
 from chatlens.source import load_model
 
@@ -21,10 +22,7 @@ torch.set_num_threads(2)
 
 def reference_model(model):
     """A transformers LlamaForCausalLM holding exactly our float32 weights."""
-    cfg = {k: v for k, v in model.config.to_hf().items() if k not in ("architectures", "torch_dtype")}
-    ref = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).float().eval()
-    missing, unexpected = ref.load_state_dict({k: torch.from_numpy(v) for k, v in model.weights.items()}, strict=False)
-    assert not unexpected and set(missing) <= {"lm_head.weight"}
+    ref = bench.reference_model(model.config, model.weights.items())
     if model.config.tied_output:
         assert ref.lm_head.weight.data_ptr() == ref.model.embed_tokens.weight.data_ptr()
     return ref

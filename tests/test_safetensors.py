@@ -58,6 +58,11 @@ def write_raw(path, header, data=b""):
     ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4, "past the end"),
     ({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, b"\0" * 8, "needs 12"),
     ({"a": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}, b"\0" * 8, "unsupported dtype"),
+    ([1, 2, 3], b"", "JSON object"),
+    ({"a": [1, 2]}, b"", "not an object"),
+    ({"a": {"dtype": "F32", "data_offsets": [0, 4]}}, b"\0" * 4, "not a list of sizes"),
+    ({"a": {"dtype": "F32", "shape": [-1, -1], "data_offsets": [0, 4]}}, b"\0" * 4, "not a list of sizes"),
+    ({"a": {"dtype": "F32", "shape": [1], "data_offsets": ["0", "4"]}}, b"\0" * 4, "begin, end"),
 ])
 def test_malformed(tmp_path, header, data, message):
     with pytest.raises(ModelFormatError, match=message):

@@ -51,18 +51,40 @@ def run_chatlens(model, ids, new_tokens, repeats):
     return {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb()}
 
 
-def run_reference(model_path, ids, new_tokens, repeats):
-    """transformers float32 on the same weights (a LlamaForCausalLM built from our config)."""
+def reference_model(config, tensors):
+    """A transformers LlamaForCausalLM of `config` (float32) holding `tensors`: (HF name, array)
+    pairs, copied in one at a time so only one extra tensor is alive at once."""
     import torch
     import transformers
 
-    from .source import load_model
-
-    model = load_model(model_path)
-    cfg = {k: v for k, v in model.config.to_hf().items() if k not in ("architectures", "torch_dtype")}
+    cfg = {k: v for k, v in config.to_hf().items() if k not in ("architectures", "torch_dtype")}
     ref = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).float().eval()
-    ref.load_state_dict({k: torch.from_numpy(v) for k, v in model.weights.items()}, strict=not model.config.tied_output)
-    del model
+    params, loaded = ref.state_dict(), set()
+    with torch.no_grad():
+        for name, array in tensors:
+            params[name].copy_(torch.from_numpy(array))
+            loaded.add(name)
+    missing = set(params) - loaded - ({"lm_head.weight"} if config.tied_output else set())
+    if missing:
+        raise ValueError(f"reference model: no weights for {sorted(missing)[:5]}")
+    return ref
+
+
+def run_reference(model_path, ids, new_tokens, repeats):
+    """transformers float32 on the same weights, streamed from the model file."""
+    import torch
+
+    from .gguf import GGUFFile, hf_tensors
+    from .source import load_text_side
+
+    config = load_text_side(model_path).config
+    if model_path.is_dir():
+        from . import safetensors
+
+        tensors = (item for f in sorted(model_path.glob("*.safetensors")) for item in safetensors.load(f).items())
+    else:
+        tensors = hf_tensors(GGUFFile(model_path), config.n_heads, config.n_kv_heads)
+    ref = reference_model(config, tensors)
     prefill, decode = [], []
     x = torch.tensor([ids])
     with torch.inference_mode():

@@ -79,10 +79,10 @@ class ChatSession:
         self.template = model.template
         eos = getattr(model, "eos_id", None)
         self.eos_id = model.tokenizer.eos_token_id if eos is None else eos
-        self.window = int(window)
         self.max_tokens = int(max_tokens)
         if self.max_tokens < 1:
             raise ChatlensError("max tokens must be at least 1")
+        self.window = self._checked_window(window)
         self.clock = clock
         self.preset, self.custom = None, None
         self.set_system(preset=preset, system=system)
@@ -109,13 +109,20 @@ class ChatSession:
         """Change the window. The cache is kept when the current backend can hold the new window
         (the window is enforced by fitting, the cache's capacity only bounds it); otherwise the
         next turn starts a new backend with an empty cache."""
-        window = int(window)
-        if window <= self.max_tokens:
-            raise WindowError(f"a window of {window} tokens leaves nothing after the {self.max_tokens}-token reply reserve")
+        window = self._checked_window(window)
         if self.backend is not None and window > self.backend.capacity:
             self.backend = None
             self.cached_ids = []
         self.window = window
+
+    def _checked_window(self, window) -> int:
+        window = int(window)
+        if window <= self.max_tokens:
+            raise WindowError(f"a window of {window} tokens leaves nothing after the {self.max_tokens}-token reply reserve")
+        limit = self.model.config.n_ctx
+        if window > limit:
+            raise WindowError(f"a window of {window} tokens is longer than the model's context of {limit}")
+        return window
 
     def clear(self):
         """A new conversation: history forgotten, cache emptied."""
@@ -130,10 +137,15 @@ class ChatSession:
 
     # -- a turn --------------------------------------------------------------------------------
     def preview(self, text):
-        """What the model would read if `text` were sent now (no generation, cache untouched)."""
-        return preview(self.tokenizer, self.template, system=self.system_now(),
-                       messages=self.history + [{"role": "user", "content": text}], window=self.window,
-                       reserve=self.max_tokens, preset=self.preset_name(), max_tokens=self.max_tokens)
+        """What the model would read if `text` were sent now (no generation, cache untouched):
+        the counts of reused and computed tokens are what sending would reuse and compute."""
+        record = preview(self.tokenizer, self.template, system=self.system_now(),
+                         messages=self.history + [{"role": "user", "content": text}], window=self.window,
+                         reserve=self.max_tokens, preset=self.preset_name(), max_tokens=self.max_tokens)
+        ids = record["prompt_ids"]
+        reuse = min(common_prefix(ids, self.cached_ids), len(ids) - 1)
+        record.update(reused_tokens=reuse, computed_tokens=len(ids) - reuse)
+        return record
 
     def send(self, text, on_token=None):
         """Send a user message; generate the reply (greedy), calling on_token(id) for each token
@@ -141,14 +153,13 @@ class ChatSession:
         Raises WindowError (history and cache untouched) when the message cannot fit."""
         from .generate import generate  # the engine: numpy
 
-        record = self.preview(text)
-        prompt_ids = record["prompt_ids"]
         if self.backend is None:
             self.backend = self.model.backend(n_ctx=self.window)
             self.cached_ids = []
         if self.backend.length != len(self.cached_ids):  # someone else used the backend
             self.reset_cache()
-        reuse = min(common_prefix(prompt_ids, self.cached_ids), len(prompt_ids) - 1)
+        record = self.preview(text)
+        prompt_ids, reuse = record["prompt_ids"], record["reused_tokens"]
         tok = self.tokenizer
         try:
             self.backend.truncate(reuse)

@@ -133,7 +133,6 @@ def _describe_system(session) -> str:
 
 def chat(args) -> int:
     from .chat import ChatSession
-    from .errors import WindowError
     from .source import load_model
 
     preset, system = _system_args(args)
@@ -206,8 +205,8 @@ def chat(args) -> int:
             session.send(line, on_token=on_token)
             sys.stdout.write(decoder.flush() + "\n")
             sys.stdout.flush()
-        except WindowError as e:
-            print(f"chatlens: {e}", file=sys.stderr, flush=True)
+        except ChatlensError as e:  # the window, a bad setting: say so and keep chatting
+            print(f"\nchatlens: {e}", file=sys.stderr, flush=True)
         except KeyboardInterrupt:
             print("\n(interrupted: the turn is discarded)", flush=True)
     return 0

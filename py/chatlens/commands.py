@@ -10,7 +10,6 @@ from .source import load_model, load_text_side, resolve_path
 
 def export_hf(args) -> int:
     """Write a Hugging Face model folder from a GGUF: the stand-in for the Hub's original files."""
-    from .gguf import GGUFFile
     from .safetensors import save
     from .tokenizer import tokenizer_json_from_gguf
 
@@ -18,7 +17,7 @@ def export_hf(args) -> int:
     if src.is_dir():
         raise ChatlensError(f"export-hf reads a .gguf file, not the folder {src}")
     model = load_model(src)
-    meta = GGUFFile(src).metadata
+    meta = model.text.metadata
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tok, cfg = model.tokenizer, model.config
@@ -54,9 +53,16 @@ def _write_json(path: Path, data):
 def tokenize(args) -> int:
     tok = load_text_side(args.model).tokenizer
     if args.jsonl:
-        for line in sys.stdin:
-            if line.strip():
-                print(json.dumps(tok.encode(json.loads(line))))
+        for n, line in enumerate(sys.stdin, 1):
+            if not line.strip():
+                continue
+            try:
+                text = json.loads(line)
+            except ValueError as e:
+                raise ChatlensError(f"line {n} is not JSON: {e}") from None
+            if not isinstance(text, str):
+                raise ChatlensError(f"line {n} must be a JSON string, not {type(text).__name__}")
+            print(json.dumps(tok.encode(text)), flush=True)
     else:
         print(json.dumps(tok.encode(sys.stdin.read())))
     return 0
@@ -69,10 +75,15 @@ def generate(args) -> int:
         ids = json.loads(sys.stdin.read())
     except ValueError as e:
         raise ChatlensError(f"stdin must be a JSON array of token ids: {e}") from None
-    if not isinstance(ids, list) or not ids or not all(isinstance(i, int) for i in ids):
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise ChatlensError("stdin must be a non-empty JSON array of token ids")
+    if args.max_new_tokens < 1:
+        raise ChatlensError("--max-new-tokens must be at least 1")
     model = load_model(args.model)
-    backend = model.backend(min(model.config.n_ctx, len(ids) + args.max_new_tokens))
+    if len(ids) + args.max_new_tokens > model.config.n_ctx:
+        raise ChatlensError(f"{len(ids)} prompt tokens + {args.max_new_tokens} new tokens exceed the model's "
+                            f"context of {model.config.n_ctx}")
+    backend = model.backend(len(ids) + args.max_new_tokens)
     out = run(backend, ids, eos_id=model.eos_id, max_new_tokens=args.max_new_tokens)
     top = out.first_logits.argsort()[::-1][:5]
     print(json.dumps({"ids": out.ids, "stop_reason": out.stop_reason,

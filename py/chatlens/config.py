@@ -21,6 +21,10 @@ class ModelConfig:
     tied_output: bool
 
     def __post_init__(self):
+        for name in ("n_layers", "dim", "n_heads", "n_kv_heads", "head_dim", "ffn_dim", "vocab_size", "n_ctx"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ModelFormatError(f"model config: {name} must be a positive integer, not {value!r}")
         if self.n_heads % self.n_kv_heads:
             raise ModelFormatError(f"{self.n_heads} attention heads cannot be grouped over {self.n_kv_heads} KV heads")
         if self.head_dim % 2:
@@ -41,12 +45,16 @@ class ModelConfig:
                 raise ModelFormatError(f"GGUF metadata lacks {arch}.{key}")
             return value
 
+        scaling = meta.get(f"{arch}.rope.scaling.type", "none")
+        if scaling != "none" and not (scaling == "linear" and meta.get(f"{arch}.rope.scaling.factor", 1.0) == 1.0):
+            raise ModelFormatError(f"RoPE scaling {scaling!r} is not supported")
         dim, n_heads = get("embedding_length"), get("attention.head_count")
         vocab = meta.get(f"{arch}.vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
+        head_dim = meta.get(f"{arch}.attention.key_length") or meta.get(f"{arch}.rope.dimension_count")
         return cls(
             n_layers=get("block_count"), dim=dim, n_heads=n_heads,
             n_kv_heads=get("attention.head_count_kv", n_heads),
-            head_dim=get("rope.dimension_count", dim // n_heads),
+            head_dim=head_dim or (dim // n_heads if n_heads else 0),
             ffn_dim=get("feed_forward_length"), vocab_size=vocab, n_ctx=get("context_length"),
             rope_base=float(get("rope.freq_base", 10000.0)),
             norm_eps=_f32_shortest(get("attention.layer_norm_rms_epsilon")),
@@ -60,12 +68,17 @@ class ModelConfig:
         rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
         if rope.get("rope_type", rope.get("type", "default")) != "default":
             raise ModelFormatError(f"RoPE scaling {rope!r} is not supported")
+        # What this forward pass computes: SiLU MLP, no biases. Anything else would load and be wrong.
+        if cfg.get("hidden_act", "silu") != "silu":
+            raise ModelFormatError(f"activation {cfg['hidden_act']!r} is not supported (only silu)")
+        if cfg.get("attention_bias") or cfg.get("mlp_bias"):
+            raise ModelFormatError("Llama variants with attention or MLP biases are not supported")
         try:
             n_heads = cfg["num_attention_heads"]
             return cls(
                 n_layers=cfg["num_hidden_layers"], dim=cfg["hidden_size"], n_heads=n_heads,
                 n_kv_heads=cfg.get("num_key_value_heads") or n_heads,
-                head_dim=cfg.get("head_dim") or cfg["hidden_size"] // n_heads,
+                head_dim=cfg.get("head_dim") or (cfg["hidden_size"] // n_heads if n_heads else 0),
                 ffn_dim=cfg["intermediate_size"], vocab_size=cfg["vocab_size"],
                 n_ctx=cfg.get("max_position_embeddings", 2048),
                 rope_base=float(cfg.get("rope_theta", rope.get("rope_theta", 10000.0))),

@@ -15,6 +15,7 @@ from .errors import ModelFormatError
 MAGIC = b"GGUF"
 DEFAULT_ALIGNMENT = 32
 MAX_DIMS = 4  # GGML_MAX_DIMS
+MAX_NESTING = 16  # arrays of arrays: real files nest once or twice; a deeper file is hostile
 
 # Metadata value types: struct format, or None for the variable-length ones.
 _SCALARS = {
@@ -50,13 +51,6 @@ class TensorInfo:
     type: GGMLType
     offset: int  # absolute file offset of the data
     nbytes: int
-
-    @property
-    def n_elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
 
 
 class _Cursor:
@@ -95,7 +89,9 @@ class _Cursor:
         except UnicodeDecodeError as e:
             self.fail(f"{what} is not UTF-8: {e}")
 
-    def value(self, vtype: int, what: str):
+    def value(self, vtype: int, what: str, depth: int = 0):
+        if depth > MAX_NESTING:
+            self.fail(f"{what}: arrays nested more than {MAX_NESTING} deep")
         if vtype in _SCALARS:
             return self.scalar(_SCALARS[vtype], what)
         if vtype == _STRING:
@@ -110,7 +106,7 @@ class _Cursor:
                 fmt = _SCALARS[etype]
                 raw = self.take(n * struct.calcsize(fmt), what)
                 return list(struct.unpack(f"<{n}{fmt[1:]}", raw))
-            return [self.value(etype, f"{what}[{i}]") for i in range(n)]
+            return [self.value(etype, f"{what}[{i}]", depth + 1) for i in range(n)]
         self.fail(f"{what}: unknown metadata value type {vtype}")
 
 
@@ -179,97 +175,15 @@ class GGUFFile:
 
     def tensor(self, name: str):
         """The tensor dequantized to float32, in GGUF's own layout (NumPy order of its shape)."""
+        from .quants import dequantize  # NumPy: only when weights are wanted
+
         info = self.tensors[name]
-        return dequantize(self.raw(name), info.type.name, info.shape)
+        return dequantize(self.raw(name), info.type, info.shape)
 
 
 def read_metadata(path) -> dict:
     """Only the metadata: what the tokenizer, the template and the config need."""
     return GGUFFile(path).metadata
-
-
-# --- dequantization (NumPy from here on) -------------------------------------------------
-# Each block format follows ggml's reference C code; the arithmetic is written in the same
-# order as the `gguf` package's NumPy dequantizer so the results are bit-identical.
-
-def _blocks(data: bytes, gtype: GGMLType):
-    import numpy as np
-
-    return np.frombuffer(data, dtype=np.uint8).reshape(-1, gtype.block_bytes)
-
-
-def _f16(blocks, start):
-    import numpy as np
-
-    return blocks[:, start:start + 2].copy().view(np.float16).astype(np.float32)
-
-
-def _nibbles(qs):
-    """Low nibbles are elements 0..15 of a block, high nibbles 16..31."""
-    import numpy as np
-
-    return np.concatenate([qs & 0x0F, qs >> 4], axis=1)
-
-
-def _high_bits(blocks, start, n):
-    import numpy as np
-
-    qh = blocks[:, start:start + 4].copy().view("<u4")
-    return ((qh >> np.arange(n, dtype=np.uint32)) & 1).astype(np.uint8)
-
-
-def _q4_0(b):
-    import numpy as np
-
-    d = _f16(b, 0)
-    q = _nibbles(b[:, 2:]).astype(np.int8) - np.int8(8)
-    return d * q.astype(np.float32)
-
-
-def _q4_1(b):
-    import numpy as np
-
-    d, m = _f16(b, 0), _f16(b, 2)
-    return d * _nibbles(b[:, 4:]).astype(np.float32) + m
-
-
-def _q5_0(b):
-    import numpy as np
-
-    d = _f16(b, 0)
-    q = (_nibbles(b[:, 6:]) | (_high_bits(b, 2, 32) << 4)).astype(np.int8) - np.int8(16)
-    return d * q.astype(np.float32)
-
-
-def _q5_1(b):
-    import numpy as np
-
-    d, m = _f16(b, 0), _f16(b, 2)
-    q = _nibbles(b[:, 8:]) | (_high_bits(b, 4, 32) << 4)
-    return d * q.astype(np.float32) + m
-
-
-def _q8_0(b):
-    import numpy as np
-
-    d = _f16(b, 0)
-    return d * b[:, 2:].copy().view(np.int8).astype(np.float32)
-
-
-def dequantize(data: bytes, type_name: str, shape):
-    import numpy as np
-
-    if type_name == "F32":
-        out = np.frombuffer(data, dtype="<f4").copy()
-    elif type_name == "F16":
-        out = np.frombuffer(data, dtype="<f2").astype(np.float32)
-    elif type_name == "BF16":
-        out = (np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-    else:
-        gtype = next(t for t in GGML_TYPES.values() if t.name == type_name)
-        fn = {"Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q8_0": _q8_0}[type_name]
-        out = fn(_blocks(data, gtype))
-    return out.reshape(shape).astype(np.float32, copy=False)
 
 
 def unpermute_qk(w, n_heads: int):
@@ -304,10 +218,9 @@ def hf_name(name: str) -> str | None:
     return HF_NAMES.get(name)
 
 
-def hf_state_dict(gguf: GGUFFile, n_heads: int, n_kv_heads: int) -> dict:
-    """All tensors as float32 arrays under Hugging Face names, in Hugging Face's layout."""
-    out = {}
-    for name, info in gguf.tensors.items():
+def hf_tensors(gguf: GGUFFile, n_heads: int, n_kv_heads: int):
+    """(Hugging Face name, float32 array in Hugging Face's layout) for each tensor, one at a time."""
+    for name in gguf.tensors:
         target = hf_name(name)
         if target is None:
             raise ModelFormatError(f"{gguf.path}: tensor {name} has no place in a Llama model")
@@ -316,5 +229,8 @@ def hf_state_dict(gguf: GGUFFile, n_heads: int, n_kv_heads: int) -> dict:
             w = unpermute_qk(w, n_heads)
         elif name.endswith("attn_k.weight"):
             w = unpermute_qk(w, n_kv_heads)
-        out[target] = w
-    return out
+        yield target, w
+
+
+def hf_state_dict(gguf: GGUFFile, n_heads: int, n_kv_heads: int) -> dict:
+    return dict(hf_tensors(gguf, n_heads, n_kv_heads))

@@ -25,21 +25,37 @@ def read_header(path) -> tuple[dict, int]:
             header = json.loads(f.read(n))
         except ValueError as e:
             raise ModelFormatError(f"{path}: header is not JSON: {e}") from None
+    if not isinstance(header, dict):
+        raise ModelFormatError(f"{path}: header must be a JSON object")
     data_size = size - 8 - n
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        dtype, shape, (begin, end) = t.get("dtype"), t.get("shape"), t.get("data_offsets", (0, -1))
-        if dtype not in _ITEMSIZE:
-            raise ModelFormatError(f"{path}: tensor {name} has unsupported dtype {dtype} (F32, F16, BF16 are)")
-        count = 1
-        for d in shape:
-            count *= d
-        if not 0 <= begin <= end <= data_size:
-            raise ModelFormatError(f"{path}: tensor {name} lies past the end of the file")
-        if end - begin != count * _ITEMSIZE[dtype]:
-            raise ModelFormatError(f"{path}: tensor {name} has {end - begin} bytes but {dtype} {shape} needs {count * _ITEMSIZE[dtype]}")
+        _check_entry(path, name, t, data_size)
     return header, 8 + n
+
+
+def _check_entry(path, name, t, data_size):
+    def bad(what):
+        raise ModelFormatError(f"{path}: tensor {name}: {what}")
+
+    if not isinstance(t, dict):
+        bad("entry is not an object")
+    dtype, shape, offsets = t.get("dtype"), t.get("shape"), t.get("data_offsets")
+    if dtype not in _ITEMSIZE:
+        bad(f"unsupported dtype {dtype} (F32, F16, BF16 are)")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        bad(f"shape {shape!r} is not a list of sizes")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)):
+        bad(f"data_offsets {offsets!r} is not a [begin, end] pair")
+    begin, end = offsets
+    if not 0 <= begin <= end <= data_size:
+        bad("lies past the end of the file")
+    count = 1
+    for d in shape:
+        count *= d
+    if end - begin != count * _ITEMSIZE[dtype]:
+        bad(f"has {end - begin} bytes but {dtype} {shape} needs {count * _ITEMSIZE[dtype]}")
 
 
 def load(path) -> dict:

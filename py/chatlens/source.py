@@ -22,6 +22,7 @@ class TextSide:
     template: object
     config: ModelConfig
     eos_id: int  # the end-of-turn token that stops a reply
+    metadata: dict | None = None  # a GGUF's metadata (None for a Hugging Face folder)
 
     @property
     def eos_token(self) -> str:
@@ -50,31 +51,45 @@ def _read_json(path: Path) -> dict:
 
 
 def load_text_side(path=None, clock=None) -> TextSide:
+    path = resolve_path(path)
+    if path.is_dir():
+        return _folder_text_side(path, clock)
+    from .gguf import GGUFFile
+
+    return _gguf_text_side(GGUFFile(path), clock)
+
+
+def _folder_text_side(path: Path, clock) -> TextSide:
     from .template import ChatTemplate
     from .tokenizer import Tokenizer
 
-    path = resolve_path(path)
-    if path.is_dir():
-        tok = Tokenizer.from_json(_read_json(path / "tokenizer.json"))
-        template = ChatTemplate.from_tokenizer_config(_read_json(path / "tokenizer_config.json"), clock=clock)
-        config = ModelConfig.from_hf(_read_json(path / "config.json"))
-        gen = path / "generation_config.json"
-        eos = _read_json(gen).get("eos_token_id") if gen.exists() else None
-    else:
-        from .gguf import GGUFFile
+    tok = Tokenizer.from_json(_read_json(path / "tokenizer.json"))
+    template = ChatTemplate.from_tokenizer_config(_read_json(path / "tokenizer_config.json"), clock=clock)
+    config = ModelConfig.from_hf(_read_json(path / "config.json"))
+    gen = path / "generation_config.json"
+    eos = _read_json(gen).get("eos_token_id") if gen.exists() else None
+    return TextSide(tok, template, config, _end_of_turn(eos, tok, path))
 
-        gguf = GGUFFile(path)
-        tok = Tokenizer.from_gguf(gguf.metadata)
-        template = ChatTemplate.from_gguf(gguf.metadata, clock=clock)
-        config = ModelConfig.from_gguf(gguf.metadata, gguf.tensors)
-        eos = gguf.metadata.get("tokenizer.ggml.eos_token_id")
-    if isinstance(eos, list):
-        eos = eos[0]
+
+def _gguf_text_side(gguf, clock) -> TextSide:
+    from .template import ChatTemplate
+    from .tokenizer import Tokenizer
+
+    tok = Tokenizer.from_gguf(gguf.metadata)
+    template = ChatTemplate.from_gguf(gguf.metadata, clock=clock)
+    config = ModelConfig.from_gguf(gguf.metadata, gguf.tensors)
+    eos = gguf.metadata.get("tokenizer.ggml.eos_token_id")
+    return TextSide(tok, template, config, _end_of_turn(eos, tok, gguf.path), gguf.metadata)
+
+
+def _end_of_turn(eos, tok, where) -> int:
+    if isinstance(eos, list):  # generation_config.json may list several
+        eos = eos[0] if eos else None
     if eos is None:
         eos = tok.eos_token_id
     if eos is None:
-        raise ModelFormatError(f"{path}: the model names no end-of-turn token")
-    return TextSide(tok, template, config, eos)
+        raise ModelFormatError(f"{where}: the model names no end-of-turn token")
+    return eos
 
 
 class Model:
@@ -90,11 +105,9 @@ class Model:
     def sha256(self) -> str | None:
         if self.path.is_dir():
             return None
-        from .fetch import SHA256, default_model_path, sha256_of
+        from .fetch import sha256_of
 
-        if self.path == default_model_path():
-            return SHA256  # checked when it was fetched
-        return sha256_of(self.path)
+        return sha256_of(self.path)  # of the file as it is now, not as it was fetched
 
     def backend(self, n_ctx: int | None = None):
         from .model import NumpyBackend
@@ -104,10 +117,10 @@ class Model:
 
 def load_model(path=None, clock=None) -> Model:
     path = resolve_path(path)
-    text = load_text_side(path, clock=clock)
     if path.is_dir():
         from . import safetensors
 
+        text = _folder_text_side(path, clock)
         files = sorted(path.glob("*.safetensors"))
         if not files:
             raise ModelFormatError(f"{path}: no .safetensors weights in the folder")
@@ -117,7 +130,9 @@ def load_model(path=None, clock=None) -> Model:
     else:
         from .gguf import GGUFFile, hf_state_dict
 
-        weights = hf_state_dict(GGUFFile(path), text.config.n_heads, text.config.n_kv_heads)
+        gguf = GGUFFile(path)
+        text = _gguf_text_side(gguf, clock)
+        weights = hf_state_dict(gguf, text.config.n_heads, text.config.n_kv_heads)
     return Model(path, text, weights)
 
 
@@ -142,6 +157,9 @@ def _check_weights(weights: dict, cfg: ModelConfig, where):
             p + "mlp.up_proj.weight": (cfg.ffn_dim, cfg.dim),
             p + "mlp.down_proj.weight": (cfg.dim, cfg.ffn_dim),
         })
+    unexpected = set(weights) - set(want) - {"lm_head.weight"}
+    if unexpected:  # biases, say: this forward pass would silently ignore them
+        raise ModelFormatError(f"{where}: weights this Llama has no place for: {', '.join(sorted(unexpected)[:5])}")
     for name, shape in want.items():
         if name not in weights:
             raise ModelFormatError(f"{where}: weight {name} is missing")
