@@ -315,6 +315,20 @@ def test_a_broken_source_shows_the_error(app):
     assert "HTTP 404" in page.text_content("#status")
 
 
+def test_a_worker_that_cannot_start_fails_ready_and_calls_at_once(app):
+    app.context.route("**/js/worker.mjs", lambda route: route.fulfill(status=404, body="not found"))
+    page = app.open(ready=False)
+    settle = """p => Promise.race([p.then(() => 'resolved', e => e.message),
+                                   new Promise(r => setTimeout(() => r('still pending'), 5000))])"""
+    error = page.evaluate(f"({settle})(chatlens.ready)")
+    assert "worker failed to start" in error and "js/worker.mjs" in error, error
+    preview = page.evaluate(f"({settle})(chatlens.preview({{messages: [{{role: 'user', content: 'Hi'}}]}}))")
+    assert preview == error
+    assert page.get_attribute("#status", "data-state") == "error"
+    assert error in page.text_content("#status")
+    assert "worker failed to start" in page.text_content("#reads")
+
+
 def test_model_urls_name_a_gguf_or_a_hugging_face_folder(app):
     page = app.open(ready=False)
     got = page.evaluate("""async () => {

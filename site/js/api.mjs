@@ -33,7 +33,16 @@ export function createApi() {
     for (const fn of listeners) fn(api.status);
   };
 
-  const worker = new Worker(new URL("./worker.mjs", import.meta.url), { type: "module" });
+  // Once the worker has failed (its script did not load, or it threw outside a request), it is
+  // dead: every call, `ready` included, rejects with this error at once instead of waiting for
+  // an answer that cannot come.
+  let dead = null;
+  let die;
+  const died = new Promise((_, reject) => (die = reject));
+  died.catch(() => {});
+
+  const workerUrl = new URL("./worker.mjs", import.meta.url);
+  const worker = new Worker(workerUrl, { type: "module" });
   worker.onmessage = ({ data }) => {
     if (data.type === "status") return setStatus(data.state, data.detail);
     const p = pending.get(data.id);
@@ -48,22 +57,32 @@ export function createApi() {
   };
   worker.onerror = (e) => {
     e.preventDefault?.();
-    setStatus("error", e.message || "the worker failed to start");
-    for (const p of pending.values()) p.reject(new Error(api.status.detail));
+    // A script that fails to load gives a plain Event, with no message.
+    dead = new Error(e.message
+      ? `the worker failed: ${e.message}`
+      : `the worker failed to start: ${workerUrl.pathname} could not be loaded`);
+    worker.terminate();
+    setStatus("error", dead.message);
+    for (const p of pending.values()) p.reject(dead);
     pending.clear();
+    die(dead);
   };
   const call = (type, args) =>
     new Promise((resolve, reject) => {
+      if (dead) return reject(dead);
       const id = nextId++;
       pending.set(id, { resolve, reject });
       worker.postMessage({ id, type, args });
     });
 
-  api.ready = (async () => {
-    api.build = await api.built;
-    api.source = await resolveSource({ build: api.build });
-    return call("init", { source: api.source });
-  })();
+  api.ready = Promise.race([
+    died,
+    (async () => {
+      api.build = await api.built;
+      api.source = await resolveSource({ build: api.build });
+      return call("init", { source: api.source });
+    })(),
+  ]);
   api.ready.catch((e) => setStatus("error", e.message));
 
   const checkMessages = (args) => {
