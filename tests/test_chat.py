@@ -55,8 +55,10 @@ def test_five_turns_reuse_gives_the_replies_from_scratch(model):
     session = ChatSession(model, window=1024, max_tokens=16)
     prev_ids, prev_prompt = [], []
     for k, text in enumerate(LESSON_MESSAGES):
+        before = session.preview(text)  # what sending would reuse, said before sending
         rec = session.send(text)
         ids = rec["prompt_ids"]
+        assert (before["reused_tokens"], before["prompt_ids"]) == (rec["reused_tokens"], ids)
         assert rec["reused_tokens"] == min(common_prefix(ids, prev_ids), len(ids) - 1)
         assert rec["reused_tokens"] + rec["computed_tokens"] == rec["used"] == len(ids)
         # At least the previous prompt is reused, and whatever of the reply tokenizes the same again.

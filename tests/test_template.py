@@ -78,30 +78,9 @@ def both_raise(template, messages, special=SPECIAL, same_text=True, **kwargs):
 
 @pytest.fixture(scope="module")
 def smol_metadata(gguf_path):
-    try:
-        from chatlens.gguf import read_metadata
-    except ImportError:
-        read_metadata = None
-    if read_metadata is not None:
-        meta = read_metadata(gguf_path)
-        if isinstance(meta, tuple):
-            meta = meta[0]
-        return meta
-    gguf = pytest.importorskip("gguf")
-    reader = gguf.GGUFReader(gguf_path)
-    meta = {}
-    for key, field in reader.fields.items():
-        if not key.startswith("tokenizer.") or key in ("tokenizer.ggml.merges", "tokenizer.ggml.token_type",
-                                                       "tokenizer.ggml.scores"):
-            continue
-        values = [field.parts[i] for i in field.data]
-        if field.types[0] == gguf.GGUFValueType.ARRAY:
-            meta[key] = [bytes(v).decode() for v in values]
-        elif field.types[0] == gguf.GGUFValueType.STRING:
-            meta[key] = bytes(values[0]).decode()
-        else:
-            meta[key] = values[0].tolist()[0]
-    return meta
+    from chatlens.gguf import read_metadata
+
+    return read_metadata(gguf_path)
 
 
 @pytest.fixture(scope="module")
