@@ -270,6 +270,25 @@ def test_challenge_progress_updates_and_survives_a_reload(app):
     assert done == ["identity", "drop"]
 
 
+def test_enter_pressed_twice_while_python_boots_sends_one_message(app):
+    page = app.open(ready=False)
+    page.fill("#draft", "Who are you?")
+    page.press("#draft", "Enter")
+    page.press("#draft", "Enter")
+    page.locator("#draft").press_sequentially("What is my name?")  # typed while the first one waits
+    page.press("#draft", "Enter")  # still waiting: not sent, and not wiped
+    assert page.get_attribute("#status", "data-state") != "ready", "Python booted before the test could press Enter"
+    assert page.eval_on_selector_all("#chat .msg.user .content", "b => b.map(e => e.textContent)") == ["Who are you?"]
+    app.wait_ready()
+    page.wait_for_function("document.querySelectorAll('#chat .msg.note').length === 1")
+    page.wait_for_timeout(300)
+    assert page.eval_on_selector_all("#chat .msg.user .content", "b => b.map(e => e.textContent)") == ["Who are you?"]
+    assert page.input_value("#draft") == "What is my name?"
+    # the sent turn's record is the one shown, and the draft now previews after it
+    app.type_draft("What is my name?")
+    assert "<|im_start|>user\nWho are you?<|im_end|>" in app.prompt_text()
+
+
 def test_user_text_is_shown_as_text_and_runs_nothing(app):
     page = app.open()
     dialogs = []

@@ -174,8 +174,9 @@ async function showLive() {
     return renderMessage(reads, `The worker failed: ${api.status.detail}`, "error");
   }
   if (!draft.trim()) {
-    renderLiveChat(last ? droppedOf(last.record) : undefined);
-    if (last) return drawRecord(last.record, `Turn ${state.live.turns.length}: what the model read when you sent it`);
+    renderLiveChat(last?.record ? droppedOf(last.record) : undefined);
+    if (last?.record) return drawRecord(last.record, `Turn ${state.live.turns.length}: what the model read when you sent it`);
+    if (last) return renderMessage(reads, "Waiting for Python to start: the message is sent when it is ready.");
     return renderMessage(reads, api.status.state === "ready"
       ? "Start typing: this side previews the prompt that would be sent, with its token counts."
       : "Python is starting in a worker; the preview appears when it is ready. Recorded mode works right away.");
@@ -196,31 +197,51 @@ async function showLive() {
   }
 }
 
+// One message at a time: a second Enter while the first waits (for Python to boot, or for its
+// reply) sends nothing. The draft is cleared at once, so text typed during the wait is kept
+// for the next message; the sent text lives in its turn, shown before Python has read it.
+let sending = false;
 async function send() {
   const text = $("draft").value;
-  if (!text.trim() || state.mode !== "live") return;
+  if (sending || !text.trim() || state.mode !== "live") return;
+  sending = true;
+  $("send").disabled = true;
   const args = callArgs(liveMessages(text));
-  let record;
-  try {
-    record = await api.preview(args);
-  } catch (e) {
-    return renderMessage($("reads"), `Cannot send: ${e.message}`, "error");
-  }
-  const turn = { user: text, record };
-  state.live.turns.push(turn);
+  const turn = { user: text, record: null };
+  const live = state.live;
+  live.turns.push(turn);
   $("draft").value = "";
-  see(record);
   showLive();
   try {
-    const full = await api.run({ ...args, maxTokens: state.replyLimit });
-    turn.record = full;
-    turn.reply = full.reply_text;
-    see(full);
-  } catch (e) {
-    turn.note = `No reply: ${e.message}`;
-    turn.noteClass = "no-reply";
+    try {
+      turn.record = await api.preview(args);
+    } catch (e) {
+      const i = live.turns.indexOf(turn);
+      if (i >= 0) live.turns.splice(i, 1);
+      if (!$("draft").value.trim()) $("draft").value = text; // nothing new typed: give it back
+      if (state.mode === "live" && live === state.live) {
+        renderLiveChat();
+        renderMessage($("reads"), `Cannot send: ${e.message}`, "error");
+      }
+      return;
+    }
+    if (live !== state.live) return; // a new conversation started meanwhile
+    see(turn.record);
+    showLive();
+    try {
+      const full = await api.run({ ...args, maxTokens: state.replyLimit });
+      turn.record = full;
+      turn.reply = full.reply_text;
+      see(full);
+    } catch (e) {
+      turn.note = `No reply: ${e.message}`;
+      turn.noteClass = "no-reply";
+    }
+    showLive();
+  } finally {
+    sending = false;
+    $("send").disabled = false;
   }
-  showLive();
 }
 
 // -- recorded mode -----------------------------------------------------------------------------------
