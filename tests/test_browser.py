@@ -8,7 +8,9 @@ artifacts/screenshots/ for people to look at.
 
 import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -327,11 +329,27 @@ def test_a_gguf_url_works_as_the_model_source(app):
     assert not [u for u in app.urls() if u.endswith(".safetensors")]
 
 
-def test_a_broken_source_shows_the_error(app):
-    page = app.open(f"?model={app.server.url}models/nowhere/", ready=False)
+def closed_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("where", ["missing", "unreachable"])
+def test_a_broken_source_shows_the_error(app, where):
+    """A folder the server does not have (HTTP 404), and a host that cannot be reached (the
+    browser says only "Failed to fetch"): both errors name the URL, in the status and in the
+    settings line."""
+    if where == "missing":
+        base, why = f"{app.server.url}models/nowhere/", "HTTP 404"
+    else:
+        base, why = f"http://127.0.0.1:{closed_port()}/models/", "Failed to fetch"
+    page = app.open(f"?model={base}", ready=False)
     page.wait_for_function("document.getElementById('status').dataset.state === 'error'", timeout=BOOT_MS)
-    assert "models/nowhere/" in page.text_content("#status")
-    assert "HTTP 404" in page.text_content("#status")
+    status = page.text_content("#status")
+    assert re.search(re.escape(base) + r"[\w.]+\.json: " + why, status), status
+    label = page.text_content("#source-label")
+    assert label.startswith(f"{base} ({base}): failed: {base}") and why in label, label
 
 
 def test_a_worker_that_cannot_start_fails_ready_and_calls_at_once(app):

@@ -5,7 +5,8 @@
 //        (or {preset, custom} instead of system: the system text of a preset, taken now)
 //   await chatlens.run({system, messages, window, maxTokens}) -> the turn record with the reply
 //   chatlens.status                             -> {state: booting|loading|ready|error, detail}
-//   chatlens.onStatus(fn)                       -> fn(status) now and on every change
+//   chatlens.onStatus(fn)                       -> fn(status) now and on every change (and once
+//                                                  chatlens.source, the model source, is known)
 
 import { resolveSource } from "./source.mjs";
 
@@ -80,6 +81,7 @@ export function createApi() {
     (async () => {
       api.build = await api.built;
       api.source = await resolveSource({ build: api.build });
+      setStatus(api.status.state, api.status.detail); // listeners see the source at once
       return call("init", { source: api.source });
     })(),
   ]);

@@ -43,14 +43,23 @@ api.onStatus(({ state: s, detail }) => {
   box.dataset.state = s;
   $("status-text").textContent = STATUS_TEXT[s] || s;
   $("status-detail").textContent = detail || "";
+  drawSource();
   if (s === "error") showLive();
 });
 api.ready
   .then(() => {
-    $("source-label").textContent = `${api.source.label} (${api.source.url})`;
     if (state.mode === "live") showLive();
   })
   .catch(() => {}); // the status line shows the error
+
+/** The settings line: the model source as soon as it is known, and why it failed if it did. */
+function drawSource() {
+  const { state: s, detail } = api.status;
+  const where = api.source ? `${api.source.label} (${api.source.url})` : s === "error" ? "not resolved" : "resolving…";
+  const label = $("source-label");
+  label.textContent = s === "error" ? `${where}: failed: ${detail}` : where;
+  label.classList.toggle("error", s === "error");
+}
 
 // -- controls --------------------------------------------------------------------------------------
 const controls = () => ({

@@ -50,8 +50,17 @@ let booting = null;
 
 const status = (state, detail = "") => self.postMessage({ type: "status", state, detail });
 
+// fetch, whose network errors ("Failed to fetch") say which URL could not be reached.
+async function fetchFrom(url, init) {
+  try {
+    return await fetch(url, init);
+  } catch (e) {
+    throw new Error(`${url}: ${e.message}`);
+  }
+}
+
 async function getJson(url) {
-  const r = await fetch(url);
+  const r = await fetchFrom(url);
   if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
   return r.json();
 }
@@ -88,7 +97,7 @@ async function boot(source) {
 async function folderFiles(base) {
   const fetchOne = async (name, optional) => {
     const url = new URL(name, base).href;
-    const r = await fetch(url);
+    const r = await fetchFrom(url);
     if (!r.ok) {
       if (optional) return null;
       throw new Error(`${url}: HTTP ${r.status}`);
@@ -108,7 +117,7 @@ function writeFolder(files) {
 
 // A GGUF: its first 8 MiB with one Range request, and the file's size.
 async function ggufHead(url) {
-  const r = await fetch(url, { headers: { Range: `bytes=0-${GGUF_HEAD - 1}` } });
+  const r = await fetchFrom(url, { headers: { Range: `bytes=0-${GGUF_HEAD - 1}` } });
   if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
   const head = new Uint8Array(await r.arrayBuffer());
   let total = head.length;
@@ -116,7 +125,7 @@ async function ggufHead(url) {
     const m = /\/(\d+)\s*$/.exec(r.headers.get("Content-Range") || "");
     if (m) total = Number(m[1]);
     else {
-      const h = await fetch(url, { method: "HEAD" });
+      const h = await fetchFrom(url, { method: "HEAD" });
       total = Number(h.headers.get("Content-Length"));
       if (!total) throw new Error(`${url}: the server gives no size for this file`);
     }
@@ -156,7 +165,11 @@ class RemoteBytes {
       xhr.open("GET", this.url, false);
       xhr.setRequestHeader("Range", `bytes=${start}-${end}`);
       xhr.responseType = "arraybuffer";
-      xhr.send(null);
+      try {
+        xhr.send(null);
+      } catch (e) {
+        throw new Error(`${this.url}: ${e.message}`);
+      }
       if (xhr.status === 200) chunk = new Uint8Array(xhr.response).subarray(start, end + 1);
       else if (xhr.status === 206) chunk = new Uint8Array(xhr.response);
       else throw new Error(`${this.url}: HTTP ${xhr.status}`);
