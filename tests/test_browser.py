@@ -178,6 +178,7 @@ def test_recorded_mode_shows_every_turn_and_downloads_no_weights(app):
     if not recorded_path.exists():
         pytest.skip("site/recorded.json is not there yet (python -m chatlens record)")
     doc = json.loads(recorded_path.read_text())
+    app.context.clock.set_fixed_time("2031-01-01T12:00:00Z")
     page = app.open("?mode=recorded", ready=False)
     page.wait_for_selector("#reads-caption")
     about = page.text_content("#rec-about")
@@ -204,12 +205,14 @@ def test_recorded_mode_shows_every_turn_and_downloads_no_weights(app):
                 app.shot("recorded-mode")
     assert not [u for u in app.urls() if u.endswith((".safetensors", ".gguf"))]
     # Recorded turns count for the challenges: "Who are you?" with and without a system prompt,
-    # dropped turns at 256, and the current year if a recorded reply says it.
-    year = str(page.evaluate("new Date().getFullYear()"))
-    expected = ["identity"] + (["year"] if any(year in (t["reply_text"] or "") for c in doc["conversations"]
-                                                for t in c["turns"]) else []) + ["drop"]
-    assert page.eval_on_selector_all("#challenges li.done", "ls => ls.map(l => l.dataset.challenge)") == expected
-    assert page.text_content("#challenge-count") == f"{len(expected)} of 3 complete"
+    # dropped turns at 256, and the year: the browser's clock is years past the recording here,
+    # so only a date-preset reply that states its own date's year can complete it.
+    assert page.evaluate("new Date().getFullYear()") == 2031
+    assert any(c["preset"] == "date" and re.search(r", (\d{4})\.$", t["system"])[1] in (t["reply_text"] or "")
+               for c in doc["conversations"] for t in c["turns"]), "no recorded reply states its date's year"
+    assert page.eval_on_selector_all("#challenges li.done", "ls => ls.map(l => l.dataset.challenge)") == [
+        "identity", "year", "drop"]
+    assert page.text_content("#challenge-count") == "3 of 3 complete"
 
 
 def test_live_preview_matches_the_cli_including_dropped_turns(app):
@@ -259,11 +262,23 @@ def test_challenge_progress_updates_and_survives_a_reload(app):
     # the year challenge needs a reply that says the current year: check the detector itself
     year = page.evaluate("""async () => {
         const c = await import('./js/challenges.mjs');
-        const rec = {pieces: [], dropped_turns: [], system: null, reply_text: `It is ${new Date().getFullYear()}.`};
-        const old = {pieces: [], dropped_turns: [], system: null, reply_text: 'It is 1999.'};
-        return [c.observe({}, rec).year === true, c.observe({}, old).year === undefined];
+        const base = {pieces: [], dropped_turns: [], system: null, preset: 'none'};
+        const dated = {...base, preset: 'date', system: "You are a helpful assistant. Today's date is Monday, November 30, 2026."};
+        const later = new Date(2031, 0, 1);
+        const year = (rec, now) => c.observe({}, rec, now).year === true;
+        return {
+            clock: year({...base, reply_text: `It is ${new Date().getFullYear()}.`}),
+            other: year({...base, reply_text: 'It is 1999.'}),
+            givenClock: year({...base, reply_text: 'It is 2031.'}, later),
+            recordDate: year({...dated, reply_text: 'It is 2026, I believe.'}, later),
+            recordDateNotThere: year({...dated, reply_text: 'It is 2025.'}, later),
+            noDateContext: year({...base, reply_text: 'It is 2026.'}, later),
+            customDate: year({...base, preset: 'custom', system: 'Today is May 1, 1999.', reply_text: '1999'}, later),
+            longerNumber: year({...dated, reply_text: 'Order 120261.'}, later),
+        };
     }""")
-    assert year == [True, True]
+    assert year == {"clock": True, "other": False, "givenClock": True, "recordDate": True, "recordDateNotThere": False,
+                    "noDateContext": False, "customDate": False, "longerNumber": False}
 
     page.reload()
     page.wait_for_function("window.chatlens !== undefined")
@@ -289,6 +304,21 @@ def test_enter_pressed_twice_while_python_boots_sends_one_message(app):
     # the sent turn's record is the one shown, and the draft now previews after it
     app.type_draft("What is my name?")
     assert "<|im_start|>user\nWho are you?<|im_end|>" in app.prompt_text()
+
+
+def test_an_empty_custom_prompt_is_the_template_default(app):
+    page = app.open()
+    page.select_option("#preset", "custom")
+    page.fill("#custom-system", "  \n ")
+    app.type_draft("Who are you?")
+    assert app.pieces()[0] == ["system (template default)", 21]
+    rec = page.evaluate("chatlens.preview({preset: 'custom', custom: ' ', messages: [{role: 'user', content: 'Hi'}]})")
+    assert rec["system"] is None and rec["preset"] == "none"
+    app.send("Who are you?")  # counts as asked with no system prompt
+    page.fill("#custom-system", "You are a cat.")
+    app.send("Who are you?")  # and with one
+    page.wait_for_function("document.getElementById('challenge-count').textContent === '1 of 3 complete'")
+    assert page.get_attribute("li[data-challenge=identity]", "class") == "done"
 
 
 def test_user_text_is_shown_as_text_and_runs_nothing(app):

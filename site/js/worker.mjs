@@ -35,6 +35,8 @@ def preview(args_json):
             preset = preset or (None if system is None else "custom")
         else:
             system = presets.system_for(preset, a.get("custom"))
+        if isinstance(system, str) and not system.strip():
+            system, preset = None, "none"  # empty custom text: the template's default, as with None
         rec = _preview(_text.tokenizer, _text.template, system=system, messages=a["messages"],
                        window=int(a.get("window", 1024)), reserve=int(a.get("reserve", 96)),
                        preset=preset, max_tokens=a.get("maxTokens"))
