@@ -204,6 +204,7 @@ def test_recorded_mode_shows_every_turn_and_downloads_no_weights(app):
             if conv["preset"] == "pirate" and conv["window"] == 256 and i == len(conv["turns"]) - 1:
                 app.shot("recorded-mode")
     assert not [u for u in app.urls() if u.endswith((".safetensors", ".gguf"))]
+    assert not [u for u in app.urls() if not u.startswith(app.server.url)]  # nothing leaves the local server
     # Recorded turns count for the challenges: "Who are you?" with and without a system prompt,
     # dropped turns at 256, and the year: the browser's clock is years past the recording here,
     # so only a date-preset reply that states its own date's year can complete it.

@@ -2,12 +2,14 @@
 
 import json
 import os
+import queue
 import re
 import shutil
 import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from chatlens import fetch as fetch_module
 from chatlens import site
 from chatlens.errors import ChatlensError
 
@@ -55,14 +58,22 @@ def test_build_holds_everything_the_page_loads(built):
         assert (built / "recorded.json").read_bytes() == (site.SITE_SOURCES / "recorded.json").read_bytes()
 
 
-def test_pages_load_nothing_from_other_hosts(built):
+# Ways a script could turn text into markup; the page inserts user and model text as text only.
+HTML_SINKS = ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "createContextualFragment",
+              "srcdoc", "DOMParser", "parseHTMLUnsafe", "setHTMLUnsafe")
+
+
+def test_pages_load_nothing_from_other_hosts_and_parse_no_html(built):
     """Scripts, styles and modules are local; the only absolute URLs in the code are the Hub
-    (the model's last-resort source) and the model-source placeholder."""
-    for p in list(built.glob("*.html")) + list(built.glob("*.css")) + list(built.glob("js/*.mjs")):
+    (the model's last-resort source) and the model-source placeholder. No script parses HTML."""
+    pages = list(built.glob("*.html")) + list(built.glob("*.css")) + list(built.glob("js/*.mjs"))
+    assert len([p for p in pages if p.suffix == ".mjs"]) == len(list(site.SITE_SOURCES.glob("js/*.mjs")))
+    for p in pages:
         text = p.read_text()
         hosts = set(re.findall(r"https?://([^/\"'`\s)]+)", text))
         assert hosts <= {"huggingface.co"}, (p.name, hosts)
-        assert "innerHTML" not in text and "insertAdjacentHTML" not in text, p.name
+        found = [s for s in HTML_SINKS if s.lower() in text.lower()]
+        assert not found, (p.name, found)
 
 
 def test_second_build_writes_nothing(built):
@@ -279,20 +290,34 @@ def test_server_is_quiet_about_dropped_connections(server, capfd):
 
 
 def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):
-    """`python -m chatlens serve --port 0`: the README's main command, end to end (no browser)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "py")}
-    proc = subprocess.Popen([sys.executable, "-m", "chatlens", "serve", "--port", "0"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    """`python -m chatlens serve --port 0`: the README's main command, end to end (no browser).
+    It builds into build/site (serve has no --out) and mirrors the model from the real cache."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "py"), "CHATLENS_HOME": str(fetch_module.home())}
+    err_path = tmp_path / "stderr.txt"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "chatlens", "serve", "--port", "0"], cwd=tmp_path, env=env,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+    lines = queue.Queue()
+
+    def read():  # a thread, so that waiting for the URL can time out even if serve prints nothing
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
     try:
         deadline = time.monotonic() + 600
         url = None
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
+        while url is None:
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
                 break
             m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
             url = m and m.group(1)
-        assert url, "serve printed no URL"
+        assert url, f"serve printed no URL (exit code {proc.poll()}); its stderr:\n{err_path.read_text()[-4000:]}"
         status, headers, body = fetch(url)
         assert status == 200 and b"chatlens" in body
         assert headers["Cross-Origin-Embedder-Policy"] == "require-corp"
@@ -304,4 +329,8 @@ def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):
         assert headers["Content-Range"] == f"bytes 0-3/{m['files'][m['gguf']]}"
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
