@@ -163,11 +163,15 @@ def test_boots_from_the_local_build_with_no_request_leaving_the_server(app):
     loaded = {u[len(app.server.url):] for u in urls}
     built = json.loads((app.server.root / "build.json").read_text())
     assert {"pyodide/pyodide.mjs", "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", *built["wheels"]} <= loaded
+    assert [u for u in urls if u.endswith("/build.json")] == [app.server.url + "build.json"]  # read once, by the page
+    assert page.evaluate("chatlens.build") == built
+    assert page.text_content("#reply-limit") == "96" and page.evaluate("chatlens.replyLimit") == 96
     # the text side only: the model's small files, no weights
     assert not [u for u in urls if u.endswith((".safetensors", ".gguf"))]
     record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Who are you?'}], window: 1024})")
     assert [(p["label"], p["count"]) for p in record["pieces"]] == [
         ("system (template default)", 21), ("new message", 9), ("generation header", 4)]
+    assert record["reserve"] == record["max_tokens"] == 96  # the page's reply limit, given by the API
     assert record["prompt_text"].endswith("<|im_start|>user\nWho are you?<|im_end|>\n<|im_start|>assistant\n")
     error = page.evaluate("chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 1024}).then(() => null, e => e.message)")
     assert "next release" in error

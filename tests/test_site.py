@@ -50,7 +50,6 @@ def test_build_holds_everything_the_page_loads(built):
         assert (built / w).is_file(), w
     assert manifest["model"] == {"repo": site.HF_REPO, "revision": site.HF_REVISION}
     assert re.fullmatch(r"[0-9a-f]{40}", site.HF_REVISION)
-    assert manifest["reply_limit"] == 96
     # Only NumPy comes from a CDN, at run time: the pinned version's.
     assert manifest["pyodide"]["packages"] == "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/"
     assert manifest["pyodide"]["self_hosted"] is False
@@ -74,6 +73,18 @@ def test_pages_load_nothing_from_other_hosts_and_parse_no_html(built):
         assert hosts <= {"huggingface.co"}, (p.name, hosts)
         found = [s for s in HTML_SINKS if s.lower() in text.lower()]
         assert not found, (p.name, found)
+
+
+def test_the_page_states_the_reply_limit_once_and_it_is_the_cli_default(built):
+    """The reply limit (also the reserve kept free) is one constant in api.mjs; the page's text,
+    its calls and the worker take it from there, and it is the CLI's default."""
+    from chatlens.chat import DEFAULT_MAX_TOKENS
+
+    assert DEFAULT_MAX_TOKENS == 96  # the issue's number
+    found = {p.name: re.findall(r".*(?<![\w.-])96(?![\w.-]).*", p.read_text())
+             for p in [built / "index.html", *built.glob("js/*.mjs")]}
+    assert {k: v for k, v in found.items() if v} == {"api.mjs": [f"export const REPLY_LIMIT = {DEFAULT_MAX_TOKENS};"]}
+    assert '<b id="reply-limit"></b>' in (built / "index.html").read_text()
 
 
 def test_second_build_writes_nothing(built):

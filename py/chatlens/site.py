@@ -50,8 +50,6 @@ WHEEL_CACHE = BUILD_DIR / "wheels"
 HF_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
 HF_REVISION = "12fd25f77366fa6b3b4b768ec3050bf629380bac"
 
-REPLY_LIMIT = 96  # the site's reply limit, also the reserve kept free in the window
-
 # Pure-Python wheels from PyPI (py3-none-any), and MarkupSafe built pure from its sdist.
 PYPI_WHEELS = {"micropip": "0.11.1", "jinja2": "3.1.6"}
 MARKUPSAFE_VERSION = "3.0.3"
@@ -258,7 +256,6 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print) -
         },
         "wheels": wheel_urls,
         "model": {"repo": HF_REPO, "revision": HF_REVISION},
-        "reply_limit": REPLY_LIMIT,
     }
     files[BUILD_MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()
     changed = _sync(out, files)

@@ -4,11 +4,18 @@
 //   await chatlens.preview({system, messages, window})  -> the turn record, without generating
 //        (or {preset, custom} instead of system: the system text of a preset, taken now)
 //   await chatlens.run({system, messages, window, maxTokens}) -> the turn record with the reply
+//        (reserve, the tokens kept free for the reply, and maxTokens default to chatlens.replyLimit)
+//   chatlens.replyLimit                         -> the site's reply limit, in tokens
+//   chatlens.source, chatlens.build             -> the model source and build.json, once known
 //   chatlens.status                             -> {state: booting|loading|ready|error, detail}
 //   chatlens.onStatus(fn)                       -> fn(status) now and on every change (and once
 //                                                  chatlens.source, the model source, is known)
 
 import { resolveSource } from "./source.mjs";
+
+/** The site's reply limit, also the reserve kept free in the window: the one place the page
+ * says it (chatlens.chat.DEFAULT_MAX_TOKENS on the Python side; a test keeps them equal). */
+export const REPLY_LIMIT = 96;
 
 export function createApi() {
   const listeners = new Set();
@@ -16,13 +23,9 @@ export function createApi() {
   let nextId = 1;
   const api = {
     status: { state: "booting", detail: "starting" },
+    replyLimit: REPLY_LIMIT,
     source: null,
-    build: null,
-    /** build.json: the Pyodide version, the wheels, the pinned model revision, the reply limit. */
-    built: fetch(new URL("../build.json", import.meta.url)).then((r) => {
-      if (!r.ok) throw new Error(`build.json: HTTP ${r.status}`);
-      return r.json();
-    }),
+    build: null, // build.json: the Pyodide version, the wheels, the pinned model revision
     onStatus(fn) {
       listeners.add(fn);
       fn(api.status);
@@ -79,10 +82,10 @@ export function createApi() {
   api.ready = Promise.race([
     died,
     (async () => {
-      api.build = await api.built;
+      api.build = await getBuild();
       api.source = await resolveSource({ build: api.build });
       setStatus(api.status.state, api.status.detail); // listeners see the source at once
-      return call("init", { source: api.source });
+      return call("init", { source: api.source, build: api.build });
     })(),
   ]);
   api.ready.catch((e) => setStatus("error", e.message));
@@ -100,16 +103,25 @@ export function createApi() {
   api.run = async (args) => {
     checkMessages(args);
     await api.ready;
-    return call("run", plain(args));
+    const a = plain(args);
+    return call("run", { ...a, maxTokens: a.maxTokens ?? a.reserve });
   };
   return api;
 }
 
-// Structured-clone-safe copy with only the fields the worker reads.
+async function getBuild() {
+  const url = new URL("../build.json", import.meta.url);
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+  return r.json();
+}
+
+// Structured-clone-safe copy with only the fields the worker reads; reserve always set.
 function plain(args) {
   const out = { messages: args.messages.map((m) => ({ role: String(m.role), content: String(m.content) })) };
-  for (const k of ["system", "preset", "custom", "window", "reserve", "maxTokens"]) {
+  for (const k of ["system", "preset", "custom", "window", "maxTokens"]) {
     if (args[k] !== undefined) out[k] = args[k];
   }
+  out.reserve = args.reserve ?? REPLY_LIMIT;
   return out;
 }

@@ -2,7 +2,7 @@
 // this" suggestions and the challenges. It calls window.chatlens like any embedder would.
 // User and model text always goes in as text (textContent, text nodes), never as HTML.
 
-import { createApi } from "./api.mjs";
+import { createApi, REPLY_LIMIT } from "./api.mjs";
 import * as challenges from "./challenges.mjs";
 import { el, renderMessage, renderRecord } from "./panel.mjs";
 import { describe, findConversation, loadRecorded, presetsIn, userMessage } from "./recorded.mjs";
@@ -33,7 +33,6 @@ const state = {
   recordedError: null,
   step: 0,
   progress: challenges.load(),
-  replyLimit: 96, // build.json says, once read
 };
 
 // -- status ---------------------------------------------------------------------------------------
@@ -72,7 +71,7 @@ const controls = () => ({
 function callArgs(messages) {
   const { preset, custom, window } = controls();
   const system = preset === "custom" ? { preset: "custom", custom } : { preset };
-  return { ...system, messages, window, reserve: state.replyLimit };
+  return { ...system, messages, window, reserve: REPLY_LIMIT };
 }
 
 $("preset").addEventListener("change", () => {
@@ -238,7 +237,7 @@ async function send() {
     see(turn.record);
     showLive();
     try {
-      const full = await api.run({ ...args, maxTokens: state.replyLimit });
+      const full = await api.run({ ...args, maxTokens: REPLY_LIMIT });
       turn.record = full;
       turn.reply = full.reply_text;
       see(full);
@@ -286,9 +285,9 @@ async function showRecorded() {
   $("rec-prev").disabled = state.step === 0;
   $("rec-next").disabled = state.step === n - 1;
   chat.replaceChildren();
+  const dropped = droppedOf(conv.turns[state.step]);
   for (let i = 0; i <= state.step; i++) {
     const rec = conv.turns[i];
-    const dropped = new Set(conv.turns[state.step].dropped_turns.map((d) => d.message_index));
     const u = bubble("user", userMessage(state.recorded, conv, i), rec);
     const a = bubble("assistant", rec.reply_text ?? "", rec);
     // history the current turn no longer reads is marked as dropped
@@ -399,12 +398,7 @@ function debounce(fn, ms) {
 }
 
 // -- start ---------------------------------------------------------------------------------------------
-api.built
-  .then((b) => {
-    state.replyLimit = b.reply_limit || state.replyLimit;
-    $("reply-limit").textContent = state.replyLimit;
-  })
-  .catch(() => {});
+$("reply-limit").textContent = REPLY_LIMIT;
 drawSuggestions();
 drawChallenges();
 setMode(new URLSearchParams(location.search).get("mode") === "recorded" ? "recorded" : "live");

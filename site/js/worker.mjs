@@ -2,7 +2,8 @@
 // wheels build.json lists, import chatlens, read the tokenizer and chat template from the model
 // source, then answer the page's requests one at a time.
 //
-// Page -> worker: {id, type: "init", args: {source}} | {id, type: "preview" | "run", args}
+// Page -> worker: {id, type: "init", args: {source, build}} | {id, type: "preview" | "run", args}
+//   (build: build.json as the page read it; preview and run args always carry reserve)
 // Worker -> page: {id, ok: true, result} | {id, ok: false, error} | {type: "status", state, detail}
 
 const SITE = new URL("../", import.meta.url);
@@ -38,7 +39,7 @@ def preview(args_json):
         if isinstance(system, str) and not system.strip():
             system, preset = None, "none"  # empty custom text: the template's default, as with None
         rec = _preview(_text.tokenizer, _text.template, system=system, messages=a["messages"],
-                       window=int(a.get("window", 1024)), reserve=int(a.get("reserve", 96)),
+                       window=int(a.get("window", 1024)), reserve=int(a["reserve"]),
                        preset=preset, max_tokens=a.get("maxTokens"))
         rec["special_ids"] = sorted(set(rec["prompt_ids"]) & _text.tokenizer.special_ids)
         return json.dumps({"record": rec})
@@ -61,18 +62,11 @@ async function fetchFrom(url, init) {
   }
 }
 
-async function getJson(url) {
-  const r = await fetchFrom(url);
-  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
-  return r.json();
-}
-
-async function boot(source) {
+async function boot(source, build) {
   status("booting", "starting Python (Pyodide)");
   // The model's small files download while Python starts.
   const download = source.kind === "gguf" ? ggufHead(source.url) : folderFiles(source.url);
   download.catch(() => {}); // reported below, once awaited
-  const build = await getJson(new URL("build.json", SITE));
   const indexURL = new URL(build.pyodide.index, SITE).href;
   const { loadPyodide } = await import(new URL("pyodide.mjs", indexURL).href);
   const pyodide = loadPyodide({
@@ -192,8 +186,8 @@ function preview(args) {
 }
 
 const handlers = {
-  async init({ source }) {
-    booting ??= boot(source).catch((e) => {
+  async init({ source, build }) {
+    booting ??= boot(source, build).catch((e) => {
       status("error", errorText(e));
       throw e;
     });
