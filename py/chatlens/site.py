@@ -361,6 +361,8 @@ def prepare_mirror(quiet=False) -> Mirror:
             print(f"chatlens: exporting {fetch.FILENAME} to a Hugging Face folder in {folder} ...", file=sys.stderr)
         folder.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
+            # In a child process: the export holds every weight in float32 (~540 MB), which the
+            # server, serving files, should not keep. The child imports this same package.
             part = Path(tmp) / "hf"
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                 [str(Path(__file__).resolve().parents[1])] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
@@ -445,30 +447,28 @@ class SiteHandler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _respond(self, head):
-        try:
-            path = unquote(urlsplit(self.path).path)
-            parts = [p for p in path.split("/") if p]
-            if "\0" in path or any(p in (".", "..") or "\\" in p for p in parts):
-                return self._fail(HTTPStatus.BAD_REQUEST, "bad path", head)
-            mirror = self.server.mirror
-            rel = "/".join(parts)
-            if rel == "models/manifest.json":
-                if mirror is None:
-                    return self._fail(HTTPStatus.NOT_FOUND, "no model mirror", head)
-                return self._send_bytes(json.dumps(mirror.manifest()).encode(), "application/json", head)
-            if mirror is not None and rel.startswith(mirror.base):
-                target = mirror.files.get(rel[len(mirror.base):])
-            else:
-                if path.endswith("/") or not parts:
-                    rel = f"{rel}/index.html" if rel else "index.html"
-                target = self.server.root / rel
-                if not target.resolve().is_relative_to(self.server.root):
-                    target = None
-            if target is None or not target.is_file():
-                return self._fail(HTTPStatus.NOT_FOUND, f"not found: {path}", head)
-            self._send_file(target, head)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        # A client that hangs up mid-response raises here; SiteServer.handle_error ignores that.
+        path = unquote(urlsplit(self.path).path)
+        parts = [p for p in path.split("/") if p]
+        if "\0" in path or any(p in (".", "..") or "\\" in p for p in parts):
+            return self._fail(HTTPStatus.BAD_REQUEST, "bad path", head)
+        mirror = self.server.mirror
+        rel = "/".join(parts)
+        if rel == "models/manifest.json":
+            if mirror is None:
+                return self._fail(HTTPStatus.NOT_FOUND, "no model mirror", head)
+            return self._send_bytes(json.dumps(mirror.manifest()).encode(), "application/json", head)
+        if mirror is not None and rel.startswith(mirror.base):
+            target = mirror.files.get(rel[len(mirror.base):])
+        else:
+            if path.endswith("/") or not parts:
+                rel = f"{rel}/index.html" if rel else "index.html"
+            target = self.server.root / rel
+            if not target.resolve().is_relative_to(self.server.root):
+                target = None
+        if target is None or not target.is_file():
+            return self._fail(HTTPStatus.NOT_FOUND, f"not found: {path}", head)
+        self._send_file(target, head)
 
     def _send_bytes(self, body: bytes, ctype: str, head):
         self.send_response(HTTPStatus.OK)

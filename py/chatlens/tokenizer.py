@@ -265,7 +265,6 @@ def _bytes_to_unicode() -> list[str]:
 
 
 BYTE_TO_CHAR = _bytes_to_unicode()
-CHAR_TO_BYTE = {c: b for b, c in enumerate(BYTE_TO_CHAR)}
 
 _NO_MERGE = 1 << 62          # larger than any packed (rank, id) value
 _HEAP_FROM = 56              # words with more symbols than this use the heap merge loop
