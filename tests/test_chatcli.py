@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from chatlens import chatcli, presets
+from chatlens import presets
+from chatlens.host import chatcli
+from chatlens.record import TurnRecord
 from chatlens.source import load_text_side
 
 from conftest import run_cli as chatlens
 from test_window import LESSON, REPLY_2
 
-RECORD_KEYS = {"prompt_text", "prompt_ids", "prompt_tokens", "pieces", "dropped_turns", "window", "reserve", "used",
-               "free", "reused_tokens", "computed_tokens", "reply_text", "reply_ids", "reply_tokens", "stop_reason",
-               "timings", "system", "preset", "max_tokens"}
+RECORD_KEYS = set(TurnRecord.__dataclass_fields__)
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +54,9 @@ def test_run_lesson_window(gguf_path):
                    model=gguf_path)
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)
-    assert RECORD_KEYS <= set(rec)
+    assert set(rec) == RECORD_KEYS and rec["backend"] == "numpy"
     assert (rec["used"], rec["free"], rec["reserve"], rec["window"]) == (71, 25, 32, 128)
-    assert [(d["message_index"], d["count"]) for d in rec["dropped_turns"]] == [(0, 13), (1, 18)]
+    assert [(d["message_index"], d["count"]) for d in rec["dropped_messages"]] == [(0, 13), (1, 18)]
     assert REPLY_2 in rec["prompt_text"]  # earlier assistant messages are history as given
     assert (rec["reused_tokens"], rec["computed_tokens"]) == (0, 71)
     assert rec["stop_reason"] in ("end_turn", "max_tokens") and 0 < len(rec["reply_ids"]) <= 32
@@ -74,6 +74,24 @@ def test_run_system_and_preset(gguf_path):
     rec = json.loads(out.stdout)
     assert rec["preset"] == "date" and "Today's date is" in rec["system"] and "Be kind." not in rec["prompt_text"]
     assert presets.format_date(datetime.date.today()) in rec["system"]
+    assert f"chatlens: system prompt: date: {rec['system']!r}" in out.stderr
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_run_with_blank_system_text_uses_the_templates_default(gguf_path, blank):
+    """The one rule (chatlens.presets.normalize): blank custom text is the template's default,
+    as in the page; an empty system message sent inside the messages is still rendered."""
+    msgs = {"messages": [{"role": "user", "content": "Hi!"}]}
+    out = chatlens("run", "--max-tokens", "1", "--system", blank, stdin=json.dumps(msgs), model=gguf_path)
+    assert out.returncode == 0, out.stderr
+    rec = json.loads(out.stdout)
+    default = chatlens("run", "--max-tokens", "1", stdin=json.dumps(msgs), model=gguf_path)
+    assert rec["prompt_text"] == json.loads(default.stdout)["prompt_text"]
+    assert rec["system"] is None and rec["preset"] == "none" and rec["pieces"][0]["kind"] == "default_system"
+    assert "chatlens: system prompt: the template's default" in out.stderr
+    explicit = {"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "Hi!"}]}
+    rec = json.loads(chatlens("run", "--max-tokens", "1", stdin=json.dumps(explicit), model=gguf_path).stdout)
+    assert rec["prompt_text"].startswith("<|im_start|>system\n<|im_end|>") and rec["system"] == ""
 
 
 def test_run_errors(gguf_path):
@@ -127,9 +145,9 @@ def test_record_command(gguf_path, tmp_path, monkeypatch):
     monkeypatch.setattr(chatcli, "LESSON_MESSAGES", ["What year is it?"])
     monkeypatch.setattr(chatcli, "RECORD_REPLY_LIMIT", 4)
     out = tmp_path / "recorded.json"
-    assert chatcli.record(argparse.Namespace(model=str(gguf_path), out=str(out))) == 0
+    assert chatcli.record(argparse.Namespace(model=str(gguf_path), out=str(out), backend="numpy")) == 0
     doc = json.loads(out.read_text(encoding="utf-8"))
-    from chatlens import fetch
+    from chatlens.host import fetch
 
     assert doc["model"] == {"file": fetch.FILENAME, "sha256": fetch.SHA256, "source": f"PyPI {fetch.PACKAGE}"}
     assert doc["date"] == datetime.date.today().isoformat() and doc["reply_limit"] == 4

@@ -5,7 +5,7 @@ import json
 import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
-from chatlens import fetch
+from chatlens.host import fetch
 from conftest import run_cli as chatlens
 
 
@@ -45,7 +45,7 @@ def test_tokenize_matches_hf_tokenizers(gguf_path, hf_dir, tokenizer_json, model
 
 
 def test_generate_prints_ids_stop_reason_and_top5(gguf_path):
-    from chatlens.generate import generate
+    from chatlens.generate import greedy
     from chatlens.source import load_model
 
     model = load_model(gguf_path)
@@ -53,11 +53,15 @@ def test_generate_prints_ids_stop_reason_and_top5(gguf_path):
     done = chatlens("generate", "--max-new-tokens", "12", stdin=json.dumps(ids))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    expected = generate(model.backend(len(ids) + 12), ids, eos_id=model.eos_id, max_new_tokens=12)
-    assert out["ids"] == expected.ids and out["stop_reason"] == expected.stop_reason
-    top = sorted(range(len(expected.first_logits)), key=lambda i: -expected.first_logits[i])[:5]
+    backend = model.backend(len(ids) + 12)
+    expected = greedy(backend, ids[:-1] + ids[-1:], eos_id=model.eos_id, max_new_tokens=12)
+    assert out["ids"] == expected.ids and out["stop_reason"] == expected.stop_reason and out["backend"] == "numpy"
+    backend.reset()
+    backend.prefill(ids)
+    first = backend.last_logits()
+    top = sorted(range(len(first)), key=lambda i: -first[i])[:5]
     assert [i for i, _ in out["top5"]] == top
-    assert out["top5"][0][1] == pytest.approx(float(expected.first_logits[top[0]]))
+    assert [logit for _, logit in out["top5"]] == pytest.approx([float(first[i]) for i in top])
 
 
 @pytest.mark.parametrize("stdin, args, message", [

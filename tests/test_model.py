@@ -10,8 +10,8 @@ import pytest
 import torch
 import transformers
 
-from chatlens import bench
-from chatlens.generate import generate
+from chatlens.generate import greedy
+from chatlens.host import bench
 from chatlens.source import load_model
 
 GAP = 0.01
@@ -36,6 +36,16 @@ def model(gguf_path):
 @pytest.fixture(scope="module")
 def reference(model):
     return reference_model(model)
+
+
+def prefill_logits(backend, ids):
+    backend.prefill(ids)
+    return backend.last_logits()
+
+
+def decode_logits(backend, token):
+    backend.decode(token)
+    return backend.last_logits()
 
 
 def reference_logits(ref, ids):
@@ -80,14 +90,14 @@ LOGIT_PROMPTS = [
 def test_logits_match_transformers(model, reference, text):
     ids = model.tokenizer.encode(text)
     backend = model.backend(len(ids) + 4)
-    ours = backend.prefill(ids)
+    ours = prefill_logits(backend, ids)
     theirs = reference_logits(reference, ids)
     np.testing.assert_allclose(ours, theirs[-1], atol=LOGIT_TOL, rtol=0)
     # the one-token decode path, fed the reference's next token
     following = [int(theirs[-1].argmax()), 13]
     full = reference_logits(reference, ids + following)
     for i, token in enumerate(following):
-        np.testing.assert_allclose(backend.decode(token), full[len(ids) + i], atol=LOGIT_TOL, rtol=0)
+        np.testing.assert_allclose(decode_logits(backend, token), full[len(ids) + i], atol=LOGIT_TOL, rtol=0)
 
 
 LONG_TEXT = ("The history of computing is a story of abstraction layered on abstraction. "
@@ -118,7 +128,7 @@ def test_chat_prompt_lengths_span_30_to_600(model):
 @pytest.mark.parametrize("index", range(len(CHATS)))
 def test_greedy_ids_match_transformers(model, reference, index):
     ids = chat(model.text, CHATS[index])
-    ours = generate(model.backend(len(ids) + 96), ids, eos_id=model.eos_id, max_new_tokens=96)
+    ours = greedy(model.backend(len(ids) + 96), ids, eos_id=model.eos_id, max_new_tokens=96)
     theirs, gaps = reference_greedy(reference, ids, 96, model.eos_id)
     compared = compare_greedy(ours.ids, theirs, gaps)
     assert compared >= 8, f"only {compared} steps before a near-tie; pick a less ambiguous prompt"
@@ -135,7 +145,7 @@ def test_truncated_cache_continues_like_a_fresh_one(model):
     reused.truncate(len(a))
     assert reused.length == len(a)
     fresh = model.backend(64)
-    np.testing.assert_allclose(reused.prefill(c), fresh.prefill(a + c), atol=1e-4, rtol=0)
+    np.testing.assert_allclose(prefill_logits(reused, c), prefill_logits(fresh, a + c), atol=1e-4, rtol=0)
 
 
 def test_cache_overflow_is_a_clear_error(model):
@@ -149,10 +159,10 @@ def test_cache_overflow_is_a_clear_error(model):
 def test_generation_stops_at_end_of_turn_and_streams(model):
     ids = chat(model.text, [{"role": "user", "content": "Say only the word yes."}])
     streamed = []
-    out = generate(model.backend(len(ids) + 96), ids, eos_id=model.eos_id, max_new_tokens=96, on_token=streamed.append)
+    out = greedy(model.backend(len(ids) + 96), ids, eos_id=model.eos_id, max_new_tokens=96, on_token=streamed.append)
     assert out.stop_reason == "end_turn" and out.ids[-1] == model.eos_id and streamed == out.ids
     n = len(out.ids) - 1  # one short of the end of turn
-    short = generate(model.backend(len(ids) + n), ids, eos_id=model.eos_id, max_new_tokens=n)
+    short = greedy(model.backend(len(ids) + n), ids, eos_id=model.eos_id, max_new_tokens=n)
     assert short.stop_reason == "max_tokens" and short.ids == out.ids[:n]
 
 
@@ -161,7 +171,7 @@ def test_exported_hf_folder_matches_transformers(hf_dir):
     ours = load_model(hf_dir)
     ref = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
     ids = ours.tokenizer.encode("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n")
-    np.testing.assert_allclose(ours.backend(len(ids)).prefill(ids), reference_logits(ref, ids)[-1], atol=LOGIT_TOL, rtol=0)
+    np.testing.assert_allclose(prefill_logits(ours.backend(len(ids)), ids), reference_logits(ref, ids)[-1], atol=LOGIT_TOL, rtol=0)
 
 
 def test_tiny_random_llama_of_another_shape(tmp_path, hf_dir):
@@ -180,7 +190,7 @@ def test_tiny_random_llama_of_another_shape(tmp_path, hf_dir):
     ours = load_model(tmp_path)
     assert ours.config.n_layers == 2 and ours.config.head_dim == 16 and not ours.config.tied_output
     ids = ours.tokenizer.encode("<|im_start|>user\nHello, tiny model! 12345<|im_end|>\n<|im_start|>assistant\n")
-    np.testing.assert_allclose(ours.backend(len(ids)).prefill(ids), reference_logits(ref, ids)[-1], atol=1e-4, rtol=0)
-    out = generate(ours.backend(len(ids) + 30), ids, eos_id=2, max_new_tokens=30)
+    np.testing.assert_allclose(prefill_logits(ours.backend(len(ids)), ids), reference_logits(ref, ids)[-1], atol=1e-4, rtol=0)
+    out = greedy(ours.backend(len(ids) + 30), ids, eos_id=2, max_new_tokens=30)
     theirs, gaps = reference_greedy(ref, ids, 30, 2)
     assert compare_greedy(out.ids, theirs, gaps) >= 10

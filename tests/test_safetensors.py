@@ -10,6 +10,7 @@ from safetensors.numpy import save_file as np_save
 from safetensors.torch import load_file as torch_load, save_file as torch_save
 
 from chatlens import safetensors as st
+from chatlens.host.export import save_safetensors
 from chatlens.errors import ModelFormatError
 
 
@@ -33,7 +34,7 @@ def test_read_files_written_by_safetensors(tmp_path, dtype):
 @pytest.mark.parametrize("dtype", ["F32", "F16", "BF16"])
 def test_files_we_write_load_in_safetensors(tmp_path, dtype):
     data = sample()
-    st.save(data, tmp_path / "m.safetensors", dtype=dtype, metadata={"format": "pt"})
+    save_safetensors(data, tmp_path / "m.safetensors", dtype=dtype, metadata={"format": "pt"})
     loaded = torch_load(tmp_path / "m.safetensors")
     torch_dtype = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}[dtype]
     for name, a in data.items():

@@ -13,9 +13,9 @@ import unicodedata
 import pytest
 
 from chatlens.errors import ModelFormatError
-from chatlens.tokenizer import (
-    BYTE_TO_CHAR, LETTERS, NUMBERS, NUMERIC, SPACES, Tokenizer, tokenizer_json_from_gguf,
-)
+from chatlens.host.export import tokenizer_json_from_gguf
+from chatlens.tokenizer import BYTE_TO_CHAR, Tokenizer
+from chatlens.unicode_classes import LETTERS, NUMBERS, NUMERIC, SPACES
 
 tokenizers = pytest.importorskip("tokenizers")
 

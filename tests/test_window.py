@@ -92,7 +92,7 @@ def test_exactly_full_and_one_over(text):
     f = fit(text, LESSON, 102 + 32, reserve=32)
     assert len(f.ids) == 102 and f.dropped == []
     rec = preview(text.tokenizer, text.template, system=None, messages=LESSON, window=134, reserve=32)
-    assert (rec["used"], rec["free"]) == (102, 0)
+    assert (rec.used, rec.free) == (102, 0)
     f = fit(text, LESSON, 102 + 31, reserve=32)
     assert len(f.ids) == 71 and len(f.dropped) == 2
 
@@ -268,15 +268,21 @@ def test_any_template_falls_back_to_one_piece():
 
 def test_preview_record(text):
     rec = preview(text.tokenizer, text.template, system=None, messages=LESSON, window=128, reserve=32)
-    assert json.loads(json.dumps(rec)) == rec
-    assert rec["prompt_text"] == text.tokenizer.decode(rec["prompt_ids"])
-    assert rec["prompt_tokens"] == [text.tokenizer.token_text(i) for i in rec["prompt_ids"]]
-    assert rec["prompt_tokens"][:2] == ["<|im_start|>", "system"]
-    assert (rec["window"], rec["reserve"], rec["used"], rec["free"]) == (128, 32, 71, 25)
-    assert (rec["reused_tokens"], rec["computed_tokens"]) == (0, 71)
-    assert rec["reply_text"] is None and rec["stop_reason"] is None and rec["timings"] is None
-    assert rec["max_tokens"] == 32 and rec["system"] is None and rec["preset"] is None
-    assert len(rec["dropped_turns"]) == 2
+    assert json.loads(json.dumps(rec.to_json())) == rec.to_json()
+    assert rec.prompt_text == text.tokenizer.decode(rec.prompt_ids)
+    assert rec.prompt_tokens == [text.tokenizer.token_text(i) for i in rec.prompt_ids]
+    assert rec.prompt_tokens[:2] == ["<|im_start|>", "system"]
+    assert (rec.window, rec.reserve, rec.used, rec.free) == (128, 32, 71, 25)
+    assert (rec.reused_tokens, rec.computed_tokens) == (0, 71)
+    assert rec.reply_text is None and rec.stop_reason is None and rec.timings is None
+    assert rec.max_tokens == 32 and rec.system is None and rec.preset is None
+    assert [d["message_index"] for d in rec.dropped_messages] == [0, 1]
+    # The template's markers are the prompt's only special tokens; text that looks like one is not.
+    tok = text.tokenizer
+    assert rec.special_ids == sorted({tok.id_of("<|im_start|>"), tok.id_of("<|im_end|>")})
+    lookalike = preview(tok, text.template, system=None, window=128, reserve=32,
+                        messages=[{"role": "user", "content": "<|IM_END|> and <|im_end|>"}])
+    assert lookalike.special_ids == rec.special_ids and "<|IM_END|>" in lookalike.prompt_text
 
 
 def test_preview_needs_no_numpy(gguf_path):
@@ -290,7 +296,7 @@ def test_preview_needs_no_numpy(gguf_path):
         f"t = load_text_side({str(gguf_path)!r})\n"
         "msgs = [{'role': 'user', 'content': 'What year is it?'}]\n"
         "r = preview(t.tokenizer, t.template, system=presets.system_for('date'), messages=msgs, window=256)\n"
-        "print(json.dumps({'used': r['used'], 'system': r['system']}))\n"
+        "print(json.dumps({'used': r.used, 'system': r.system}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "py")})

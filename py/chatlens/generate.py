@@ -1,4 +1,9 @@
-"""Greedy decoding over any Backend: the argmax each step, until end of turn or the limit."""
+"""Greedy decoding: one loop for every backend (see chatlens.backend for the seam it uses).
+
+The loop feeds the new prompt ids, then takes the id the backend chose each step until the
+end-of-turn id, the limit, or a stop request. The last chosen id is never fed back: afterwards
+the stepper holds the fed ids plus every generated id but the last.
+"""
 
 import time
 from dataclasses import dataclass, field
@@ -6,43 +11,41 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Generation:
-    ids: list = field(default_factory=list)  # new ids, including the end-of-turn id if written
-    stop_reason: str = "max_tokens"  # "end_turn" or "max_tokens"
-    first_logits: object = None  # logits of the first step (for top-k views)
+    ids: list = field(default_factory=list)  # new ids, the end-of-turn id included if written
+    stop_reason: str = "max_tokens"  # "end_turn", "max_tokens" or "stopped"
+    top_k: list = field(default_factory=list)  # per reply id, its step's ((id, logit), ...) when asked
     prefill_tokens: int = 0
     prefill_ms: float = 0.0
     decode_ms: float = 0.0
 
 
-def argmax(logits) -> int:
-    # Plain max/index so a backend may hand back a list (WebGPU) as well as a NumPy array.
-    if hasattr(logits, "argmax"):
-        return int(logits.argmax())
-    return max(range(len(logits)), key=logits.__getitem__)
+def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=None, top_k=0) -> Generation:
+    """Feed `ids` after what `stepper` (a Backend, or a chatlens.cache.PromptCache) holds, then
+    choose up to max_new_tokens ids greedily.
 
-
-def generate(backend, ids, *, eos_id, max_new_tokens=96, on_token=None) -> Generation:
-    """Feed `ids` after what the cache holds, then choose up to max_new_tokens greedily.
-
-    The last chosen token is never fed back, so afterwards the cache holds the fed ids plus
-    every generated id but the last: callers that reuse the cache rely on exactly that.
+    on_token(id) is called as each id is chosen. should_stop() is asked before each chosen id
+    is fed back: when it says yes, the reply ends there with stop_reason "stopped" (the ids
+    chosen so far are kept). top_k > 0 records each step's best ids and logits.
     """
     out = Generation(prefill_tokens=len(ids))
     t0 = time.perf_counter()
-    logits = backend.prefill(ids)
+    step = stepper.prefill(ids, top_k)
     t1 = time.perf_counter()
     out.prefill_ms = (t1 - t0) * 1000
-    out.first_logits = logits
     while max_new_tokens > 0:
-        token = argmax(logits)
-        out.ids.append(token)
+        out.ids.append(step.id)
+        if top_k:
+            out.top_k.append(step.top_k)
         if on_token is not None:
-            on_token(token)
-        if token == eos_id:
+            on_token(step.id)
+        if step.id == eos_id:
             out.stop_reason = "end_turn"
             break
         if len(out.ids) >= max_new_tokens:
             break
-        logits = backend.decode(token)
+        if should_stop is not None and should_stop():
+            out.stop_reason = "stopped"
+            break
+        step = stepper.decode(step.id, top_k)
     out.decode_ms = (time.perf_counter() - t1) * 1000
     return out

@@ -6,6 +6,7 @@ Weights are a dict of Hugging Face names -> arrays in Hugging Face's layout (out
 
 import numpy as np
 
+from .backend import Step, top_k_of
 from .config import ModelConfig
 from .errors import ChatlensError
 
@@ -62,7 +63,9 @@ def split_heads(x, n):
 
 
 class NumpyBackend:
-    """The model with a KV cache preallocated for `n_ctx` tokens (see backend.Backend)."""
+    """The model with a KV cache preallocated for `n_ctx` tokens (see chatlens.backend.Backend)."""
+
+    name = "numpy"
 
     def __init__(self, cfg: ModelConfig, weights: dict, n_ctx: int):
         if n_ctx > cfg.n_ctx:
@@ -75,17 +78,25 @@ class NumpyBackend:
         shape = (cfg.n_layers, cfg.n_kv_heads, n_ctx, cfg.head_dim)
         self.k_cache, self.v_cache = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
         self.cos, self.sin = rope_tables(cfg, n_ctx)
+        self.logits = None  # the last step's logits (vocab,): for tests and views, not the seam
 
-    def prefill(self, ids):
+    def prefill(self, ids, top_k=0) -> Step:
         ids = list(ids)
         if not ids:
             raise ChatlensError("prefill needs at least one token")
         for i in range(0, len(ids), PREFILL_CHUNK):
             x = self._forward(ids[i:i + PREFILL_CHUNK])
-        return self._logits(x[-1])
+        return self._step(x[-1], top_k)
 
-    def decode(self, token_id):
-        return self._logits(self._forward([token_id])[-1])
+    def decode(self, token_id, top_k=0) -> Step:
+        return self._step(self._forward([token_id])[-1], top_k)
+
+    def last_logits(self):
+        return self.logits
+
+    def _step(self, x, top_k):
+        self.logits = self._logits(x)  # (dim,) -> (vocab,)
+        return Step(int(np.argmax(self.logits)), top_k_of(self.logits, top_k))
 
     def truncate(self, n):
         self.length = max(0, min(n, self.length))

@@ -20,12 +20,15 @@ PRESETS = {
     "date": "You are a helpful assistant. Today's date is {date}.",
 }
 
+CUSTOM = "custom"  # the user's own text
+NAMES = (*PRESETS, CUSTOM)  # in the order the page offers them
+DEFAULT = "none"
 LABELS = {
     "none": "None (the template's default)",
     "pirate": "Pirate",
     "brief": "Be brief",
     "date": "Today's date",
-    "custom": "Custom text",
+    CUSTOM: "Custom text",
 }
 
 
@@ -40,33 +43,61 @@ def format_date(day) -> str:
     return DATE_FORMAT.format(date=day)
 
 
-def check(preset, custom=None):
-    """Raise ChatlensError unless system_for(preset, custom) would give a system prompt."""
+def is_blank(text) -> bool:
+    return text is None or (isinstance(text, str) and not text.strip())
+
+
+def normalize(preset, custom=None) -> tuple:
+    """(preset name or None, custom text or None) as chatlens uses them, or ChatlensError.
+
+    The one rule for blank text: custom text that is empty or only whitespace is no system
+    prompt of your own, so the template's default applies, as with the "none" preset. (A system
+    message with empty content can still be sent explicitly, inside the messages.) Custom text
+    without a preset name means the custom preset. Names are case-insensitive."""
     if preset is None:
-        return
+        if custom is None:
+            return None, None
+        preset = CUSTOM
     name = str(preset).strip().lower()
-    if name == "custom" and custom is None:
-        raise ChatlensError("the custom preset needs a system text")
-    if name != "custom" and name not in PRESETS:
-        raise ChatlensError(f"unknown preset {preset!r}: choose one of {', '.join(list(PRESETS) + ['custom'])}")
+    if name != CUSTOM and name not in PRESETS:
+        raise ChatlensError(f"unknown preset {preset!r}: choose one of {', '.join(NAMES)}")
+    if name == CUSTOM:
+        if custom is not None and not isinstance(custom, str):
+            raise ChatlensError("the custom system prompt must be text")
+        if is_blank(custom):
+            return DEFAULT, None
+        return name, custom
+    return name, None
+
+
+def check(preset, custom=None):
+    """Raise ChatlensError unless (preset, custom) names a system prompt (see normalize)."""
+    normalize(preset, custom)
 
 
 def system_for(preset, custom=None, clock=None):
     """The system prompt for a preset name, taken now.
 
     preset: one of PRESETS, "custom" (then `custom` is the text), or None (then `custom`
-    if given, else the template's default). clock: a callable returning a date or datetime
-    (default: today's date), called only for the date preset.
+    if given, else the template's default). Blank custom text is the template's default
+    (see normalize). clock: a callable returning a date or datetime (default: today's date),
+    called only for the date preset.
     Returns the system text, or None for the template's default.
     """
-    if preset is None:
-        return custom
-    check(preset, custom)
-    name = str(preset).strip().lower()
-    if name == "custom":
+    name, custom = normalize(preset, custom)
+    if name is None or name == CUSTOM:
         return custom
     text = PRESETS[name]
     if name == "date":
         day = (clock or today)()
         text = text.format(date=format_date(day))
     return text
+
+
+def describe(preset, custom=None, clock=None) -> str:
+    """Which system prompt a turn gets, in words (the CLI says it)."""
+    name, custom = normalize(preset, custom)
+    text = system_for(name, custom, clock)
+    if text is None:
+        return "the template's default"
+    return repr(text) if name == CUSTOM else f"{name}: {text!r}"

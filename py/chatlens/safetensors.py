@@ -1,4 +1,5 @@
-"""Read and write the safetensors format (F32, F16, BF16) with NumPy alone, no torch.
+"""Read the safetensors format (F32, F16, BF16) with NumPy alone, no torch (the writer, which
+only export uses, is chatlens.host.export).
 
 Layout: an 8-byte little-endian header length, a JSON header naming each tensor's dtype,
 shape and [begin, end) byte range within the data that follows, then the data.
@@ -79,32 +80,3 @@ def load(path) -> dict:
                 a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
             out[name] = a.reshape(t["shape"])
     return out
-
-
-def to_bf16(a):
-    """float32 -> bfloat16 bits, rounding to nearest even as torch does."""
-    import numpy as np
-
-    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
-
-
-def save(tensors: dict, path, dtype: str = "BF16", metadata: dict | None = None):
-    import numpy as np
-
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        a = np.asarray(tensors[name], dtype=np.float32)
-        raw = (to_bf16(a) if dtype == "BF16" else a.astype("<f2" if dtype == "F16" else "<f4")).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    if metadata:
-        header["__metadata__"] = metadata
-    head = json.dumps(header, separators=(",", ":")).encode()
-    head += b" " * (-len(head) % 8)  # keep the data 8-byte aligned, as the reference writer does
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(head)))
-        f.write(head)
-        for raw in blobs:
-            f.write(raw)

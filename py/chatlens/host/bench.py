@@ -41,14 +41,15 @@ def run_chatlens(model, ids, new_tokens, repeats):
     for _ in range(repeats):
         backend.reset()
         t0 = time.perf_counter()
-        logits = backend.prefill(ids)
+        step = backend.prefill(ids)
         t1 = time.perf_counter()
         for _ in range(new_tokens - 1):
-            logits = backend.decode(int(logits.argmax()))
+            step = backend.decode(step.id)
         t2 = time.perf_counter()
         prefill.append(len(ids) / (t1 - t0))
         decode.append((new_tokens - 1) / (t2 - t1))
-    return {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb()}
+    return {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb(),
+            "backend": backend.name}
 
 
 def reference_model(config, tensors):
@@ -74,12 +75,12 @@ def run_reference(model_path, ids, new_tokens, repeats):
     """transformers float32 on the same weights, streamed from the model file."""
     import torch
 
-    from .gguf import GGUFFile, hf_tensors
-    from .source import load_text_side
+    from ..gguf import GGUFFile, hf_tensors
+    from ..source import load_text_side
 
     config = load_text_side(model_path).config
     if model_path.is_dir():
-        from . import safetensors
+        from .. import safetensors
 
         tensors = (item for f in sorted(model_path.glob("*.safetensors")) for item in safetensors.load(f).items())
     else:
@@ -104,18 +105,19 @@ def run_reference(model_path, ids, new_tokens, repeats):
 
 
 def main(args) -> int:
-    from .source import load_model, resolve_path
+    from .fetch import resolve_model
+    from .models import open_model
 
-    path = resolve_path(args.model)
+    path = resolve_model(args.model)
     if getattr(args, "reference_child", False):
         ids = json.loads(sys.stdin.read())
         print(json.dumps(run_reference(path, ids, args.new_tokens, args.repeats)))
         return 0
-    model = load_model(path)
+    model = open_model(path, args.backend)
     ids = prompt_ids(model.text)
     print(f"prompt: {len(ids)} tokens, {args.new_tokens} new tokens, median of {args.repeats} runs, model {path.name}")
     ours = run_chatlens(model, ids, args.new_tokens, args.repeats)
-    _row("chatlens (numpy)", ours)
+    _row(f"chatlens ({ours['backend']})", ours)
     if args.no_reference:
         return 0
     try:
@@ -124,7 +126,7 @@ def main(args) -> int:
         print("transformers is not installed: no reference run")
         return 0
     child = subprocess.run(
-        [sys.executable, "-c", "import sys; from chatlens.cli import main; sys.exit(main())",
+        [sys.executable, "-m", "chatlens",
          "bench", "--model", str(path), "--new-tokens", str(args.new_tokens), "--repeats", str(args.repeats), "--reference-child"],
         input=json.dumps(ids), capture_output=True, text=True)
     if child.returncode != 0:

@@ -1,21 +1,30 @@
-"""`python -m chatlens COMMAND`: one sub-command per job; each lives in the module that does the work."""
+"""`python -m chatlens COMMAND`: one sub-command per job; each lives in the host module that does the work."""
 
 import argparse
 import sys
 
-from .errors import ChatlensError
+from .. import defaults, presets
+from ..errors import ChatlensError
+
+BACKENDS = ("numpy", "webgpu", "auto")
 
 
 def _model_arg(p):
     p.add_argument("--model", help="a .gguf file or a Hugging Face model folder (default: the SmolLM2 Q4_1 GGUF, fetched on first use)")
 
 
-def _chat_args(p, window_default):
-    p.add_argument("--window", type=int, default=window_default, help="context window in tokens")
-    p.add_argument("--max-tokens", type=int, default=96, help="reply limit (also the reserve kept free)")
+def _backend_arg(p):
+    p.add_argument("--backend", choices=BACKENDS, default="numpy",
+                   help="what computes: numpy (default), webgpu (wgpu-py), auto (the GPU when an adapter exists)")
+
+
+def _chat_args(p):
+    _backend_arg(p)
+    p.add_argument("--window", type=int, default=defaults.DEFAULT_WINDOW, help="context window in tokens")
+    p.add_argument("--max-tokens", type=int, default=defaults.REPLY_LIMIT, help="reply limit (also the reserve kept free)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--system", help="custom system prompt")
-    g.add_argument("--preset", help="system prompt preset: none, pirate, brief, date")
+    g.add_argument("--system", help="custom system prompt (blank: the template's default)")
+    g.add_argument("--preset", help=f"system prompt preset: {', '.join(presets.PRESETS)}")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,10 +43,12 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("generate", help="prompt ids (JSON array) on stdin -> greedy reply ids")
     _model_arg(p)
-    p.add_argument("--max-new-tokens", type=int, default=96)
+    _backend_arg(p)
+    p.add_argument("--max-new-tokens", type=int, default=defaults.REPLY_LIMIT)
 
     p = sub.add_parser("bench", help="prefill/decode speed and peak memory, against transformers when installed")
     _model_arg(p)
+    _backend_arg(p)
     p.add_argument("--new-tokens", type=int, default=96)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--no-reference", action="store_true", help="skip the transformers run")
@@ -49,11 +60,11 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help='{"messages": [...]} on stdin -> the turn record (JSON)')
     _model_arg(p)
-    _chat_args(p, 1024)
+    _chat_args(p)
 
     p = sub.add_parser("chat", help="interactive chat in the terminal")
     _model_arg(p)
-    _chat_args(p, 1024)
+    _chat_args(p)
 
     p = sub.add_parser("record", help="write the recorded five-message conversations for the site")
     _model_arg(p)
@@ -77,18 +88,24 @@ def main(argv=None) -> int:
         if args.command == "fetch":
             from .fetch import fetch
             print(fetch())
-        elif args.command in ("export-hf", "tokenize", "generate"):
+        elif args.command == "export-hf":
+            from .export import export_hf
+            return export_hf(args)
+        elif args.command in ("tokenize", "generate"):
             from . import commands
-            return getattr(commands, args.command.replace("-", "_"))(args)
+            return getattr(commands, args.command)(args)
         elif args.command == "bench":
             from .bench import main as bench
             return bench(args)
         elif args.command in ("render", "run", "chat", "record"):
             from . import chatcli
             return getattr(chatcli, args.command)(args)
-        elif args.command in ("build", "serve"):
-            from . import site
-            return getattr(site, args.command)(args)
+        elif args.command == "build":
+            from .build import build
+            return build(args)
+        elif args.command == "serve":
+            from .serve import serve
+            return serve(args)
     except ChatlensError as e:
         print(f"chatlens: {e}", file=sys.stderr)
         return 1

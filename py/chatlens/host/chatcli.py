@@ -13,8 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-from . import presets
-from .errors import ChatlensError
+from .. import defaults, presets
+from ..errors import ChatlensError
+from .fetch import resolve_model
+from .models import open_model
 
 LESSON_MESSAGES = [
     "Hi! My name is Priya.",
@@ -23,10 +25,9 @@ LESSON_MESSAGES = [
     "Who are you?",
     "What year is it?",
 ]
-RECORD_PRESETS = ["none", "pirate", "brief", "date"]
-RECORD_WINDOWS = [256, 512, 1024]
-RECORD_REPLY_LIMIT = 96
-DEFAULT_RECORD_PATH = Path(__file__).resolve().parents[2] / "site" / "recorded.json"
+RECORD_PRESETS = list(presets.PRESETS)
+RECORD_WINDOWS = list(defaults.WINDOWS)
+RECORD_REPLY_LIMIT = defaults.REPLY_LIMIT
 
 
 def _read_json_stdin():
@@ -49,19 +50,21 @@ def _messages(value, what):
 
 
 def _system_args(args):
-    """(preset, custom system text) from --preset / --system."""
-    preset = getattr(args, "preset", None)
-    system = getattr(args, "system", None)
-    presets.check(preset, system)  # unknown names fail before the model loads
-    return preset, system
+    """(preset, custom system text) from --preset / --system, by presets.normalize: unknown
+    names fail before the model loads, and blank --system text is the template's default."""
+    return presets.normalize(getattr(args, "preset", None), getattr(args, "system", None))
+
+
+def _say_system(session):
+    print(f"chatlens: system prompt: {session.describe_system()}", file=sys.stderr, flush=True)
 
 
 # -- render ------------------------------------------------------------------------------------
 def render(args) -> int:
-    from .source import load_text_side
+    from ..source import load_text_side
 
     messages = _messages(_read_json_stdin(), "stdin")
-    text_side = load_text_side(args.model)
+    text_side = load_text_side(resolve_model(args.model))
     text = text_side.template.render(messages, add_generation_prompt=not args.no_generation_prompt)
     _write_json({"text": text, "ids": text_side.tokenizer.encode(text)})
     return 0
@@ -69,8 +72,7 @@ def render(args) -> int:
 
 # -- run ---------------------------------------------------------------------------------------
 def run(args) -> int:
-    from .chat import ChatSession
-    from .source import load_model
+    from ..chat import ChatSession
 
     preset, system = _system_args(args)
     data = _read_json_stdin()
@@ -79,10 +81,11 @@ def run(args) -> int:
     messages = _messages(data, 'stdin\'s "messages"')
     if not messages or messages[-1].get("role") != "user":
         raise ChatlensError("the last message must be the new user message")
-    model = load_model(args.model)
+    model = open_model(args.model, args.backend)
     session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
                           history=messages[:-1])
-    _write_json(session.send(messages[-1].get("content")))
+    _say_system(session)
+    _write_json(session.send(messages[-1].get("content")).to_json())
     return 0
 
 
@@ -97,51 +100,42 @@ HELP = """commands:
 
 
 def show_record(rec) -> str:
-    """The turn record as text for a terminal: the prompt piece by piece (special tokens as
-    they are written), then the counts."""
-    out = [f"--- what the model read: {rec['used']} tokens ---"]
-    for p in rec["pieces"]:
+    """A TurnRecord as text for a terminal: the prompt piece by piece (special tokens as they
+    are written), then the counts."""
+    out = [f"--- what the model read: {rec.used} tokens ---"]
+    for p in rec.pieces:
         out.append(f"[{p['label']} · {p['count']} tokens]")
         out.append(p["text"].rstrip("\n") if p["text"].endswith("\n") else p["text"])
         if p["text"].endswith("\n"):
             out[-1] += "\u21b5"  # the piece ends with a newline: show it
     out.append("--- counts ---")
-    out.append(f"window {rec['window']} = {rec['used']} used + {rec['reserve']} reserved for the reply + {rec['free']} free")
-    if rec["dropped_turns"]:
-        out.append(f"dropped {len(rec['dropped_turns'])} messages (oldest first):")
-        for d in rec["dropped_turns"]:
+    out.append(f"window {rec.window} = {rec.used} used + {rec.reserve} reserved for the reply + {rec.free} free")
+    if rec.dropped_messages:
+        out.append(f"dropped {len(rec.dropped_messages)} messages (oldest first):")
+        for d in rec.dropped_messages:
             out.append(f"  message {d['message_index']} · {d['role']} · {d['count']} tokens: {d['content']!r}")
     else:
         out.append("dropped: nothing")
-    out.append(f"reused from the cache: {rec['reused_tokens']} tokens; computed: {rec['computed_tokens']} tokens")
-    if rec.get("reply_ids") is not None:
-        out.append(f"reply ({len(rec['reply_ids'])} tokens, stop: {rec['stop_reason']}): {rec['reply_text']!r}")
-        t = rec.get("timings")
+    out.append(f"reused from the cache: {rec.reused_tokens} tokens; computed: {rec.computed_tokens} tokens")
+    if rec.reply_ids is not None:
+        out.append(f"reply ({len(rec.reply_ids)} tokens, stop: {rec.stop_reason}): {rec.reply_text!r}")
+        t = rec.timings
         if t:
             out.append(f"prefill {t['prefill_ms']:.0f} ms ({t['prefill_tok_s'] or 0:.0f} tokens/s), "
-                       f"decode {t['decode_ms']:.0f} ms ({t['decode_tok_s'] or 0:.1f} tokens/s)")
+                       f"decode {t['decode_ms']:.0f} ms ({t['decode_tok_s'] or 0:.1f} tokens/s) on {rec.backend}")
     return "\n".join(out)
 
 
-def _describe_system(session) -> str:
-    name = session.preset_name()
-    text = session.system_now()
-    if text is None:
-        return "the template's default"
-    return f"{name}: {text!r}" if name and name != "custom" else repr(text)
-
-
 def chat(args) -> int:
-    from .chat import ChatSession
-    from .source import load_model
+    from ..chat import ChatSession
 
     preset, system = _system_args(args)
     interactive = sys.stdin.isatty()
     print("chatlens: loading the model ...", file=sys.stderr, flush=True)
-    model = load_model(args.model)
+    model = open_model(args.model, args.backend)
     session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system)
     print(f"chatlens: {model.name}, window {session.window} tokens, reply limit {session.max_tokens}, "
-          f"system prompt: {_describe_system(session)}. /help lists the commands.", file=sys.stderr, flush=True)
+          f"system prompt: {session.describe_system()}. /help lists the commands.", file=sys.stderr, flush=True)
     tok = model.tokenizer
     eos = session.eos_id
 
@@ -182,10 +176,10 @@ def chat(args) -> int:
                     if not rest:
                         raise ChatlensError(f"usage: /preset NAME, one of {', '.join(presets.PRESETS)}")
                     session.set_system(preset=rest)
-                    print(f"(system prompt: {_describe_system(session)})")
+                    print(f"(system prompt: {session.describe_system()})")
                 elif cmd == "/system":
                     session.set_system(system=rest)
-                    print(f"(system prompt: {_describe_system(session)})")
+                    print(f"(system prompt: {session.describe_system()})")
                 else:
                     raise ChatlensError(f"unknown command {cmd}; /help lists the commands")
             except ChatlensError as e:
@@ -215,20 +209,20 @@ def chat(args) -> int:
 # -- record ------------------------------------------------------------------------------------
 def record_conversation(model, preset, window, day, *, messages=LESSON_MESSAGES, max_tokens=RECORD_REPLY_LIMIT):
     """One recorded conversation: `messages` sent in turn to a fresh session."""
-    from .chat import ChatSession
+    from ..chat import ChatSession
 
     session = ChatSession(model, window=window, max_tokens=max_tokens, preset=preset, clock=lambda: day)
-    turns = [session.send(text) for text in messages]
+    turns = [session.send(text).to_json() for text in messages]
     return {"preset": preset, "system": session.system_now(), "window": window, "turns": turns}
 
 
 def record(args) -> int:
     from . import fetch
-    from .source import load_model
+    from .build import Checkout
 
-    model = load_model(args.model)
+    out = Path(args.out) if args.out else Checkout.at().recorded
+    model = open_model(args.model)
     day = datetime.date.today()
-    out = Path(args.out) if args.out else DEFAULT_RECORD_PATH
     sha = model.sha256
     doc = {
         "about": "The lesson's five-message conversation, recorded with greedy decoding for each system "

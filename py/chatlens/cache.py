@@ -1,0 +1,69 @@
+"""The KV cache as one object: a backend and the ids whose keys and values it holds.
+
+A chat turn's prompt usually starts with what the model read and wrote last turn, so only
+the rest needs computing. The cache says how much of a prompt it can reuse, truncates to
+that, and runs the prefill and the greedy loop, keeping its ids equal to what the backend
+holds; when a backend call fails part-way, what the backend holds is unknown, so it empties.
+"""
+
+from .backend import Backend, Step
+from .generate import Generation, greedy
+
+
+def common_prefix(a, b) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class PromptCache:
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.ids: list = []  # exactly the ids whose keys and values the backend holds, in order
+
+    @property
+    def capacity(self) -> int:
+        return self.backend.capacity
+
+    def reusable(self, prompt_ids) -> int:
+        """How many leading ids of `prompt_ids` are cached already. At most all but the last:
+        the step after the last prompt id gives the first reply id, so it is always computed."""
+        return min(common_prefix(prompt_ids, self.ids), max(len(prompt_ids) - 1, 0))
+
+    def truncate(self, n: int) -> None:
+        self.backend.truncate(n)
+        del self.ids[n:]
+
+    def reset(self) -> None:
+        self.backend.reset()
+        self.ids = []
+
+    def prefill(self, ids, top_k: int = 0) -> Step:
+        ids = list(ids)
+        step = self._guarded(self.backend.prefill, ids, top_k)
+        self.ids += ids
+        return step
+
+    def decode(self, token_id: int, top_k: int = 0) -> Step:
+        step = self._guarded(self.backend.decode, token_id, top_k)
+        self.ids.append(token_id)
+        return step
+
+    def _guarded(self, call, *args):
+        try:
+            return call(*args)
+        except BaseException:
+            self.reset()
+            raise
+
+    def generate(self, prompt_ids, *, eos_id, max_new_tokens, on_token=None, should_stop=None,
+                 top_k=0) -> tuple[int, Generation]:
+        """Reuse the cached prefix of `prompt_ids`, compute the rest, then reply greedily
+        (chatlens.generate.greedy). Returns (reused token count, the Generation)."""
+        reuse = self.reusable(prompt_ids)
+        self.truncate(reuse)
+        gen = greedy(self, prompt_ids[reuse:], eos_id=eos_id, max_new_tokens=max_new_tokens,
+                     on_token=on_token, should_stop=should_stop, top_k=top_k)
+        return reuse, gen

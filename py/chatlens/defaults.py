@@ -1,0 +1,22 @@
+"""The chat's defaults, defined once: the CLI, the chat session, the worker and the page (through
+build.json, written by the build) all read them from here.
+"""
+
+from . import presets
+
+REPLY_LIMIT = 96  # new tokens a reply may have; also the reserve kept free in the window for it
+WINDOWS = (256, 512, 1024)  # the windows the lab offers: small, so a learner can watch one fill
+DEFAULT_WINDOW = 1024
+FULL_CONTEXT = "full"  # the page also offers the model's own context (8,192 tokens for SmolLM2)
+
+
+def for_page() -> dict:
+    """The settings the page builds its controls from (build.json's "settings")."""
+    return {
+        "reply_limit": REPLY_LIMIT,
+        "windows": list(WINDOWS),
+        "default_window": DEFAULT_WINDOW,
+        "full_context": FULL_CONTEXT,
+        "presets": [{"name": name, "label": presets.LABELS[name]} for name in presets.NAMES],
+        "default_preset": presets.DEFAULT,
+    }

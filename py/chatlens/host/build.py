@@ -1,0 +1,353 @@
+"""`python -m chatlens build`: the static site, from a chatlens checkout.
+
+build writes a deployable static site (default build/site/ in the checkout) from
+- the sources in site/ (pages, scripts, styles, the recorded conversations);
+- Pyodide's core, pinned by version in build/package.json and installed with `npm ci`;
+- pure-Python wheels pinned here: micropip and jinja2 from PyPI, MarkupSafe built pure from its
+  sdist (it has no pure wheel), and chatlens itself packed from its runtime modules (never
+  chatlens.host: the browser runs no host job);
+- build.json: what the worker loads, by URL relative to the site, so the page boots offline,
+  and the site's settings (chatlens.defaults), so the page states no default of its own.
+Inputs are cached in build/node_modules and build/wheels; a build whose inputs are cached
+copies only what changed. NumPy for Pyodide is not on npm or PyPI: the page loads it at run
+time from the Pyodide CDN of the pinned version, or from the site itself when the build
+copied it from a full Pyodide distribution (--pyodide-dist).
+
+The checkout is the working directory unless a caller names another one (`root`).
+"""
+
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import defaults
+from ..errors import ChatlensError
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """The folders of a chatlens checkout that the host jobs read and write."""
+    root: Path
+
+    @classmethod
+    def at(cls, root=None) -> "Checkout":
+        """The checkout at `root`, else the working directory."""
+        root = Path(root if root is not None else Path.cwd()).resolve()
+        if not (root / "site" / "index.html").exists() or not (root / "pyproject.toml").exists():
+            raise ChatlensError(f"{root} is not a chatlens checkout (no site/index.html and pyproject.toml): "
+                                "run this from the project's folder")
+        return cls(root)
+
+    @property
+    def site(self) -> Path:  # the site's sources
+        return self.root / "site"
+
+    @property
+    def build(self) -> Path:  # pinned browser-side inputs, and the caches of the build
+        return self.root / "build"
+
+    @property
+    def wheels(self) -> Path:
+        return self.build / "wheels"
+
+    @property
+    def default_out(self) -> Path:
+        return self.build / "site"
+
+    @property
+    def recorded(self) -> Path:
+        return self.site / "recorded.json"
+
+# The model's original weights on the Hub, pinned to a commit of its main branch.
+HF_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
+HF_REVISION = "12fd25f77366fa6b3b4b768ec3050bf629380bac"
+
+# Pure-Python wheels from PyPI (py3-none-any), and MarkupSafe built pure from its sdist.
+PYPI_WHEELS = {"micropip": "0.11.1", "jinja2": "3.1.6"}
+MARKUPSAFE_VERSION = "3.0.3"
+PYODIDE_CORE = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+RUNTIME_PACKAGES = ("numpy",)  # Pyodide packages the page loads when it computes (CDN or --pyodide-dist)
+BUILD_MANIFEST = "build.json"
+
+
+# -- build ---------------------------------------------------------------------------------------
+def pyodide_version(co: Checkout) -> str:
+    """The Pyodide version pinned in build/package.json."""
+    pkg = _read_json(co.build / "package.json")
+    version = pkg.get("dependencies", {}).get("pyodide")
+    if not version or not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise ChatlensError(f"{co.build / 'package.json'} must pin pyodide to an exact version, not {version!r}")
+    return version
+
+
+def pyodide_cdn(version: str) -> str:
+    return f"https://cdn.jsdelivr.net/pyodide/v{version}/full/"
+
+
+def ensure_pyodide(co: Checkout, log=print) -> Path:
+    """build/node_modules/pyodide at the pinned version (`npm ci` when it is missing or stale)."""
+    version = pyodide_version(co)
+    pkg = co.build / "node_modules" / "pyodide"
+
+    def current():
+        meta = pkg / "package.json"
+        return meta.exists() and _read_json(meta).get("version") == version and all((pkg / f).exists() for f in PYODIDE_CORE)
+
+    if not current():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise ChatlensError("the build needs npm to install Pyodide's core (apt-get install npm)")
+        log(f"chatlens: npm ci (pyodide {version}) ...")
+        done = subprocess.run([npm, "ci", "--prefix", str(co.build), "--no-audit", "--no-fund", "--ignore-scripts"],
+                              capture_output=True, text=True)
+        if done.returncode != 0 or not current():
+            raise ChatlensError(f"npm ci in {co.build} did not install pyodide {version}:\n{done.stderr.strip()[-2000:]}")
+    return pkg
+
+
+def _pip_into_cache(cache: Path, pip_args, filename, env=None, log=print) -> Path:
+    """Run `pip download|wheel ... -d TMP`, then keep the one expected wheel in `cache`."""
+    target = cache / filename
+    if target.exists():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    log(f"chatlens: pip {pip_args[0]} {filename} ...")
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        into = "-d" if pip_args[0] == "download" else "-w"
+        cmd = [sys.executable, "-m", "pip", *pip_args, "--no-deps", "--disable-pip-version-check", into, tmp]
+        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+        got = Path(tmp) / filename
+        if done.returncode != 0 or not got.exists():
+            made = ", ".join(p.name for p in Path(tmp).iterdir()) or "nothing"
+            raise ChatlensError(f"pip did not produce {filename} (it made: {made}):\n{done.stderr.strip()[-2000:]}")
+        os.replace(got, target)
+    return target
+
+
+def ensure_wheels(co: Checkout, log=print) -> list:
+    """The pinned pure-Python wheels, downloaded or built once into build/wheels."""
+    wheels = []
+    for name, version in PYPI_WHEELS.items():
+        wheels.append(_pip_into_cache(
+            co.wheels, ["download", "--only-binary=:all:", "--python-version", "3.14", "--platform", "any",
+             "--implementation", "py", f"{name}=={version}"],
+            f"{name}-{version}-py3-none-any.whl", log=log))
+    # No compiler: MarkupSafe's setup falls back to its pure-Python escaping. --no-cache-dir keeps
+    # pip from reusing a compiled wheel it built before.
+    wheels.append(_pip_into_cache(
+        co.wheels, ["wheel", "--no-binary", ":all:", "--no-cache-dir", f"markupsafe=={MARKUPSAFE_VERSION}"],
+        f"markupsafe-{MARKUPSAFE_VERSION}-py3-none-any.whl", env={"CC": "/bin/false"}, log=log))
+    return wheels
+
+
+# What the browser's wheel holds: the runtime modules and their data, never the host jobs.
+WHEEL_SUFFIXES = (".py", ".json", ".wgsl")
+HOST_PACKAGE = "host"
+
+
+def wheel_members(pkg: Path) -> list:
+    """The files of the package `pkg` that the browser's wheel packs, as paths relative to it."""
+    return [p.relative_to(pkg) for p in sorted(pkg.rglob("*"))
+            if p.is_file() and p.suffix in WHEEL_SUFFIXES and "__pycache__" not in p.parts
+            and p.relative_to(pkg).parts[0] != HOST_PACKAGE]
+
+
+def chatlens_wheel(co: Checkout) -> tuple:
+    """(filename, bytes) of a pure wheel of the checkout's runtime modules (py/chatlens without
+    chatlens.host), byte-identical for identical sources.
+
+    Packed here rather than with `pip wheel .`: setuptools would write its own build/ folder
+    into the one that holds this build's inputs, and a pure wheel is a zip with three small
+    metadata files."""
+    project = tomllib.loads((co.root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    name, version = project["name"], project["version"]
+    pkg = co.root / "py" / "chatlens"
+    entries = [(f"chatlens/{rel.as_posix()}", (pkg / rel).read_bytes()) for rel in wheel_members(pkg)]
+    dist = f"{name}-{version}.dist-info"
+    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
+                f"Summary: {project.get('description', '')}"]
+    if "requires-python" in project:
+        metadata.append(f"Requires-Python: {project['requires-python']}")
+    metadata += [f"Requires-Dist: {d}" for d in project.get("dependencies", [])]
+    entries += [
+        (f"{dist}/METADATA", ("\n".join(metadata) + "\n").encode()),
+        (f"{dist}/WHEEL", b"Wheel-Version: 1.0\nGenerator: chatlens.host.build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
+        (f"{dist}/top_level.txt", b"chatlens\n"),
+    ]
+    record = "".join(
+        f"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n"
+        for n, d in entries) + f"{dist}/RECORD,,\n"
+    entries.append((f"{dist}/RECORD", record.encode()))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for n, d in entries:
+            info = zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, d)
+    return f"{name}-{version}-py3-none-any.whl", buf.getvalue()
+
+
+def _runtime_package_files(lock: dict, names) -> list:
+    """File names of Pyodide packages `names` and everything they depend on, from a lock file."""
+    packages = lock["packages"]
+    seen, todo, files = set(), list(names), []
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n not in packages:
+            raise ChatlensError(f"the Pyodide lock file has no package {n!r}")
+        files.append(packages[n]["file_name"])
+        todo += packages[n].get("depends", [])
+    return sorted(files)
+
+
+def _self_hosted_files(dist: Path, core_lock: dict) -> dict:
+    """{relative path in the site: source file} for the runtime packages of a full distribution."""
+    lock_path = dist / "pyodide-lock.json"
+    if not lock_path.exists():
+        raise ChatlensError(f"{dist} is not a Pyodide distribution: it has no pyodide-lock.json")
+    lock = _read_json(lock_path)
+    if lock.get("info") != core_lock.get("info"):
+        raise ChatlensError(f"{dist} is a Pyodide distribution for {lock.get('info')}, "
+                            f"but the pinned core is for {core_lock.get('info')}")
+    out = {}
+    for name in _runtime_package_files(lock, RUNTIME_PACKAGES):
+        src = dist / name
+        if not src.exists():
+            raise ChatlensError(f"{dist} lacks {name}, which its lock file lists")
+        out[f"pyodide/{name}"] = src
+    return out
+
+
+def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, root=None) -> Path:
+    """Write the static site of the checkout at `root` (default: the working directory) into
+    `out` (default build/site in it) and return its path.
+
+    pyodide_dist: a full Pyodide distribution of the pinned version whose NumPy (and what it
+    depends on) is copied in, so the site needs no CDN at all. keep_self_hosted: without
+    pyodide_dist, keep the packages a previous self-hosted build copied in (serve's rebuilds)."""
+    co = Checkout.at(root)
+    out = Path(out) if out else co.default_out
+    _check_out(out)
+    version = pyodide_version(co)
+    core = ensure_pyodide(co, log)
+    core_lock = _read_json(core / "pyodide-lock.json")
+
+    files = {}  # relative path -> source Path or bytes
+    for p in sorted(co.site.rglob("*")):
+        rel = p.relative_to(co.site)
+        if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            files[rel.as_posix()] = p
+    if "recorded.json" not in files:
+        log(f"chatlens: warning: {co.recorded} is missing (python -m chatlens record): "
+            "recorded mode will be empty")
+    for name in PYODIDE_CORE:
+        files[f"pyodide/{name}"] = core / name
+
+    wheel_urls = []
+    for w in ensure_wheels(co, log):
+        files[f"wheels/{w.name}"] = w
+        wheel_urls.append(f"wheels/{w.name}")
+    name, data = chatlens_wheel(co)
+    files[f"wheels/{name}"] = data
+    wheel_urls.append(f"wheels/{name}")
+
+    previous = _read_json(out / BUILD_MANIFEST) if (out / BUILD_MANIFEST).exists() else {}
+    if pyodide_dist:
+        files.update(_self_hosted_files(Path(pyodide_dist), core_lock))
+        self_hosted = True
+    elif keep_self_hosted and previous.get("pyodide", {}).get("self_hosted"):
+        kept = {f"pyodide/{n}": out / "pyodide" / n for n in _runtime_package_files(core_lock, RUNTIME_PACKAGES)}
+        self_hosted = all(p.exists() for p in kept.values())
+        if self_hosted:
+            files.update(kept)
+    else:
+        self_hosted = False
+
+    manifest = {
+        "about": "Written by `python -m chatlens build`: what the site's worker loads. URLs are relative to the site.",
+        "pyodide": {
+            "version": version,
+            "python": core_lock.get("info", {}).get("python"),
+            "index": "pyodide/",
+            # Where Pyodide's own packages (NumPy) come from when the page needs them.
+            "packages": "pyodide/" if self_hosted else pyodide_cdn(version),
+            "self_hosted": self_hosted,
+        },
+        "wheels": wheel_urls,
+        "model": {"repo": HF_REPO, "revision": HF_REVISION},
+        "settings": defaults.for_page(),
+    }
+    files[BUILD_MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()
+    changed = _sync(out, files)
+    log(f"chatlens: site built in {out} ({changed} file{'s' if changed != 1 else ''} written)")
+    return out
+
+
+def _check_out(out: Path):
+    """Refuse to clean a folder that is not a chatlens build (a typo in --out must not wipe it)."""
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / BUILD_MANIFEST).exists())):
+        raise ChatlensError(f"{out} is not empty and holds no {BUILD_MANIFEST}: not overwriting it")
+
+
+def _sync(out: Path, files: dict) -> int:
+    """Make `out` hold exactly `files`, writing only what differs. Returns the number written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for rel, src in files.items():
+        dest = out / rel
+        if isinstance(src, bytes):
+            if dest.is_file() and dest.stat().st_size == len(src) and dest.read_bytes() == src:
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(dest.name + ".part")
+            tmp.write_bytes(src)
+            os.replace(tmp, dest)
+        else:
+            if dest.resolve() == src.resolve():
+                continue
+            s = src.stat()
+            if dest.is_file():
+                d = dest.stat()
+                if d.st_size == s.st_size and int(d.st_mtime) == int(s.st_mtime):
+                    continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(dest.name + ".part")
+            shutil.copy2(src, tmp)
+            os.replace(tmp, dest)
+        written += 1
+    keep = {Path(r) for r in files}
+    for p in sorted(out.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        rel = p.relative_to(out)
+        if p.is_dir():
+            if not any(p.iterdir()):
+                p.rmdir()
+        elif rel not in keep:
+            p.unlink()
+    return written
+
+
+def build(args) -> int:
+    build_site(args.out, pyodide_dist=args.pyodide_dist)
+    return 0
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ChatlensError(f"cannot read {path}: {e}") from None

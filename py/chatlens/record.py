@@ -1,0 +1,86 @@
+"""The turn record: what the model reads on one turn, and what it wrote back.
+
+One type, one serialiser (`to_json`). The command line (`run`, `/show`), the worker and the
+page's panel, the challenges, site/recorded.json and the tests all read this record.
+"""
+
+from dataclasses import asdict, dataclass, fields
+
+STOP_REASONS = ("end_turn", "max_tokens", "stopped")
+
+
+@dataclass
+class TurnRecord:
+    """One turn.
+
+    The prompt, exactly as the model reads it:
+      prompt_text      the whole conversation rendered by the chat template, special tokens
+                       written out as text ("<|im_start|>user\\n...")
+      prompt_ids       its token ids, in order
+      prompt_tokens    each id's token, as the vocabulary writes it (GPT-2 byte alphabet)
+      special_ids      the distinct ids of prompt_ids that are special tokens (the template's
+                       markers such as <|im_start|>), sorted: the panel marks these, not text
+                       that merely looks like one
+      pieces           the prompt cut at message boundaries, in order: dicts of kind ("system",
+                       "default_system", "user", "assistant", "new", "header", ...), label,
+                       message_index (into the messages sent, or None), start and end (token
+                       positions), count (end - start: the message with the template's tokens
+                       around it) and text
+      dropped_messages the earliest messages of the history that were left out so the rest
+                       fits the window, oldest first: dicts of message_index, role, content and
+                       count (tokens the message took with the template's tokens around it)
+    The window, in tokens:
+      window           the context window the conversation must fit
+      reserve          tokens kept free in it for the reply (the reply limit)
+      used             len(prompt_ids)
+      free             window - used - reserve
+    The cache:
+      reused_tokens    prompt tokens whose keys and values were already in the KV cache (the
+                       common prefix with what the model read and wrote last turn); a preview
+                       states what sending now would reuse
+      computed_tokens  used - reused_tokens: the tokens the model runs through now
+    The system prompt:
+      system           the system text rendered, or None when the template's default applies
+      preset           the preset it came from ("none", "pirate", ...; "custom"; None if given
+                       as a leading system message)
+    The reply (None until the model has answered):
+      max_tokens       the reply limit
+      reply_text       the reply as text, without the end-of-turn token
+      reply_ids        the ids chosen, the end-of-turn id included when the model wrote it
+      reply_tokens     each reply id's token
+      stop_reason      "end_turn" (the model wrote its end-of-turn token), "max_tokens" (the
+                       limit) or "stopped" (the user stopped it)
+      timings          prefill_ms and decode_ms (wall time), prefill_tok_s (computed tokens a
+                       second), decode_tok_s (tokens fed back a second)
+      backend          what computed the reply: "numpy", or "webgpu: <adapter>"
+    """
+    prompt_text: str
+    prompt_ids: list
+    prompt_tokens: list
+    special_ids: list
+    pieces: list
+    dropped_messages: list
+    window: int
+    reserve: int
+    used: int
+    free: int
+    reused_tokens: int
+    computed_tokens: int
+    system: str | None
+    preset: str | None
+    max_tokens: int
+    reply_text: str | None = None
+    reply_ids: list | None = None
+    reply_tokens: list | None = None
+    stop_reason: str | None = None
+    timings: dict | None = None
+    backend: str | None = None
+
+    def to_json(self) -> dict:
+        """The record as JSON-able data (what the page, `run` and recorded.json hold)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TurnRecord":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})

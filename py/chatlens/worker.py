@@ -1,0 +1,141 @@
+"""What the page's worker calls: plain JSON in, plain JSON out, one error channel.
+
+site/js/worker/ imports this module in Pyodide and calls `call(name, args_json, ...)`, which
+answers {"ok": true, "result": ...} or {"ok": false, "error": {"name": ..., "message": ...}}:
+the Python exception's type and message, which the page raises as an Error of that name. The
+requests (`args` is what the page sends, as JSON):
+
+  load     {"path": FS path of the model's files (a GGUF, or a Hugging Face folder)}
+           -> {"eos_token", "n_ctx", "vocab_size", "source"}: the text side is ready
+  preview  {"messages": [{role, content}, ...], "window": N, "reserve": N, "maxTokens"?: N,
+            and the system prompt as "preset" (+ "custom" text) or as "system" (text, or null
+            for the template's default)}
+           -> the chatlens.record.TurnRecord of what the model would read, with the reuse that
+              running it now would get from the cache
+  weights  {"backend": "numpy"} -> {"backend": name}: the weights are read from `path` and
+           the next `run` computes with them
+  run      the same as preview -> the TurnRecord with its reply. Extra arguments: on_token(id,
+           text) for each reply id as it is chosen (text: what it adds to the reply, decoded
+           incrementally so no character is ever split), should_stop() asked between tokens.
+
+The history is the page's: each request carries the whole conversation, and the cache reuses
+whatever prefix it still holds, so a new worker (after a crash) only recomputes.
+"""
+
+import json
+
+from . import defaults, presets
+from .cache import PromptCache
+from .chat import preview as preview_record, reply_of
+from .errors import ChatlensError
+from .source import load_text_side
+
+
+class _Worker:
+    def __init__(self):
+        self.path = None
+        self.text = None  # chatlens.source.TextSide
+        self.new_backend = None  # n_ctx -> Backend, once weights are there
+        self.cache = None  # a PromptCache over the current backend
+
+    def load(self, a):
+        self.path = _arg(a, "path", str)
+        self.text = load_text_side(self.path)
+        self.new_backend, self.cache = None, None
+        cfg = self.text.config
+        return {"eos_token": self.text.eos_token, "n_ctx": cfg.n_ctx, "vocab_size": cfg.vocab_size,
+                "source": self.path}
+
+    def weights(self, a):
+        kind = a.get("backend", "numpy")
+        if kind != "numpy":
+            raise ChatlensError(f"backend {kind!r} is not available in this worker")
+        from .source import load_model
+
+        model = load_model(self._loaded())
+        self.new_backend, self.cache = model.backend, None
+        return {"backend": "numpy"}
+
+    def preview(self, a):
+        return self._record(a).to_json()
+
+    def run(self, a, on_token=None, should_stop=None):
+        record = self._record(a)
+        if self.new_backend is None:
+            raise ChatlensError("the model's weights are not loaded yet: replies need them")
+        if self.cache is None or record.window > self.cache.capacity:
+            self.cache = PromptCache(self.new_backend(record.window))
+        tok, eos = self.text.tokenizer, self.text.eos_id
+        decoder = tok.incremental_decoder()
+
+        def token(i):
+            if on_token is not None:
+                on_token(i, "" if i == eos else decoder.add(i))
+
+        reused, gen = self.cache.generate(record.prompt_ids, eos_id=eos, max_new_tokens=record.max_tokens,
+                                          on_token=token, should_stop=should_stop)
+        if on_token is not None:
+            tail = decoder.flush()
+            if tail:
+                on_token(-1, tail)  # the end of a character the last ids left incomplete
+        return reply_of(record, tok, eos, reused, gen, self.cache.backend.name).to_json()
+
+    def _loaded(self):
+        if self.text is None:
+            raise ChatlensError("no model source is loaded yet")
+        return self.path
+
+    def _record(self, a):
+        self._loaded()
+        messages = a.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise ChatlensError("messages must be a list of {role, content} objects")
+        window = _arg(a, "window", int, defaults.DEFAULT_WINDOW)
+        reserve = _arg(a, "reserve", int, defaults.REPLY_LIMIT)
+        max_tokens = _arg(a, "maxTokens", int, reserve)
+        if window > self.text.config.n_ctx:
+            raise ChatlensError(f"a window of {window} tokens is longer than the model's context of "
+                                f"{self.text.config.n_ctx}")
+        preset, custom = presets.normalize(a.get("preset"), a.get("custom", a.get("system")))
+        record = preview_record(self.text.tokenizer, self.text.template, system=presets.system_for(preset, custom),
+                                messages=messages, window=window, reserve=reserve, preset=preset,
+                                max_tokens=max_tokens)
+        if self.cache is not None:
+            record.reused_tokens = self.cache.reusable(record.prompt_ids)
+            record.computed_tokens = record.used - record.reused_tokens
+        return record
+
+
+def _arg(a, name, kind, default=None):
+    value = a.get(name, default)
+    if value is None and default is None:
+        raise ChatlensError(f"the request lacks {name!r}")
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+            raise ChatlensError(f"{name} must be a whole number, not {value!r}")
+        return int(value)
+    if not isinstance(value, kind):
+        raise ChatlensError(f"{name} must be {kind.__name__}, not {value!r}")
+    return value
+
+
+_worker = _Worker()
+REQUESTS = {"load": _worker.load, "weights": _worker.weights, "preview": _worker.preview, "run": _worker.run}
+
+
+def call(name: str, args_json: str, *callbacks) -> str:
+    """Answer one request: JSON in, JSON out (see the module's docstring)."""
+    try:
+        handler = REQUESTS.get(name)
+        if handler is None:
+            raise ChatlensError(f"unknown request {name!r}")
+        args = json.loads(args_json) if args_json else {}
+        if not isinstance(args, dict):
+            raise ChatlensError("a request's arguments must be an object")
+        return json.dumps({"ok": True, "result": handler(args, *callbacks)})
+    except Exception as e:  # every failure reaches the page as its type and message
+        if not isinstance(e, ChatlensError):
+            import traceback
+
+            traceback.print_exc()  # a bug, not bad input: the console gets the traceback
+        return json.dumps({"ok": False, "error": {"name": type(e).__name__, "message": str(e) or type(e).__name__}})

@@ -1,0 +1,145 @@
+"""chatlens.worker, the module the page's worker calls, fed exactly the JSON the page sends.
+
+The page's API (site/js/api.mjs) turns a call such as chatlens.preview({preset, messages}) into
+the worker's request with `plain()`; these tests run that same function in Node to make the
+request, then call the module as the worker does: call(name, json, ...callbacks) -> json.
+"""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from chatlens import defaults, worker
+from chatlens.chat import ChatSession, preview
+from chatlens.record import TurnRecord
+from chatlens.source import load_model, load_text_side
+
+from conftest import ROOT
+
+SETTINGS = defaults.for_page()
+
+
+def page_request(api_args: dict) -> str:
+    """The worker request the page makes for chatlens.preview(api_args) / chatlens.run(api_args)."""
+    script = ("import('./site/js/api.mjs').then(({plain}) => "
+              "process.stdout.write(JSON.stringify(plain(JSON.parse(process.argv[1]), JSON.parse(process.argv[2])))))")
+    done = subprocess.run(["node", "-e", script, json.dumps(api_args), json.dumps(SETTINGS)], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def answer(name, args_json, *callbacks):
+    out = json.loads(worker.call(name, args_json, *callbacks))
+    if not out["ok"]:
+        raise AssertionError(f"{out['error']['name']}: {out['error']['message']}")
+    return out["result"]
+
+
+def error_of(name, args_json, *callbacks):
+    out = json.loads(worker.call(name, args_json, *callbacks))
+    assert out["ok"] is False
+    return out["error"]["name"], out["error"]["message"]
+
+
+@pytest.fixture(scope="module")
+def loaded(gguf_path):
+    info = answer("load", json.dumps({"path": str(gguf_path)}))
+    assert info == {"eos_token": "<|im_end|>", "n_ctx": 8192, "vocab_size": 49152, "source": str(gguf_path)}
+    return load_text_side(gguf_path)
+
+
+HISTORY = [{"role": "user", "content": "Hi! My name is Priya."}, {"role": "assistant", "content": "Hello Priya!"},
+           {"role": "user", "content": "What is my name?"}]
+
+
+def test_a_preview_is_the_turn_record_the_cli_computes(loaded):
+    request = page_request({"preset": "pirate", "messages": HISTORY, "window": 256})
+    assert json.loads(request) == {"messages": HISTORY, "preset": "pirate", "window": 256,
+                                   "reserve": defaults.REPLY_LIMIT, "maxTokens": defaults.REPLY_LIMIT}
+    got = answer("preview", request)
+    from chatlens.presets import system_for
+
+    want = preview(loaded.tokenizer, loaded.template, system=system_for("pirate"), messages=HISTORY, window=256,
+                   preset="pirate")
+    assert got == want.to_json()
+    assert TurnRecord.from_json(got) == want
+
+
+def test_blank_custom_text_is_the_templates_default_in_the_page_too(loaded):
+    default = answer("preview", page_request({"messages": HISTORY}))
+    for api_args in ({"preset": "custom", "custom": "   ", "messages": HISTORY},
+                     {"system": "", "messages": HISTORY}, {"system": None, "messages": HISTORY}):
+        rec = answer("preview", page_request(api_args))
+        assert rec["prompt_text"] == default["prompt_text"] and rec["system"] is None, api_args
+    assert default["window"] == defaults.DEFAULT_WINDOW
+    rec = answer("preview", page_request({"system": "Be brief.", "messages": HISTORY}))
+    assert rec["system"] == "Be brief." and rec["preset"] == "custom"
+
+
+@pytest.mark.parametrize("api_args, name, message", [
+    ({"messages": [{"role": "user", "content": "Tell me about sleep. " * 200}], "window": 256}, "WindowError", "alone need"),
+    ({"messages": HISTORY, "window": 9000}, "ChatlensError", "longer than the model's context of 8192"),
+    ({"messages": HISTORY, "window": 256.5}, "ChatlensError", "window must be a whole number"),
+    ({"messages": HISTORY, "preset": "shakespeare"}, "ChatlensError", "unknown preset"),
+    ({"messages": HISTORY[:2]}, "ChatlensError", "new user message"),
+])
+def test_bad_requests_come_back_as_the_pythons_error_type_and_message(loaded, api_args, name, message):
+    got_name, got_message = error_of("preview", page_request(api_args))
+    assert got_name == name and message in got_message and "Traceback" not in got_message
+
+
+def test_unknown_requests_and_replies_before_the_weights(loaded):
+    assert error_of("bogus", "{}") == ("ChatlensError", "unknown request 'bogus'")
+    assert error_of("preview", "[1, 2]") == ("ChatlensError", "a request's arguments must be an object")
+    name, message = error_of("run", page_request({"messages": HISTORY}))
+    assert (name, message) == ("ChatlensError", "the model's weights are not loaded yet: replies need them")
+
+
+def test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli(loaded, gguf_path):
+    assert answer("weights", json.dumps({"backend": "numpy"})) == {"backend": "numpy"}
+    session = ChatSession(load_model(gguf_path), window=256, max_tokens=12, preset="none")
+    messages, streamed = [], []
+    for text in ["Hi! My name is Priya.", "What is my name?"]:
+        messages.append({"role": "user", "content": text})
+        request = page_request({"preset": "none", "messages": messages, "window": 256, "maxTokens": 12})
+        before = answer("preview", request)
+        streamed.clear()
+        rec = answer("run", request, lambda i, piece: streamed.append((i, piece)), lambda: False)
+        want = session.send(text).to_json()
+        got, expected = dict(rec), dict(want)
+        got.pop("timings"), expected.pop("timings")
+        assert got == expected  # the same record as the chat session, reuse included
+        assert before["reused_tokens"] == rec["reused_tokens"]
+        assert [i for i, _ in streamed if i >= 0] == rec["reply_ids"]
+        assert "".join(p for _, p in streamed) == rec["reply_text"]
+        messages.append({"role": "assistant", "content": rec["reply_text"]})
+    assert rec["reused_tokens"] > 0 and rec["backend"] == "numpy"
+
+
+def test_a_stopped_run_keeps_its_partial_reply_and_the_next_turn_reuses_the_cache(loaded):
+    answer("weights", json.dumps({"backend": "numpy"}))
+    messages = [{"role": "user", "content": "Tell me a long story about a dragon."}]
+    request = page_request({"messages": messages, "window": 256})
+    asked = []
+    rec = answer("run", request, None, lambda: asked.append(1) or len(asked) >= 3)
+    assert rec["stop_reason"] == "stopped" and len(rec["reply_ids"]) == 3
+    messages += [{"role": "assistant", "content": rec["reply_text"]}, {"role": "user", "content": "Go on."}]
+    nxt = answer("run", page_request({"messages": messages, "window": 256, "maxTokens": 2}))
+    assert nxt["reused_tokens"] >= rec["used"] and nxt["stop_reason"] == "max_tokens"
+
+
+def test_the_worker_module_needs_no_numpy_until_the_weights(gguf_path):
+    """In the browser, previews run before NumPy is loaded: block it and preview."""
+    import os
+    import sys
+
+    code = ("import sys, json\nsys.modules['numpy'] = None\nfrom chatlens import worker\n"
+            f"print(worker.call('load', json.dumps({{'path': {str(gguf_path)!r}}})))\n"
+            "print(worker.call('preview', json.dumps({'messages': [{'role': 'user', 'content': 'Hi'}], 'window': 256})))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(ROOT) / "py")})
+    assert out.returncode == 0, out.stderr
+    load, rec = (json.loads(line) for line in out.stdout.splitlines())
+    assert load["ok"] and rec["ok"] and rec["result"]["used"] > 20
