@@ -19,7 +19,9 @@ import pytest
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
-from chatlens import site  # noqa: E402
+from chatlens.host import build as site  # noqa: E402
+from chatlens.host.mirror import prepare_mirror  # noqa: E402
+from chatlens.host.serve import SiteServer  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -40,12 +42,12 @@ DRAFT = "What is my name? And what did I ask you about printing, and who built t
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    out = site.build_site(tmp_path_factory.mktemp("site") / "out", log=lambda m: None)
+    out = site.build_site(tmp_path_factory.mktemp("site") / "out", log=lambda m: None, root=ROOT)
     recorded = out / "recorded.json"
     if not recorded.exists() and os.environ.get("CHATLENS_RECORDED"):
         # Development only: a recorded file to try before site/recorded.json is committed.
         shutil.copy(os.environ["CHATLENS_RECORDED"], recorded)
-    srv = site.SiteServer(out, mirror=site.prepare_mirror(quiet=True)).start()
+    srv = SiteServer(out, mirror=prepare_mirror(quiet=True)).start()
     yield srv
     srv.shutdown()
     srv.server_close()
@@ -165,7 +167,7 @@ def test_boots_from_the_local_build_with_no_request_leaving_the_server(app):
     assert {"pyodide/pyodide.mjs", "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", *built["wheels"]} <= loaded
     assert [u for u in urls if u.endswith("/build.json")] == [app.server.url + "build.json"]  # read once, by the page
     assert page.evaluate("chatlens.build") == built
-    assert page.text_content("#reply-limit") == "96" and page.evaluate("chatlens.replyLimit") == 96
+    assert page.text_content("#reply-limit") == "96" and page.evaluate("chatlens.settings.reply_limit") == 96
     # the text side only: the model's small files, no weights
     assert not [u for u in urls if u.endswith((".safetensors", ".gguf"))]
     record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Who are you?'}], window: 1024})")
@@ -173,8 +175,9 @@ def test_boots_from_the_local_build_with_no_request_leaving_the_server(app):
         ("system (template default)", 21), ("new message", 9), ("generation header", 4)]
     assert record["reserve"] == record["max_tokens"] == 96  # the page's reply limit, given by the API
     assert record["prompt_text"].endswith("<|im_start|>user\nWho are you?<|im_end|>\n<|im_start|>assistant\n")
-    error = page.evaluate("chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 1024}).then(() => null, e => e.message)")
-    assert "next release" in error
+    error = page.evaluate("chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 1024})"
+                          ".then(() => null, e => [e.name, e.message])")
+    assert error == ["ChatlensError", "the model's weights are not loaded yet: replies need them"]
 
 
 def test_recorded_mode_shows_every_turn_and_downloads_no_weights(app):
@@ -200,7 +203,7 @@ def test_recorded_mode_shows_every_turn_and_downloads_no_weights(app):
             where = (conv["preset"], conv["window"], i)
             assert app.prompt_text() == turn["prompt_text"], where
             assert app.pieces() == [[p["label"], p["count"]] for p in turn["pieces"]], where
-            assert app.dropped() == [[d["message_index"], d["count"]] for d in turn["dropped_turns"]], where
+            assert app.dropped() == [[d["message_index"], d["count"]] for d in turn["dropped_messages"]], where
             assert page.text_content(".reply-text") == turn["reply_text"], where
             assert page.text_content(".reply code.stop") == turn["stop_reason"], where
             bubbles = page.eval_on_selector_all("#chat .msg.assistant .content", "b => b.map(e => e.textContent)")
@@ -220,7 +223,7 @@ def test_recorded_mode_shows_every_turn_and_downloads_no_weights(app):
     assert page.text_content("#challenge-count") == "3 of 3 complete"
 
 
-def test_live_preview_matches_the_cli_including_dropped_turns(app):
+def test_live_preview_matches_the_cli_including_dropped_messages(app):
     reference = cli_run([{"role": "user", "content": t} for t in SENT + [DRAFT]], 256, "brief")
     page = app.open()
     page.select_option("#preset", "brief")
@@ -231,21 +234,21 @@ def test_live_preview_matches_the_cli_including_dropped_turns(app):
         app.send(text)
     app.type_draft(DRAFT)
     ref = reference()
-    assert ref["dropped_turns"], "the reference conversation should overflow a 256-token window"
+    assert ref["dropped_messages"], "the reference conversation should overflow a 256-token window"
     assert app.prompt_text() == ref["prompt_text"]
     assert app.pieces() == [[p["label"], p["count"]] for p in ref["pieces"]]
-    assert app.dropped() == [[d["message_index"], d["count"]] for d in ref["dropped_turns"]]
+    assert app.dropped() == [[d["message_index"], d["count"]] for d in ref["dropped_messages"]]
     legend = dict(page.eval_on_selector_all(".legend li", "ls => ls.map(l => [l.dataset.seg, Number(l.querySelector('b').textContent)])"))
     assert legend["free"] == ref["free"] and legend["reserved for the reply"] == 96
     assert sum(legend[k] for k in ("system", "turns", "new message + header")) == ref["used"]
     # the chat marks what the model no longer reads
-    assert page.locator("#chat .msg.user.is-dropped").count() == len(ref["dropped_turns"])
+    assert page.locator("#chat .msg.user.is-dropped").count() == len(ref["dropped_messages"])
     app.shot("live-dropped-turns")
 
     page.click(".tabs button[data-view=tokens]")
     chips = page.eval_on_selector_all("#token-view .tok", "ts => ts.map(t => Number(t.dataset.id))")
     assert chips == ref["prompt_ids"]
-    assert page.locator("#token-view .tok.special").count() == sum(1 for i in ref["prompt_ids"] if i in (1, 2))
+    assert page.locator("#token-view .tok.special").count() == sum(1 for i in ref["prompt_ids"] if i in ref["special_ids"])
     app.shot("token-view")
 
 
@@ -267,7 +270,7 @@ def test_challenge_progress_updates_and_survives_a_reload(app):
     # the year challenge needs a reply that says the current year: check the detector itself
     year = page.evaluate("""async () => {
         const c = await import('./js/challenges.mjs');
-        const base = {pieces: [], dropped_turns: [], system: null, preset: 'none'};
+        const base = {pieces: [], dropped_messages: [], system: null, preset: 'none'};
         const dated = {...base, preset: 'date', system: "You are a helpful assistant. Today's date is Monday, November 30, 2026."};
         const later = new Date(2031, 0, 1);
         const year = (rec, now) => c.observe({}, rec, now).year === true;
@@ -326,6 +329,19 @@ def test_an_empty_custom_prompt_is_the_template_default(app):
     assert page.get_attribute("li[data-challenge=identity]", "class") == "done"
 
 
+def test_special_tokens_are_marked_from_the_record(app):
+    """The panel's chips are the record's special_ids: a special token written in a message is
+    one (the model reads it as a boundary), a lookalike is plain text."""
+    page = app.open()
+    app.type_draft("Real <|im_end|> and fake <|IM_END|> and <|nothing|>")
+    record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: "
+                           "'Real <|im_end|> and fake <|IM_END|> and <|nothing|>'}]})")
+    chips = page.eval_on_selector_all("#prompt-text .special", "s => s.map(e => e.textContent)")
+    assert chips == [t for i, t in zip(record["prompt_ids"], record["prompt_tokens"]) if i in record["special_ids"]]
+    assert "<|IM_END|>" not in chips and "<|nothing|>" not in chips and chips.count("<|im_end|>") == 3
+    assert app.prompt_text() == record["prompt_text"]
+
+
 def test_user_text_is_shown_as_text_and_runs_nothing(app):
     page = app.open()
     dialogs = []
@@ -355,9 +371,9 @@ def test_a_gguf_url_works_as_the_model_source(app):
     from chatlens.source import load_text_side
 
     text = load_text_side(mirror.files[mirror.gguf])
-    ref = preview(text.tokenizer, text.template, system=system_for("pirate"), messages=messages, window=512)
-    assert record["prompt_ids"] == ref["prompt_ids"] and record["pieces"] == ref["pieces"]
-    assert record["preset"] == "pirate"
+    ref = preview(text.tokenizer, text.template, system=system_for("pirate"), messages=messages, window=512,
+                  preset="pirate")
+    assert record == ref.to_json()
     # only the header was read, with Range requests
     gguf = [r for r in app.requests if r.url == url]
     assert gguf and all(r.headers.get("range", "").startswith("bytes=") for r in gguf)
@@ -388,12 +404,12 @@ def test_a_broken_source_shows_the_error(app, where):
 
 
 def test_a_worker_that_cannot_start_fails_ready_and_calls_at_once(app):
-    app.context.route("**/js/worker.mjs", lambda route: route.fulfill(status=404, body="not found"))
+    app.context.route("**/js/worker/worker.mjs", lambda route: route.fulfill(status=404, body="not found"))
     page = app.open(ready=False)
     settle = """p => Promise.race([p.then(() => 'resolved', e => e.message),
                                    new Promise(r => setTimeout(() => r('still pending'), 5000))])"""
     error = page.evaluate(f"({settle})(chatlens.ready)")
-    assert "worker failed to start" in error and "js/worker.mjs" in error, error
+    assert "worker failed to start" in error and "js/worker/worker.mjs" in error, error
     preview = page.evaluate(f"({settle})(chatlens.preview({{messages: [{{role: 'user', content: 'Hi'}}]}}))")
     assert preview == error
     assert page.get_attribute("#status", "data-state") == "error"
@@ -428,7 +444,7 @@ def test_model_urls_name_a_gguf_or_a_hugging_face_folder(app):
 def test_without_a_mirror_the_page_reads_the_pinned_revision_on_the_hub(browser, server):
     """A static deployment has no models/manifest.json: the text side comes from Hugging Face at
     the pinned revision. The Hub is played here by a route that answers from the local export."""
-    bare = site.SiteServer(server.root).start()  # the same build, no mirror
+    bare = SiteServer(server.root).start()  # the same build, no mirror
     folder = server.mirror.files["tokenizer.json"].parent
     hub = f"https://huggingface.co/{site.HF_REPO}/resolve/{site.HF_REVISION}/"
     asked = []

@@ -18,9 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from chatlens import fetch as fetch_module
-from chatlens import site
+from chatlens import defaults
 from chatlens.errors import ChatlensError
+from chatlens.host import build as site
+from chatlens.host import fetch as fetch_module
+from chatlens.host import mirror as mirrors
+from chatlens.host import serve as server_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,17 +34,17 @@ def quiet(_msg):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    return site.build_site(tmp_path_factory.mktemp("site") / "out", log=quiet)
+    return site.build_site(tmp_path_factory.mktemp("site") / "out", log=quiet, root=ROOT)
 
 
 def test_build_holds_everything_the_page_loads(built):
     manifest = json.loads((built / "build.json").read_text())
-    for name in ("index.html", "app.css", "js/ui.mjs", "js/api.mjs", "js/worker.mjs", "js/panel.mjs",
+    for name in ("index.html", "app.css", "js/app.mjs", "js/api.mjs", "js/worker/worker.mjs", "js/views/reads.mjs",
                  "js/recorded.mjs", "js/challenges.mjs", "js/source.mjs"):
         assert (built / name).is_file(), name
     for name in site.PYODIDE_CORE:
         assert (built / "pyodide" / name).is_file(), name
-    assert manifest["pyodide"]["version"] == site.pyodide_version() == "314.0.7"
+    assert manifest["pyodide"]["version"] == site.pyodide_version(site.Checkout.at(ROOT)) == "314.0.7"
     assert manifest["pyodide"]["index"] == "pyodide/"
     names = [Path(w).name for w in manifest["wheels"]]
     assert names == ["micropip-0.11.1-py3-none-any.whl", "jinja2-3.1.6-py3-none-any.whl",
@@ -53,8 +56,10 @@ def test_build_holds_everything_the_page_loads(built):
     # Only NumPy comes from a CDN, at run time: the pinned version's.
     assert manifest["pyodide"]["packages"] == "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/"
     assert manifest["pyodide"]["self_hosted"] is False
-    if (site.SITE_SOURCES / "recorded.json").exists():
-        assert (built / "recorded.json").read_bytes() == (site.SITE_SOURCES / "recorded.json").read_bytes()
+    recorded = site.Checkout.at(ROOT).recorded
+    if recorded.exists():
+        assert (built / "recorded.json").read_bytes() == recorded.read_bytes()
+    assert manifest["settings"] == defaults.for_page()
 
 
 # Ways a script could turn text into markup; the page inserts user and model text as text only.
@@ -65,8 +70,8 @@ HTML_SINKS = ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", 
 def test_pages_load_nothing_from_other_hosts_and_parse_no_html(built):
     """Scripts, styles and modules are local; the only absolute URLs in the code are the Hub
     (the model's last-resort source) and the model-source placeholder. No script parses HTML."""
-    pages = list(built.glob("*.html")) + list(built.glob("*.css")) + list(built.glob("js/*.mjs"))
-    assert len([p for p in pages if p.suffix == ".mjs"]) == len(list(site.SITE_SOURCES.glob("js/*.mjs")))
+    pages = list(built.glob("*.html")) + list(built.glob("*.css")) + list(built.glob("js/**/*.mjs"))
+    assert len([p for p in pages if p.suffix == ".mjs"]) >= len(list((ROOT / "site").rglob("*.mjs")))
     for p in pages:
         text = p.read_text()
         hosts = set(re.findall(r"https?://([^/\"'`\s)]+)", text))
@@ -75,23 +80,29 @@ def test_pages_load_nothing_from_other_hosts_and_parse_no_html(built):
         assert not found, (p.name, found)
 
 
-def test_the_page_states_the_reply_limit_once_and_it_is_the_cli_default(built):
-    """The reply limit (also the reserve kept free) is one constant in api.mjs; the page's text,
-    its calls and the worker take it from there, and it is the CLI's default."""
-    from chatlens.chat import DEFAULT_MAX_TOKENS
-
-    assert DEFAULT_MAX_TOKENS == 96  # the issue's number
-    found = {p.name: re.findall(r".*(?<![\w.-])96(?![\w.-]).*", p.read_text())
-             for p in [built / "index.html", *built.glob("js/*.mjs")]}
-    assert {k: v for k, v in found.items() if v} == {"api.mjs": [f"export const REPLY_LIMIT = {DEFAULT_MAX_TOKENS};"]}
-    assert '<b id="reply-limit"></b>' in (built / "index.html").read_text()
+def test_the_page_takes_its_defaults_from_python(built):
+    """The reply limit, the windows and the presets are defined once, in chatlens.defaults and
+    chatlens.presets; the build writes them into build.json and the page builds its controls
+    from there: no literal of them in its HTML or scripts."""
+    settings = json.loads((built / "build.json").read_text())["settings"]
+    assert settings["reply_limit"] == defaults.REPLY_LIMIT == 96  # the issue's number
+    assert settings["windows"] == [256, 512, 1024] and settings["default_window"] == 1024
+    assert [p["name"] for p in settings["presets"]] == ["none", "pirate", "brief", "date", "custom"]
+    numbers = {str(n) for n in [defaults.REPLY_LIMIT, *defaults.WINDOWS, defaults.DEFAULT_WINDOW]}
+    pages = [built / "index.html", *built.rglob("js/**/*.mjs")]
+    found = {p.name: [line for line in p.read_text().splitlines()
+                      for n in numbers if re.search(rf"(?<![\w.#-]){n}(?![\w.-])", line)] for p in pages}
+    assert {k: v for k, v in found.items() if v} == {}
+    html = (built / "index.html").read_text()
+    assert '<select id="window"></select>' in html and '<select id="preset"></select>' in html
+    assert "Pirate" not in html
 
 
 def test_second_build_writes_nothing(built):
     messages = []
     before = {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()}
     t = time.perf_counter()
-    site.build_site(built, log=messages.append)
+    site.build_site(built, log=messages.append, root=ROOT)
     assert time.perf_counter() - t < 5
     assert any("(0 files written)" in m for m in messages), messages
     assert {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()} == before
@@ -100,23 +111,24 @@ def test_second_build_writes_nothing(built):
 def test_build_removes_stale_files_and_refuses_foreign_folders(built, tmp_path):
     stale = built / "js" / "old.mjs"
     stale.write_text("// gone")
-    site.build_site(built, log=quiet)
+    site.build_site(built, log=quiet, root=ROOT)
     assert not stale.exists()
 
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")
     with pytest.raises(ChatlensError, match="not overwriting"):
-        site.build_site(foreign, log=quiet)
+        site.build_site(foreign, log=quiet, root=ROOT)
     assert (foreign / "notes.txt").read_text() == "keep me"
 
 
 def test_chatlens_wheel_installs_and_imports(built, tmp_path):
     wheel = built / "wheels" / "chatlens-0.1.0-py3-none-any.whl"
-    assert site.chatlens_wheel()[1] == wheel.read_bytes()  # reproducible
+    assert site.chatlens_wheel(site.Checkout.at(ROOT))[1] == wheel.read_bytes()  # reproducible
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
-    assert "chatlens/chat.py" in names and "chatlens/site.py" in names
+    assert "chatlens/chat.py" in names and "chatlens/worker.py" in names
+    assert not [n for n in names if n.startswith("chatlens/host/")]  # the browser runs no host job
     assert "chatlens-0.1.0.dist-info/RECORD" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # pip checks the wheel's metadata and RECORD hashes when it installs it.
@@ -140,7 +152,7 @@ def test_markupsafe_wheel_is_pure(built):
 
 
 def test_pyodide_dist_is_copied_in_for_self_hosting(built, tmp_path):
-    lock = json.loads((site.BUILD_DIR / "node_modules" / "pyodide" / "pyodide-lock.json").read_text())
+    lock = json.loads((site.Checkout.at(ROOT).build / "node_modules" / "pyodide" / "pyodide-lock.json").read_text())
     files = site._runtime_package_files(lock, site.RUNTIME_PACKAGES)
     assert any(f.startswith("numpy-") for f in files)
     dist = tmp_path / "full"
@@ -151,24 +163,24 @@ def test_pyodide_dist_is_copied_in_for_self_hosting(built, tmp_path):
     out = tmp_path / "selfhosted"
     shutil.copytree(built, out)
 
-    site.build_site(out, pyodide_dist=dist, log=quiet)
+    site.build_site(out, pyodide_dist=dist, log=quiet, root=ROOT)
     manifest = json.loads((out / "build.json").read_text())
     assert manifest["pyodide"]["packages"] == "pyodide/" and manifest["pyodide"]["self_hosted"] is True
     for f in files:
         assert (out / "pyodide" / f).read_bytes() == b"wheel " + f.encode()
 
-    site.build_site(out, keep_self_hosted=True, log=quiet)  # what serve does: keep them
+    site.build_site(out, keep_self_hosted=True, log=quiet, root=ROOT)  # what serve does: keep them
     assert json.loads((out / "build.json").read_text())["pyodide"]["self_hosted"] is True
     assert all((out / "pyodide" / f).exists() for f in files)
 
-    site.build_site(out, log=quiet)  # a plain build goes back to the CDN
+    site.build_site(out, log=quiet, root=ROOT)  # a plain build goes back to the CDN
     assert json.loads((out / "build.json").read_text())["pyodide"]["packages"].startswith("https://cdn.jsdelivr.net/")
     assert not any((out / "pyodide" / f).exists() for f in files)
 
     lock["info"] = {**lock["info"], "python": "3.0.0"}
     (dist / "pyodide-lock.json").write_text(json.dumps(lock))
     with pytest.raises(ChatlensError, match="Pyodide distribution for"):
-        site.build_site(out, pyodide_dist=dist, log=quiet)
+        site.build_site(out, pyodide_dist=dist, log=quiet, root=ROOT)
 
 
 # -- the server -----------------------------------------------------------------------------------
@@ -187,7 +199,7 @@ def test_pyodide_dist_is_copied_in_for_self_hosting(built, tmp_path):
     ("items=0-1", 10, None),
 ])
 def test_parse_range(header, size, expected):
-    assert site.parse_range(header, size) == expected
+    assert server_module.parse_range(header, size) == expected
 
 
 @pytest.fixture(scope="module")
@@ -205,8 +217,8 @@ def server(tmp_path_factory):
     gguf.write_bytes(bytes(range(256)) * 4)
     outside = root.parent / "secret.txt"
     outside.write_text("secret")
-    mirror = site.Mirror.of("org/model", "rev1", folder=models, gguf=gguf, sha256="ab" * 32, about="test")
-    srv = site.SiteServer(root, mirror=mirror).start()
+    mirror = mirrors.Mirror.of("org/model", "rev1", folder=models, gguf=gguf, sha256="ab" * 32, about="test")
+    srv = server_module.SiteServer(root, mirror=mirror).start()
     yield srv
     srv.shutdown()
     srv.server_close()
@@ -302,11 +314,12 @@ def test_server_is_quiet_about_dropped_connections(server, capfd):
 
 def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):
     """`python -m chatlens serve --port 0`: the README's main command, end to end (no browser).
-    It builds into build/site (serve has no --out) and mirrors the model from the real cache."""
+    It runs in the checkout, builds into its build/site (serve has no --out) and mirrors the model
+    from the real cache."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "py"), "CHATLENS_HOME": str(fetch_module.home())}
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "chatlens", "serve", "--port", "0"], cwd=tmp_path, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "chatlens", "serve", "--port", "0"], cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=err, text=True)
     lines = queue.Queue()
 

@@ -3,29 +3,30 @@
 //   await chatlens.ready                        -> {source, info, pyodide} once the worker is up
 //   await chatlens.preview({system, messages, window})  -> the turn record, without generating
 //        (or {preset, custom} instead of system: the system text of a preset, taken now)
-//   await chatlens.run({system, messages, window, maxTokens}) -> the turn record with the reply
-//        (reserve, the tokens kept free for the reply, and maxTokens default to chatlens.replyLimit)
-//   chatlens.replyLimit                         -> the site's reply limit, in tokens
+//   await chatlens.run({system, messages, window, maxTokens}, {onToken}) -> the turn record with
+//        the reply; onToken({token, text}) streams each reply id as it is chosen
+//   chatlens.stop()                             -> stop the reply being written (stop_reason "stopped")
+//   chatlens.settings                           -> the site's settings (build.json, from chatlens.defaults):
+//                                                  reply_limit, windows, default_window, presets
+//                                                  (await chatlens.settingsReady first)
 //   chatlens.source, chatlens.build             -> the model source and build.json, once known
 //   chatlens.status                             -> {state: booting|loading|ready|error, detail}
 //   chatlens.onStatus(fn)                       -> fn(status) now and on every change (and once
 //                                                  chatlens.source, the model source, is known)
+// The record's fields are documented once, in py/chatlens/record.py (TurnRecord).
 
 import { resolveSource } from "./source.mjs";
 
-/** The site's reply limit, also the reserve kept free in the window: the one place the page
- * says it (chatlens.chat.DEFAULT_MAX_TOKENS on the Python side; a test keeps them equal). */
-export const REPLY_LIMIT = 96;
-
 export function createApi() {
   const listeners = new Set();
-  const pending = new Map();
+  const pending = new Map(); // request id -> {resolve, reject, onToken}
   let nextId = 1;
+  let running = 0; // the request id of the run in progress, 0 when none
   const api = {
     status: { state: "booting", detail: "starting" },
-    replyLimit: REPLY_LIMIT,
+    settings: null,
     source: null,
-    build: null, // build.json: the Pyodide version, the wheels, the pinned model revision
+    build: null, // build.json: the Pyodide version, the wheels, the pinned model revision, the settings
     onStatus(fn) {
       listeners.add(fn);
       fn(api.status);
@@ -45,12 +46,17 @@ export function createApi() {
   const died = new Promise((_, reject) => (die = reject));
   died.catch(() => {});
 
-  const workerUrl = new URL("./worker.mjs", import.meta.url);
+  // Stop requests reach a busy worker through shared memory (cross-origin isolated pages) or,
+  // failing that, as a message it reads whenever Python yields.
+  const stopFlag = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
+
+  const workerUrl = new URL("./worker/worker.mjs", import.meta.url);
   const worker = new Worker(workerUrl, { type: "module" });
   worker.onmessage = ({ data }) => {
     if (data.type === "status") return setStatus(data.state, data.detail);
     const p = pending.get(data.id);
     if (!p) return;
+    if (data.type === "token") return p.onToken?.({ token: data.token, text: data.text });
     pending.delete(data.id);
     if (data.ok) p.resolve(data.result);
     else {
@@ -71,21 +77,29 @@ export function createApi() {
     pending.clear();
     die(dead);
   };
-  const call = (type, args) =>
-    new Promise((resolve, reject) => {
+  const call = (type, args, onToken) => {
+    const id = nextId++;
+    const answer = new Promise((resolve, reject) => {
       if (dead) return reject(dead);
-      const id = nextId++;
-      pending.set(id, { resolve, reject });
+      pending.set(id, { resolve, reject, onToken });
       worker.postMessage({ id, type, args });
     });
+    return { id, answer };
+  };
 
+  // build.json first: the page builds its controls from its settings while Python boots.
+  api.settingsReady = getBuild().then((build) => {
+    api.build = build;
+    api.settings = build.settings;
+    return build.settings;
+  });
   api.ready = Promise.race([
     died,
     (async () => {
-      api.build = await getBuild();
+      await api.settingsReady;
       api.source = await resolveSource({ build: api.build });
       setStatus(api.status.state, api.status.detail); // listeners see the source at once
-      return call("init", { source: api.source, build: api.build });
+      return call("init", { source: api.source, build: api.build, stop: stopFlag }).answer;
     })(),
   ]);
   api.ready.catch((e) => setStatus("error", e.message));
@@ -98,13 +112,24 @@ export function createApi() {
   api.preview = async (args) => {
     checkMessages(args);
     await api.ready;
-    return call("preview", plain(args));
+    return call("preview", plain(args, api.settings)).answer;
   };
-  api.run = async (args) => {
+  api.run = async (args, { onToken } = {}) => {
     checkMessages(args);
     await api.ready;
-    const a = plain(args);
-    return call("run", { ...a, maxTokens: a.maxTokens ?? a.reserve });
+    const { id, answer } = call("run", plain(args, api.settings), onToken);
+    running = id;
+    try {
+      return await answer;
+    } finally {
+      if (running === id) running = 0;
+    }
+  };
+  api.stop = () => {
+    if (!running) return false;
+    if (stopFlag) Atomics.store(stopFlag, 0, running);
+    worker.postMessage({ type: "stop", args: { id: running } });
+    return true;
   };
   return api;
 }
@@ -116,12 +141,15 @@ async function getBuild() {
   return r.json();
 }
 
-// Structured-clone-safe copy with only the fields the worker reads; reserve always set.
-function plain(args) {
+/** The request the worker gets (py/chatlens/worker.py): a structured-clone-safe copy with only
+ * the fields it reads. The reply limit (maxTokens) defaults to the site's; the reserve kept free
+ * in the window for the reply defaults to the reply limit. */
+export function plain(args, settings) {
   const out = { messages: args.messages.map((m) => ({ role: String(m.role), content: String(m.content) })) };
   for (const k of ["system", "preset", "custom", "window", "maxTokens"]) {
     if (args[k] !== undefined) out[k] = args[k];
   }
-  out.reserve = args.reserve ?? REPLY_LIMIT;
+  out.maxTokens = args.maxTokens ?? args.reserve ?? settings.reply_limit;
+  out.reserve = args.reserve ?? out.maxTokens;
   return out;
 }

@@ -51,7 +51,7 @@ export function observe(progress, record, now = new Date()) {
   }
   const reply = record.reply_text || "";
   if (currentYears(record, now).some((y) => new RegExp(`(?<!\\d)${y}(?!\\d)`).test(reply))) next.year = true;
-  if (record.dropped_turns.some((d) => d.message_index === 0)) next.drop = true;
+  if (record.dropped_messages.some((d) => d.message_index === 0)) next.drop = true;
   next.identity = Boolean(next.whoDefault && next.whoSystem);
   const changed = Object.keys(next).some((k) => next[k] !== progress[k]);
   return changed ? next : progress;

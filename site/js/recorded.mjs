@@ -1,6 +1,11 @@
-// Recorded mode: the five-message conversation of site/recorded.json (written by
-// `python -m chatlens record`), one conversation per system prompt preset and window.
-// It needs no download and no Python: every turn record is in the file.
+// The recorded conversations of site/recorded.json (written by `python -m chatlens record`): the
+// lesson's five messages, one conversation per system prompt preset and window. Recorded mode
+// needs no download and no Python: every turn record is in the file.
+
+import { controls } from "./controls.mjs";
+import { drawChat, droppedOf } from "./views/chat.mjs";
+import { $, el } from "./views/dom.mjs";
+import { renderMessage } from "./views/reads.mjs";
 
 export async function loadRecorded(url = new URL("../recorded.json", import.meta.url)) {
   const r = await fetch(url);
@@ -31,4 +36,53 @@ export function userMessage(doc, conv, i) {
   if (list && list[i] !== undefined) return typeof list[i] === "string" ? list[i] : list[i].content;
   const piece = conv.turns[i].pieces.find((p) => p.kind === "new");
   return piece ? piece.text : "";
+}
+
+// -- recorded mode ----------------------------------------------------------------------------------
+
+
+async function ensureRecorded(state) {
+  if (state.recorded || state.recordedError) return;
+  try {
+    state.recorded = await loadRecorded();
+    $("rec-about").textContent = describe(state.recorded);
+  } catch (e) {
+    state.recordedError = e.message;
+  }
+}
+
+export async function showRecorded(page) {
+  const { state } = page;
+  await ensureRecorded(state);
+  if (state.mode !== "recorded") return;
+  const chat = $("chat");
+  const reads = $("reads");
+  if (state.recordedError) {
+    chat.replaceChildren(el("p", { class: "error", text: state.recordedError }));
+    return renderMessage(reads, state.recordedError, "error");
+  }
+  const { preset, window } = controls();
+  const conv = findConversation(state.recorded, preset, window);
+  if (!conv) {
+    const have = presetsIn(state.recorded).join(", ");
+    drawChat(chat, [], `No recorded conversation for ${preset} at ${window} tokens (recorded: ${have}).`);
+    return renderMessage(reads, "Pick a recorded preset and window.");
+  }
+  const n = conv.turns.length;
+  state.step = Math.max(0, Math.min(state.step, n - 1));
+  $("rec-pos").textContent = `Turn ${state.step + 1} of ${n}`;
+  $("rec-prev").disabled = state.step === 0;
+  $("rec-next").disabled = state.step === n - 1;
+  const dropped = droppedOf(conv.turns[state.step]); // history the current turn no longer reads
+  const items = [];
+  for (let i = 0; i <= state.step; i++) {
+    const rec = conv.turns[i];
+    items.push({ role: "user", text: userMessage(state.recorded, conv, i), record: rec, dropped: dropped.has(2 * i),
+                 current: i === state.step });
+    items.push({ role: "assistant", text: rec.reply_text ?? "", record: rec, dropped: dropped.has(2 * i + 1) });
+  }
+  drawChat(chat, items);
+  const rec = conv.turns[state.step];
+  page.see(rec);
+  page.draw(rec, `Recorded turn ${state.step + 1} of ${n}: what the model read, and its reply`);
 }

@@ -1,0 +1,35 @@
+// The conversation settings: the system prompt preset, the window and the reply limit, built
+// from the site's settings (build.json's "settings", written from chatlens.defaults), so the
+// page states none of them itself.
+
+import { $, el } from "./views/dom.mjs";
+
+/** Fill the selects and the reply limit from `settings`. */
+export function buildControls(settings) {
+  $("preset").replaceChildren(...settings.presets.map((p) => el("option", { value: p.name, text: p.label })));
+  $("preset").value = settings.default_preset;
+  $("window").replaceChildren(
+    ...settings.windows.map((n) => el("option", { value: String(n), text: `${n} tokens`, selected: n === settings.default_window })),
+  );
+  $("reply-limit").textContent = settings.reply_limit;
+}
+
+/** Once the model is known: its whole context as a window beyond the lab's. */
+export function addFullContext(nCtx) {
+  const select = $("window");
+  if (!nCtx || [...select.options].some((o) => Number(o.value) === nCtx)) return;
+  select.append(el("option", { value: String(nCtx), text: `${nCtx} tokens (the model's whole context)` }));
+}
+
+export const controls = () => ({
+  preset: $("preset").value,
+  custom: $("preset").value === "custom" ? $("custom-system").value : undefined,
+  window: Number($("window").value),
+});
+
+/** The arguments of a preview or run call for `messages`, from the controls. */
+export function callArgs(messages, settings) {
+  const { preset, custom, window } = controls();
+  const system = preset === "custom" ? { preset: "custom", custom } : { preset };
+  return { ...system, messages, window, reserve: settings.reply_limit };
+}

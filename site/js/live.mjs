@@ -1,0 +1,103 @@
+// Live mode: the conversation the user types, previewed as they type (what the model would
+// read if they sent it now), and sent one message at a time.
+
+import { callArgs } from "./controls.mjs";
+import { liveMessages } from "./state.mjs";
+import { drawChat, droppedOf } from "./views/chat.mjs";
+import { $ } from "./views/dom.mjs";
+import { renderMessage } from "./views/reads.mjs";
+
+/** The live chat; messages the shown record no longer reads (by index) are marked dropped. */
+function drawLiveChat(state, dropped = new Set()) {
+  const items = [];
+  let index = 0;
+  for (const t of state.live.turns) {
+    items.push({ role: "user", text: t.user, record: t.record, dropped: dropped.has(index++) });
+    if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, dropped: dropped.has(index++) });
+    else if (t.note) items.push({ note: t.note, noteClass: t.noteClass });
+  }
+  drawChat($("chat"), items, "Type a message below. The right side shows, as you type, the exact text the model would read.");
+}
+
+export async function showLive(page) {
+  const { api, state } = page;
+  if (state.mode !== "live") return;
+  const reads = $("reads");
+  const draft = $("draft").value;
+  const seq = ++state.draftSeq;
+  const last = state.live.turns[state.live.turns.length - 1];
+  if (api.status.state === "error") {
+    drawLiveChat(state);
+    return renderMessage(reads, `The worker failed: ${api.status.detail}`, "error");
+  }
+  if (!draft.trim()) {
+    drawLiveChat(state, last?.record ? droppedOf(last.record) : undefined);
+    if (last?.record) return page.draw(last.record, `Turn ${state.live.turns.length}: what the model read when you sent it`);
+    if (last) return renderMessage(reads, "Waiting for Python to start: the message is sent when it is ready.");
+    return renderMessage(reads, api.status.state === "ready"
+      ? "Start typing: this side previews the prompt that would be sent, with its token counts."
+      : "Python is starting in a worker; the preview appears when it is ready. Recorded mode works right away.");
+  }
+  if (api.status.state !== "ready") {
+    drawLiveChat(state);
+    renderMessage(reads, "Waiting for Python to start before the preview…");
+  }
+  try {
+    const record = await api.preview(callArgs(liveMessages(state, draft), api.settings));
+    if (seq !== state.draftSeq || state.mode !== "live") return; // a newer preview is on its way
+    drawLiveChat(state, droppedOf(record));
+    page.draw(record, "Preview: what the model would read if you sent this now");
+  } catch (e) {
+    if (seq !== state.draftSeq || state.mode !== "live") return;
+    drawLiveChat(state);
+    renderMessage(reads, `Cannot preview: ${e.message}`, "error");
+  }
+}
+
+// One message at a time: a second Enter while the first waits (for Python to boot, or for its
+// reply) sends nothing. The draft is cleared at once, so text typed during the wait is kept
+// for the next message; the sent text lives in its turn, shown before Python has read it.
+let sending = false;
+export async function send(page) {
+  const { api, state } = page;
+  const text = $("draft").value;
+  if (sending || !text.trim() || state.mode !== "live") return;
+  sending = true;
+  $("send").disabled = true;
+  const args = callArgs(liveMessages(state, text), api.settings);
+  const live = state.live;
+  const turn = { user: text, record: null };
+  live.turns.push(turn);
+  $("draft").value = "";
+  showLive(page);
+  try {
+    try {
+      turn.record = await api.preview(args);
+    } catch (e) {
+      const i = live.turns.indexOf(turn);
+      if (i >= 0) live.turns.splice(i, 1);
+      if (!$("draft").value.trim()) $("draft").value = text; // nothing new typed: give it back
+      if (state.mode === "live" && live === state.live) {
+        drawLiveChat(state);
+        renderMessage($("reads"), `Cannot send: ${e.message}`, "error");
+      }
+      return;
+    }
+    if (live !== state.live) return; // a new conversation started meanwhile
+    page.see(turn.record);
+    showLive(page);
+    try {
+      const full = await api.run(args);
+      turn.record = full;
+      turn.reply = full.reply_text;
+      page.see(full);
+    } catch (e) {
+      turn.note = `No reply: ${e.message}`;
+      turn.noteClass = "no-reply";
+    }
+    showLive(page);
+  } finally {
+    sending = false;
+    $("send").disabled = false;
+  }
+}

@@ -1,0 +1,28 @@
+// The page's state: what it shows and the live conversation, which is the page's own (the
+// worker only caches: every request carries the whole conversation).
+
+import * as challenges from "./challenges.mjs";
+
+export function createState() {
+  return {
+    mode: "live",
+    view: "text", // the panel's tab: "text" | "tokens"
+    live: { turns: [] }, // each: {user, record, reply?, note?} (the messages derive from them)
+    draftSeq: 0, // the newest preview asked for; older answers are dropped
+    recorded: null, // the recorded file, once loaded
+    recordedError: null,
+    step: 0, // the recorded turn shown
+    progress: challenges.load(),
+  };
+}
+
+/** The messages of the live conversation, then `extra` as the new user message. */
+export function liveMessages(state, extra) {
+  const msgs = [];
+  for (const t of state.live.turns) {
+    msgs.push({ role: "user", content: t.user });
+    if (t.reply !== undefined) msgs.push({ role: "assistant", content: t.reply });
+  }
+  if (extra !== undefined) msgs.push({ role: "user", content: extra });
+  return msgs;
+}

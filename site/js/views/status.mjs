@@ -1,0 +1,22 @@
+// The status line (is Python up, is the model read) and the model-source line in the settings.
+
+import { $ } from "./dom.mjs";
+
+const STATUS_TEXT = { booting: "Booting Python", loading: "Loading the tokenizer", ready: "Ready", error: "Error" };
+
+export function drawStatus(api) {
+  const { state, detail } = api.status;
+  $("status").dataset.state = state;
+  $("status-text").textContent = STATUS_TEXT[state] || state;
+  $("status-detail").textContent = detail || "";
+  drawSource(api);
+}
+
+/** The settings line: the model source as soon as it is known, and why it failed if it did. */
+function drawSource(api) {
+  const { state, detail } = api.status;
+  const where = api.source ? `${api.source.label} (${api.source.url})` : state === "error" ? "not resolved" : "resolving…";
+  const label = $("source-label");
+  label.textContent = state === "error" ? `${where}: failed: ${detail}` : where;
+  label.classList.toggle("error", state === "error");
+}
