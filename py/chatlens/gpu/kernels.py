@@ -1,0 +1,226 @@
+"""One function per GPU kernel: each assembles its WGSL module from the files in wgsl/, names
+its bindings and constants, and appends its dispatch to a sequence of a ProgramBuilder. The
+comment beside each dispatch in program.py gives its shapes.
+
+Sizes come from the caller (ModelConfig); nothing here is specific to one model.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from .wgsl import f32, pow2_at_least
+
+# Bytes of one element of W as its dequantize_<dtype>.wgsl declares it (WT).
+STORE_BYTES = {"F32": 16, "F16": 16, "BF16": 16, "Q8_0": 4, "Q4_0": 4, "Q4_1": 4}
+# Elements per block of the quantized formats (a row is whole blocks).
+BLOCK = {"F32": 1, "F16": 1, "BF16": 1, "Q8_0": 32, "Q4_0": 32, "Q4_1": 32}
+GAIN_TYPES = ("F32", "F16", "BF16")
+UNIT = 8  # elements of a row one invocation loads at a time (two vec4)
+ROWS = 4  # virtual rows per matvec workgroup, and per matmul invocation (one vec4)
+MATMUL = {"TM": 32, "TN": 64, "KT": 32, "RM": 2, "WG": 256}  # tile: WG == TM * KT/4 == TN * KT/8
+MAX_GRID = 65535
+
+
+@dataclass(frozen=True)
+class Target:
+    """How kernels are compiled for one adapter: the reduction variant and WGSL enables."""
+    subgroups: bool = False
+    enable: tuple = ()  # Chromium's WGSL wants `enable subgroups;`, wgpu's naga refuses it
+
+    @classmethod
+    def for_features(cls, features) -> "Target":
+        features = set(features)
+        if "subgroups" in features:  # the WebGPU name
+            return cls(True, ("subgroups",))
+        if "subgroup" in features:  # wgpu-native's name for the same feature
+            return cls(True, ())
+        return cls(False, ())
+
+    @property
+    def feature(self):
+        """The feature the device must be asked for, in the host's own spelling."""
+        if not self.subgroups:
+            return None
+        return "subgroups" if self.enable else "subgroup"
+
+    @property
+    def reduce(self) -> str:
+        return "reduce_subgroup" if self.subgroups else "reduce_shared"
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Weights in a GPU buffer as the source stores them: one or more (out, k) tensors of one
+    dtype, the i-th starting at storage element segs[i] (SEG0, SEG1, ...)."""
+    buffer: str
+    dtype: str
+    k: int
+    segs: tuple = (0,)
+
+    @property
+    def units(self) -> int:
+        return self.k // UNIT
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What a projection does with its virtual rows (wgsl/<file>.wgsl)."""
+    file: str
+    nv: int
+    bindings: tuple
+    consts: dict = field(default_factory=dict)
+
+
+def check_row(dtype: str, k: int, what: str):
+    if dtype not in STORE_BYTES:
+        raise ValueError(f"{what}: no GPU kernel decodes {dtype}")
+    need = max(UNIT, BLOCK[dtype])
+    if k % need:
+        raise ValueError(f"{what}: rows of {k} {dtype} elements; the GPU kernels need a multiple of {need}")
+
+
+def matvec_workgroup(units: int) -> int:
+    """Invocations per matvec workgroup for rows of `units` units: the multiple of 32 up to 256
+    that leaves the fewest idle (the larger on a tie, fewer loop trips). K=576 gives 96 for
+    8-element units (72 units), K=1536 gives 192."""
+    best = max(range(32, 257, 32), key=lambda wg: (units / (math.ceil(units / wg) * wg), wg))
+    return best
+
+
+# --- epilogues ---------------------------------------------------------------------------
+
+def store(y: str, nv: int) -> Epilogue:
+    """Y = x @ W.T"""
+    return Epilogue("store", nv, (("Y", "array<f32>", "read_write", y),))
+
+
+def residual(stream: str, nv: int) -> Epilogue:
+    """stream = stream + x @ W.T"""
+    return Epilogue("residual", nv, (("R", "array<f32>", "read_write", stream),))
+
+
+def silu_mul(h: str, ffn: int) -> Epilogue:
+    """h = silu(x @ gate.T) * (x @ up.T); gate at SEG0, up at SEG1 of the matrix."""
+    return Epilogue("silu", 2 * ffn, (("H", "array<f32>", "read_write", h),))
+
+
+def rope_kv(q: str, kc: str, vc: str, table: str, *, n_heads, n_kv_heads, head_dim, n_ctx, hf_pairs: bool,
+            segs: dict, pairs: tuple) -> Epilogue:
+    """q, k rotated and k, v into the cache; pairs = (first, end) pair of q|k|v this dispatch does;
+    segs: where q, k and v start in its matrix (storage elements; absent ones unused)."""
+    first, end = pairs
+    consts = {"HD": head_dim, "NH": n_heads, "NKV": n_kv_heads, "N_CTX": n_ctx, "ROPE_HF": hf_pairs,
+              "SEG_Q": segs.get("q", 0), "SEG_K": segs.get("k", 0), "SEG_V": segs.get("v", 0), "PAIR_BASE": first}
+    bindings = (("Q", "array<f32>", "read_write", q), ("KC", "array<f32>", "read_write", kc),
+                ("VC", "array<f32>", "read_write", vc), ("ROPE", "array<vec2<f32>>", "read", table))
+    return Epilogue("rope", 2 * (end - first), bindings, consts)
+
+
+# --- kernels -----------------------------------------------------------------------------
+
+def step_binding(step: str):
+    return ("step", "Step", "read", step)
+
+
+def project(b, sequence: str, target: Target, *, step: str, x: str, w: Matrix, epilogue: Epilogue,
+            gain: tuple | None = None, eps: float = 0.0, chunk: int | None = None, last_row: bool = False):
+    """x @ W.T with an epilogue: matvec (one token) when chunk is None, else a tiled matmul over
+    up to `chunk` tokens. gain = (buffer, dtype) folds model.rms_norm(x, gain, eps) in first."""
+    check_row(w.dtype, w.k, w.buffer)
+    nv = epilogue.nv
+    bindings = [step_binding(step), ("X", "array<vec4<f32>>", "read", x), ("W", "array<WT>", "read", w.buffer)]
+    files = ["step", f"dequantize_{w.dtype.lower()}"]
+    if w.dtype in ("Q8_0", "Q4_0"):
+        files.append("bytes")
+    if gain is not None:
+        if gain[1] not in GAIN_TYPES:
+            raise ValueError(f"{gain[0]}: an RMSNorm weight in {gain[1]} has no GPU kernel")
+        bindings.append(("G", "array<GT>", "read", gain[0]))
+        files += ["rms_norm", f"gain_{gain[1].lower()}"]
+    else:
+        files.append("no_norm")
+    bindings += epilogue.bindings
+    files.append(epilogue.file)
+    consts = {"K": w.k, "UNITS": w.units, "NV": nv, "NORM": gain is not None, "EPS": eps, "ROWS": ROWS}
+    consts.update({f"SEG{i}": s for i, s in enumerate(w.segs)})
+    consts.update(epilogue.consts)
+    if chunk is None:
+        wg = matvec_workgroup(w.units)
+        groups = math.ceil(nv / ROWS)
+        gx = min(groups, MAX_GRID)
+        consts.update({"WG": wg, "WG_POW2": pow2_at_least(wg), "NRED": ROWS + (gain is not None),
+                       "LAST_ROW": last_row, "GRID_X": gx})
+        files += [target.reduce, "matvec"]
+        grid = (gx, math.ceil(groups / gx), 1)
+        label = f"matvec-{epilogue.file}-{w.dtype}"
+        enable = target.enable
+    else:
+        consts.update(MATMUL)
+        files.append("matmul")
+        grid = (math.ceil(nv / MATMUL["TN"]), math.ceil(chunk / MATMUL["TM"]), 1)
+        if grid[0] > MAX_GRID:
+            raise ValueError(f"{w.buffer}: {nv} rows need more than {MAX_GRID} matmul tiles")
+        label = f"matmul-{epilogue.file}-{w.dtype}"
+        enable = ()
+    b.kernel(sequence, label, bindings, consts, files, grid, enable=enable)
+
+
+def embed(b, sequence: str, *, step: str, w: Matrix, x: str, chosen: str, chunk: int):
+    """x[t] = embed[ids[t]] for up to `chunk` tokens (ids from the step, or the last argmax)."""
+    check_row(w.dtype, w.k, w.buffer)
+    wg = 64
+    bindings = [step_binding(step), ("W", "array<WT>", "read", w.buffer), ("OUT", "array<u32>", "read", chosen),
+                ("X", "array<vec4<f32>>", "read_write", x)]
+    files = ["step", f"dequantize_{w.dtype.lower()}"] + (["bytes"] if w.dtype in ("Q8_0", "Q4_0") else []) + ["embed"]
+    consts = {"K": w.k, "UNITS": w.units, "SEG0": w.segs[0], "WG": wg}
+    b.kernel(sequence, f"embed-{w.dtype}", bindings, consts, files, (math.ceil(w.units / wg), chunk, 1))
+
+
+def attention_splits(n_ctx: int, group: int, split_min: int = 32, max_splits: int = 32) -> tuple[int, int]:
+    """(splits, split_max): the grid's key splits and the most keys one split may take, so that
+    splits * split_max covers n_ctx and the split's scores fit in shared memory."""
+    split_cap = max(split_min, (2048 // group) // split_min * split_min)  # GROUP * split_max f32 <= 8 KiB
+    splits = max(min(max_splits, math.ceil(n_ctx / split_min)), math.ceil(n_ctx / split_cap))
+    split_max = math.ceil(math.ceil(n_ctx / splits) / split_min) * split_min
+    return splits, split_max
+
+
+def attention(b, sequence: str, *, step: str, q: str, kc: str, vc: str, partials: str, out: str,
+              n_heads: int, n_kv_heads: int, head_dim: int, n_ctx: int, splits: int, split_max: int, tokens: int):
+    """softmax(q k^T / sqrt(hd)) v over the cache, causal, as split partials and a merge pass;
+    tokens: the grid's tokens (1 for decode, the chunk for prefill)."""
+    wg = 64
+    group = n_heads // n_kv_heads
+    common = {"HD": head_dim, "NH": n_heads, "SPLITS": splits}
+    consts = {**common, "GROUP": group, "N_CTX": n_ctx, "SPLIT_MAX": split_max, "WG": wg,
+              "WG_POW2": pow2_at_least(wg), "SCALE": f32(1.0 / math.sqrt(head_dim))}
+    bindings = [step_binding(step), ("Q", "array<vec4<f32>>", "read", q), ("KC", "array<vec4<f32>>", "read", kc),
+                ("VC", "array<f32>", "read", vc), ("P", "array<f32>", "read_write", partials)]
+    b.kernel(sequence, "attention", bindings, consts, ["step", "attention"], (splits, n_kv_heads, tokens))
+    bindings = [step_binding(step), ("P", "array<f32>", "read", partials), ("A", "array<f32>", "read_write", out)]
+    b.kernel(sequence, "attention_merge", bindings, {**common, "WG": wg}, ["step", "attention_merge"],
+             (n_heads, tokens, 1))
+
+
+def argmax(b, sequence: str, *, logits: str, out: str, vocab: int):
+    wg = 256
+    bindings = [("LOGITS", "array<f32>", "read", logits), ("OUT", "array<u32>", "read_write", out)]
+    b.kernel(sequence, "argmax", bindings, {"V": vocab, "WG": wg, "WG_POW2": wg}, ["argmax"], (1, 1, 1))
+
+
+TOPK_CHUNK = 1024
+
+
+def top_k(b, sequence: str, *, step: str, logits: str, candidates: str, out: str, vocab: int, k_max: int):
+    wg = 256
+    n_chunks = math.ceil(vocab / TOPK_CHUNK)
+    consts = {"V": vocab, "WG": wg, "WG_POW2": wg, "CHUNK": TOPK_CHUNK, "K_MAX": k_max, "N_CHUNKS": n_chunks}
+    # both entry points live in one module, so both see every binding
+    bindings = [step_binding(step), ("LOGITS", "array<f32>", "read", logits),
+                ("CAND", "array<vec2<u32>>", "read_write", candidates), ("OUT", "array<vec2<u32>>", "read_write", out)]
+    b.kernel(sequence, "top_k", bindings, consts, ["step", "top_k"], (n_chunks, 1, 1), entry="chunks")
+    b.kernel(sequence, "top_k", bindings, consts, ["step", "top_k"], (1, 1, 1), entry="merge")
+
+
+def top_k_candidates_bytes(vocab: int, k_max: int) -> int:
+    return math.ceil(vocab / TOPK_CHUNK) * k_max * 8

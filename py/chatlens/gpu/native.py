@@ -1,0 +1,163 @@
+"""The native executor: a GPU program (builder.py's plain data) run through wgpu-py.
+
+It only creates what the program lists and replays its sequences; what the dispatches mean
+lives in program.py. site/js/gpu/executor.mjs is the same executor for a browser.
+"""
+
+import base64
+import os
+import re
+
+from ..errors import ChatlensError
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # wgpu-native's Vulkan loader warns without one
+
+
+def _wgpu():
+    try:
+        import wgpu
+    except ImportError:
+        raise ChatlensError("the WebGPU backend needs the `wgpu` package (pip install wgpu)") from None
+    return wgpu
+
+
+def request_adapter():
+    """The best adapter wgpu finds, or None."""
+    wgpu = _wgpu()
+    try:
+        return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception:  # no driver at all: wgpu raises rather than returning None
+        return None
+
+
+def _camel(name: str) -> str:
+    return re.sub(r"-(\w)", lambda m: m.group(1).upper(), name)
+
+
+def _kebab(name: str) -> str:
+    return re.sub(r"[A-Z]", lambda m: "-" + m.group(0).lower(), name)
+
+
+def adapter_info(adapter) -> dict:
+    """{name, features, limits} with WebGPU's camelCase limit names, as program.py wants them."""
+    info = adapter.info
+    name = info.get("device") or info.get("description") or info.get("vendor") or "adapter"
+    return {"name": name, "features": sorted(adapter.features),
+            "limits": {_camel(k): v for k, v in adapter.limits.items()}}
+
+
+# Limits the kernels may need beyond WebGPU's defaults (program.py's `requires` names them).
+USED_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize",
+               "maxStorageBuffersPerShaderStage", "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX")
+_shared = {}
+_pipelines = {}  # id(device) -> {(code, entry, bindings, constants): (pipeline, layout)}
+
+
+def shared_device():
+    """(device, adapter_info) made once per process, with every used limit at the adapter's
+    value and subgroups when offered, so any program built for this adapter runs on it and
+    compiled pipelines are reused between backends. None when there is no adapter."""
+    if "device" not in _shared:
+        adapter = request_adapter()
+        if adapter is None:
+            return None
+        info = adapter_info(adapter)
+        features = [f for f in ("subgroup", "subgroups") if f in info["features"]]
+        limits = {_kebab(k): info["limits"][k] for k in USED_LIMITS if k in info["limits"]}
+        _shared["device"] = (adapter.request_device_sync(required_features=features, required_limits=limits), info)
+    return _shared["device"]
+
+
+def check_device(info: dict, program: dict):
+    need = program["requires"]
+    missing = [f for f in need["features"] if f not in info["features"]]
+    short = [k for k, v in need["limits"].items() if info["limits"].get(k, 0) < v]
+    if missing or short:
+        raise ChatlensError(f"the GPU adapter lacks {', '.join(missing + short)}, which this program needs")
+
+
+class NativeExecutor:
+    """run(sequences, params, readback) -> bytes: one compute pass, one submit, no allocation."""
+
+    def __init__(self, device, program: dict, read_bytes, name: str = "wgpu"):
+        """read_bytes(file, offset, nbytes) -> bytes of the model source (for the buffers' fills)."""
+        wgpu = self.wgpu = _wgpu()
+        self.device, self.name, self.program = device, name, program
+        usage = {"storage": wgpu.BufferUsage.STORAGE, "copy_dst": wgpu.BufferUsage.COPY_DST,
+                 "copy_src": wgpu.BufferUsage.COPY_SRC}
+        self.buffers = {}
+        for b in program["buffers"]:
+            flags = 0
+            for u in b["usage"]:
+                flags |= usage[u]
+            buf = self.buffers[b["name"]] = device.create_buffer(label=b["name"], size=b["size"], usage=flags)
+            for fill in b.get("fill", ()):
+                w = program["weights"][fill["weight"]]
+                self._write(buf, fill["offset"], read_bytes(w["file"], w["offset"], w["nbytes"]))
+            if "data" in b:
+                self._write(buf, 0, base64.b64decode(b["data"]))
+        code = {m["name"]: m["code"] for m in program["modules"]}
+        self.pipelines = {p["name"]: self._pipeline(code[p["module"]], p) for p in program["pipelines"]}
+        self.bind_groups = {
+            g["name"]: device.create_bind_group(layout=self.pipelines[g["pipeline"]][1], entries=[
+                {"binding": i, "resource": {"buffer": self.buffers[name]}} for i, name in enumerate(g["buffers"])])
+            for g in program["bind_groups"]}
+        self.sequences = {name: [(self.pipelines[d["pipeline"]][0], self.bind_groups[d["bind_group"]], d["workgroups"])
+                                 for d in seq] for name, seq in program["sequences"].items()}
+        self.staging = {name: device.create_buffer(size=r["size"], usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+                        for name, r in program["readbacks"].items()}
+        self.step = program["meta"].get("step_buffer")
+
+    def _pipeline(self, code: str, p: dict):
+        """(pipeline, bind group layout), compiled once per device: backends of one model share them."""
+        wgpu, device = self.wgpu, self.device
+        cache = _pipelines.setdefault(id(device), {})
+        key = (code, p["entry"], tuple(p["bindings"]), tuple(sorted(p["constants"].items())))
+        if key not in cache:
+            layout = device.create_bind_group_layout(entries=[
+                {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": t}}
+                for i, t in enumerate(p["bindings"])])
+            compute = {"module": device.create_shader_module(label=p["module"], code=code), "entry_point": p["entry"]}
+            if p["constants"]:
+                compute["constants"] = p["constants"]
+            pipeline = device.create_compute_pipeline(
+                label=p["name"], layout=device.create_pipeline_layout(bind_group_layouts=[layout]), compute=compute)
+            cache[key] = (pipeline, layout)
+        return cache[key]
+
+    def _write(self, buf, offset, data):
+        data = bytes(data)
+        if len(data) % 4:  # writeBuffer moves whole words; the tail pads with zeros
+            data += bytes(4 - len(data) % 4)
+        self.device.queue.write_buffer(buf, offset, data)
+
+    def write(self, buffer: str, data: bytes, offset: int = 0):
+        """Write bytes into a named buffer (tests use this to set inputs)."""
+        self._write(self.buffers[buffer], offset, data)
+
+    def run(self, sequences, params: bytes = b"", readback: str | None = None) -> bytes:
+        """Write the step parameters, run the named sequences in one compute pass, and return
+        the bytes of one readback (b"" for None)."""
+        if params:
+            self._write(self.buffers[self.step], 0, params)
+        encoder = self.device.create_command_encoder()
+        dispatches = [d for name in sequences for d in self.sequences[name]]
+        if dispatches:
+            compute = encoder.begin_compute_pass()
+            for pipeline, group, (x, y, z) in dispatches:
+                compute.set_pipeline(pipeline)
+                compute.set_bind_group(0, group)
+                compute.dispatch_workgroups(x, y, z)
+            compute.end()
+        if readback is not None:
+            r = self.program["readbacks"][readback]
+            encoder.copy_buffer_to_buffer(self.buffers[r["buffer"]], r["offset"], self.staging[readback], 0, r["size"])
+        self.device.queue.submit([encoder.finish()])
+        if readback is None:
+            return b""
+        staging = self.staging[readback]
+        staging.map_sync(self.wgpu.MapMode.READ)
+        try:
+            return bytes(staging.read_mapped(0, r["size"]))
+        finally:
+            staging.unmap()

@@ -1,0 +1,210 @@
+"""The forward pass of model.py as one GPU program, defined once for every host.
+
+`build_program(plan, n_ctx, features, limits)` turns a weight plan (weights.py) and what the
+adapter offers into builder.py's plain data: the weights uploaded as the source stores them,
+the activations, the KV cache, and four sequences of dispatches:
+
+    prefill  embedding + every layer for a chunk of up to `chunk` tokens (tiled matmuls)
+    decode   embedding + every layer for one token (matvecs), its id from the step or the last argmax
+    head     final norm + output projection of the chunk's last token, argmax
+    top_k    the best step.top_k (id, logit) pairs of the logits
+
+A step runs e.g. ["decode", "head"] in one compute pass after writing `step_params(...)`.
+Pure Python (no NumPy, no wgpu): Pyodide builds the same program for the browser's executor.
+"""
+
+import math
+import struct
+
+from ..config import ModelConfig
+from ..errors import ChatlensError
+from . import kernels as K
+from .builder import ProgramBuilder, align
+from .kernels import Matrix, Target
+
+CHUNK = 64  # prefill tokens per dispatch sequence: bounds the activations and a dispatch's length
+TOP_K_MAX = 64  # most (id, logit) pairs the GPU top-k finds
+SPLIT_MIN = 32  # fewest keys an attention split takes
+# u32 words of the step buffer, in order (wgsl/step.wgsl); the chunk's ids follow
+STEP_FIELDS = ("n_tokens", "start", "split", "use_argmax", "top_k", "pad0", "pad1", "pad2")
+DEFAULT_LIMIT = 128 << 20  # WebGPU's default maxStorageBufferBindingSize
+
+
+def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = None, chunk: int = CHUNK) -> dict:
+    cfg = ModelConfig(**plan["config"])
+    if not 0 < n_ctx <= cfg.n_ctx:
+        raise ChatlensError(f"a context of {n_ctx} tokens does not fit the model's {cfg.n_ctx}")
+    target = Target.for_features(features)
+    b = ProgramBuilder()
+    tensors = _checked_tensors(plan, cfg)
+    hd, nh, nkv, dim, ffn, vocab = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads, cfg.dim, cfg.ffn_dim, cfg.vocab_size
+    qd, kvd = nh * hd, nkv * hd
+    splits, split_max = K.attention_splits(n_ctx, nh // nkv, SPLIT_MIN)
+    hf_pairs = plan["rope"] == "hf"
+
+    def matrix(buffer, names):
+        """A buffer holding the named tensors back to back (16-byte aligned): one dispatch reads them all."""
+        dtype = tensors[names[0]]["dtype"]
+        fill, segs, at = [], [], 0
+        for name in names:
+            fill.append((name, at))
+            segs.append(at // K.STORE_BYTES[dtype])
+            at = align(at + tensors[name]["nbytes"])
+        b.buffer(buffer, at, fill=fill)
+        return Matrix(buffer, dtype, tensors[names[0]]["shape"][1], tuple(segs))
+
+    def gain(buffer, name):
+        b.buffer(buffer, tensors[name]["nbytes"], fill=[(name, 0)])
+        return buffer, tensors[name]["dtype"]
+
+    for name, t in tensors.items():
+        b.weight(name, t)
+
+    # activations, (T, width) for T up to the chunk; the KV cache, (n_kv, n_ctx, hd) per layer
+    step = b.buffer("step", 4 * (len(STEP_FIELDS) + chunk))
+    b.buffer("x", 4 * chunk * dim)
+    b.buffer("q", 4 * chunk * qd)
+    b.buffer("attn", 4 * chunk * qd)
+    b.buffer("partials", 4 * chunk * nh * splits * (hd + 2))
+    b.buffer("h", 4 * chunk * ffn)
+    b.buffer("logits", 4 * vocab)
+    b.buffer("chosen", 16)
+    b.buffer("top_k_candidates", K.top_k_candidates_bytes(vocab, TOP_K_MAX))
+    b.buffer("top_k", 8 * TOP_K_MAX)
+    b.buffer("rope", 0, data=rope_table(cfg, n_ctx))
+
+    embed = matrix("embed", ["model.embed_tokens.weight"])
+    lm_head = embed if cfg.tied_output else matrix("lm_head", ["lm_head.weight"])
+    final_norm = gain("norm", "model.norm.weight")
+    layers = []
+    for i in range(cfg.n_layers):
+        p, L = f"model.layers.{i}.", f"L{i}."
+        qkv_names = [p + f"self_attn.{x}_proj.weight" for x in "qkv"]
+        if len({tensors[n]["dtype"] for n in qkv_names}) == 1:
+            qkv = [(matrix(L + "qkv", qkv_names), "qkv")]
+        else:  # mixed precisions cannot share a decoder: one dispatch each
+            qkv = [(matrix(L + x, [n]), x) for x, n in zip("qkv", qkv_names)]
+        gate_up = [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"]
+        if tensors[gate_up[0]]["dtype"] != tensors[gate_up[1]]["dtype"]:
+            raise ChatlensError(f"{gate_up[0]} and up_proj are stored in different precisions; the GPU fuses them")
+        b.buffer(L + "k_cache", 4 * kvd * n_ctx)
+        b.buffer(L + "v_cache", 4 * kvd * n_ctx)
+        layers.append({
+            "attn_norm": gain(L + "attn_norm", p + "input_layernorm.weight"), "qkv": qkv,
+            "o": matrix(L + "o", [p + "self_attn.o_proj.weight"]),
+            "mlp_norm": gain(L + "mlp_norm", p + "post_attention_layernorm.weight"),
+            "gate_up": matrix(L + "gate_up", gate_up), "down": matrix(L + "down", [p + "mlp.down_proj.weight"]),
+            "k_cache": L + "k_cache", "v_cache": L + "v_cache"})
+
+    pairs = {"q": (0, qd // 2), "k": (qd // 2, (qd + kvd) // 2), "v": ((qd + kvd) // 2, (qd + 2 * kvd) // 2),
+             "qkv": (0, (qd + 2 * kvd) // 2)}
+    eps = cfg.norm_eps
+    for seq, tokens in (("prefill", chunk), ("decode", 1)):
+        rows = None if seq == "decode" else chunk  # matvec for one token, matmul for a chunk
+        K.embed(b, seq, step=step, w=embed, x="x", chosen="chosen", chunk=tokens)  # ids (T) -> x (T, dim)
+        for w in layers:
+            for mat, part in w["qkv"]:
+                segs = {"q": mat.segs[0], "k": mat.segs[1], "v": mat.segs[2]} if part == "qkv" else {part: 0}
+                epi = K.rope_kv("q", w["k_cache"], w["v_cache"], "rope", n_heads=nh, n_kv_heads=nkv, head_dim=hd,
+                                n_ctx=n_ctx, hf_pairs=hf_pairs, segs=segs, pairs=pairs[part])
+                # rms_norm(x) (T, dim) -> q (T, nh*hd) rotated; k, v rotated -> cache[:, start:start+T]
+                K.project(b, seq, target, step=step, x="x", w=mat, epilogue=epi, gain=w["attn_norm"], eps=eps, chunk=rows)
+            # q (T, nh*hd), cache (nkv, start+T, hd) -> partials (T, nh, splits, hd+2) -> attn (T, nh*hd)
+            K.attention(b, seq, step=step, q="q", kc=w["k_cache"], vc=w["v_cache"], partials="partials", out="attn",
+                        n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=splits, split_max=split_max,
+                        tokens=tokens)
+            # x (T, dim) += attn (T, nh*hd) @ o.T
+            K.project(b, seq, target, step=step, x="attn", w=w["o"], epilogue=K.residual("x", dim), chunk=rows)
+            # rms_norm(x) (T, dim) -> h (T, ffn) = silu(. @ gate.T) * (. @ up.T)
+            K.project(b, seq, target, step=step, x="x", w=w["gate_up"], epilogue=K.silu_mul("h", ffn),
+                      gain=w["mlp_norm"], eps=eps, chunk=rows)
+            # x (T, dim) += h (T, ffn) @ down.T
+            K.project(b, seq, target, step=step, x="h", w=w["down"], epilogue=K.residual("x", dim), chunk=rows)
+    # rms_norm(x[T-1]) (dim) -> logits (vocab) -> chosen id
+    K.project(b, "head", target, step=step, x="x", w=lm_head, epilogue=K.store("logits", vocab),
+              gain=final_norm, eps=eps, last_row=True)
+    K.argmax(b, "head", logits="logits", out="chosen", vocab=vocab)
+    # logits (vocab) -> candidates (chunks, k_max) -> top_k (k_max) of (id, logit)
+    K.top_k(b, "top_k", step=step, logits="logits", candidates="top_k_candidates", out="top_k", vocab=vocab,
+            k_max=TOP_K_MAX)
+
+    b.readback("id", "chosen", 0, 4)
+    b.readback("top_k", "top_k")
+    b.readback("logits", "logits", 0, 4 * vocab)
+    _require(b, target, limits)
+    b.meta = {"config": cfg.to_dict(), "n_ctx": n_ctx, "chunk": chunk, "vocab": vocab, "top_k_max": TOP_K_MAX,
+              "splits": splits, "split_min": SPLIT_MIN, "split_max": split_max, "step_buffer": step,
+              "step_fields": list(STEP_FIELDS), "rope": plan["rope"], "reduce": target.reduce,
+              "dispatches": {name: len(seq) for name, seq in b.sequences.items()}}
+    return b.to_dict()
+
+
+def step_params(meta: dict, start: int, tokens, use_argmax: bool = False, top_k: int = 0) -> bytes:
+    """The step buffer's bytes for a chunk of `tokens` at position `start`."""
+    tokens = list(tokens)
+    n_keys = start + len(tokens)
+    split = max(meta["split_min"], math.ceil(n_keys / meta["splits"]))
+    split = min(meta["split_max"], math.ceil(split / meta["split_min"]) * meta["split_min"])
+    fields = {"n_tokens": len(tokens), "start": start, "split": split, "use_argmax": int(use_argmax),
+              "top_k": top_k, "pad0": 0, "pad1": 0, "pad2": 0}
+    words = [fields[f] for f in meta["step_fields"]] + tokens
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+def rope_table(cfg: ModelConfig, n_ctx: int) -> bytes:
+    """(n_ctx, hd/2) of (cos, sin) as model.rope_tables computes them in float32."""
+    f32 = struct.Struct("<f")
+
+    def r(x):
+        return f32.unpack(f32.pack(x))[0]
+
+    hd = cfg.head_dim
+    base = r(cfg.rope_base)
+    inv = [r(1.0 / r(base ** r(r(2 * i) / r(hd)))) for i in range(hd // 2)]
+    out = bytearray()
+    for pos in range(n_ctx):
+        for f in inv:
+            angle = r(pos * f)
+            out += struct.pack("<ff", math.cos(angle), math.sin(angle))
+    return bytes(out)
+
+
+def _checked_tensors(plan: dict, cfg: ModelConfig) -> dict:
+    q_dim, kv_dim = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    want = {"model.embed_tokens.weight": [cfg.vocab_size, cfg.dim], "model.norm.weight": [cfg.dim]}
+    if not cfg.tied_output:
+        want["lm_head.weight"] = [cfg.vocab_size, cfg.dim]
+    for i in range(cfg.n_layers):
+        p = f"model.layers.{i}."
+        want.update({
+            p + "input_layernorm.weight": [cfg.dim], p + "post_attention_layernorm.weight": [cfg.dim],
+            p + "self_attn.q_proj.weight": [q_dim, cfg.dim], p + "self_attn.k_proj.weight": [kv_dim, cfg.dim],
+            p + "self_attn.v_proj.weight": [kv_dim, cfg.dim], p + "self_attn.o_proj.weight": [cfg.dim, q_dim],
+            p + "mlp.gate_proj.weight": [cfg.ffn_dim, cfg.dim], p + "mlp.up_proj.weight": [cfg.ffn_dim, cfg.dim],
+            p + "mlp.down_proj.weight": [cfg.dim, cfg.ffn_dim]})
+    tensors = plan["tensors"]
+    for name, shape in want.items():
+        if name not in tensors:
+            raise ChatlensError(f"weight {name} is missing")
+        if list(tensors[name]["shape"]) != shape:
+            raise ChatlensError(f"weight {name} has shape {tensors[name]['shape']}, the config implies {shape}")
+    for dim in (cfg.dim, cfg.ffn_dim, q_dim, cfg.head_dim):
+        if dim % 8:
+            raise ChatlensError(f"the GPU kernels need model sizes that are multiples of 8, not {dim}")
+    return {name: tensors[name] for name in want}
+
+
+def _require(b: ProgramBuilder, target: Target, limits: dict | None):
+    """The features and limits the device must be created with; refuse what the adapter lacks."""
+    largest = max(buf["size"] for buf in b.buffers.values())
+    have = (limits or {}).get("maxStorageBufferBindingSize", DEFAULT_LIMIT)
+    if largest > have:
+        big = max(b.buffers.values(), key=lambda buf: buf["size"])
+        raise ChatlensError(f"GPU buffer {big['name']} needs {largest} bytes; the adapter binds at most {have}")
+    need = {"maxStorageBuffersPerShaderStage": 8, "maxComputeWorkgroupStorageSize": 16384,
+            "maxComputeInvocationsPerWorkgroup": 256, "maxComputeWorkgroupSizeX": 256}
+    if largest > DEFAULT_LIMIT:
+        need["maxStorageBufferBindingSize"] = largest
+        need["maxBufferSize"] = largest
+    b.features = [target.feature] if target.feature else []
+    b.limits = need

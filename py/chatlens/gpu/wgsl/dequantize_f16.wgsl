@@ -1,0 +1,13 @@
+// F16 weights (quants.dequantize's "F16"), two per u32, unpacked in the shader: no shader-f16
+// needed. A unit is 8 consecutive elements: one vec4<u32>.
+alias WT = vec4<u32>;
+
+fn w_unit(seg: u32, g: u32) -> mat2x4<f32> {
+    let p = W[seg + g];
+    return mat2x4<f32>(vec4<f32>(unpack2x16float(p.x), unpack2x16float(p.y)),
+                       vec4<f32>(unpack2x16float(p.z), unpack2x16float(p.w)));
+}
+
+fn unit_x(u: u32) -> vec2<u32> {
+    return vec2<u32>(8u * u, 8u * u + 4u);
+}

@@ -1,0 +1,14 @@
+// F32 weights (quants.dequantize's "F32"). A unit is 8 consecutive elements of a row: two vec4
+// loads, so rows must hold a multiple of 8 elements.
+alias WT = vec4<f32>;
+
+// Unit g of the tensor that starts at element `seg` of W (g = row * UNITS + unit in row).
+fn w_unit(seg: u32, g: u32) -> mat2x4<f32> {
+    let i = seg + 2u * g;
+    return mat2x4<f32>(W[i], W[i + 1u]);
+}
+
+// Where the unit's two vec4 lie in its row (element offsets).
+fn unit_x(u: u32) -> vec2<u32> {
+    return vec2<u32>(8u * u, 8u * u + 4u);
+}

@@ -1,0 +1,20 @@
+// The embedding lookup of model.NumpyBackend._forward, x = embed[ids], dequantized as it is
+// gathered. A decode step takes its id from OUT[0], where the last argmax wrote it, when
+// step.use_argmax says so: the chosen token never has to round-trip through the host.
+// X is (T, K); grid (ceil(UNITS / WG), chunk tokens).
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let t = wid.y;
+    let u = wid.x * WG + lid;
+    if (t >= step.n_tokens || u >= UNITS) {
+        return;
+    }
+    var id = step.tokens[t];
+    if (step.use_argmax == 1u) {
+        id = OUT[0];
+    }
+    let w = w_unit(SEG0, id * UNITS + u);
+    let at = unit_x(u);
+    X[(t * K + at.x) / 4u] = w[0];
+    X[(t * K + at.y) / 4u] = w[1];
+}

@@ -1,0 +1,91 @@
+// chatlens.backend.top_k_of on the GPU: the step.top_k best (id, logit) pairs, best first, equal
+// logits by lower id. Two entry points: `chunks` finds each CHUNK of logits' own best step.top_k
+// (grid: one workgroup per chunk), `merge` picks the best step.top_k of all those (one workgroup).
+// CAND is (chunks, K_MAX) and OUT is (K_MAX) of (id, bitcast logit); a missing entry has id
+// 0xffffffff and the lowest float, so it sorts last.
+const NONE: u32 = 0xffffffffu;
+const LOWEST: f32 = -0x1.fffffep+127f;  // the lowest finite f32
+
+var<workgroup> vals: array<f32, CHUNK>;
+var<workgroup> red_v: array<f32, WG>;
+var<workgroup> red_i: array<u32, WG>;
+var<workgroup> red_s: array<u32, WG>;
+
+fn better(v: f32, i: u32, than_v: f32, than_i: u32) -> bool {
+    return v > than_v || (v == than_v && i < than_i);
+}
+
+// the workgroup's best (value, id, slot) into red_*[0]
+fn reduce_best(lid: u32, v: f32, i: u32, slot: u32) {
+    red_v[lid] = v;
+    red_i[lid] = i;
+    red_s[lid] = slot;
+    workgroupBarrier();
+    for (var s = WG_POW2 / 2u; s > 0u; s = s / 2u) {
+        if (lid < s && lid + s < WG) {
+            if (better(red_v[lid + s], red_i[lid + s], red_v[lid], red_i[lid])) {
+                red_v[lid] = red_v[lid + s];
+                red_i[lid] = red_i[lid + s];
+                red_s[lid] = red_s[lid + s];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let base = wid.x * CHUNK;
+    for (var j = lid; j < CHUNK; j += WG) {
+        vals[j] = select(LOWEST, LOGITS[base + j], base + j < V);
+    }
+    workgroupBarrier();
+    let k = min(step.top_k, K_MAX);
+    for (var r = 0u; r < k; r++) {
+        var v = LOWEST;
+        var i = NONE;
+        for (var j = lid; j < CHUNK; j += WG) {
+            if (base + j < V && vals[j] != LOWEST && better(vals[j], base + j, v, i)) {
+                v = vals[j];
+                i = base + j;
+            }
+        }
+        reduce_best(lid, v, i, 0u);
+        if (lid == 0u) {
+            CAND[wid.x * K_MAX + r] = vec2<u32>(red_i[0], bitcast<u32>(red_v[0]));
+            if (red_i[0] != NONE) {
+                vals[red_i[0] - base] = LOWEST;
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn merge(@builtin(local_invocation_index) lid: u32) {
+    let k = min(step.top_k, K_MAX);
+    for (var r = 0u; r < k; r++) {
+        var v = LOWEST;
+        var i = NONE;
+        var slot = 0u;
+        for (var f = lid; f < N_CHUNKS * k; f += WG) {
+            let at = (f / k) * K_MAX + f % k;
+            let cand = CAND[at];
+            let cv = bitcast<f32>(cand.y);
+            if (cand.x != NONE && better(cv, cand.x, v, i)) {
+                v = cv;
+                i = cand.x;
+                slot = at;
+            }
+        }
+        reduce_best(lid, v, i, slot);
+        if (lid == 0u) {
+            OUT[r] = vec2<u32>(red_i[0], bitcast<u32>(red_v[0]));
+            if (red_i[0] != NONE) {
+                CAND[red_s[0]] = vec2<u32>(NONE, bitcast<u32>(LOWEST));
+            }
+        }
+        storageBarrier();  // the next round must see the pick struck out
+        workgroupBarrier();
+    }
+}

@@ -1,0 +1,299 @@
+"""The WebGPU backend (chatlens.gpu) against the NumPy backend, natively through wgpu-py.
+
+A tiny seeded random Llama (2 layers, dim 64, 4/2 heads, head_dim 16, ffn 96, vocab 300,
+untied output) is written as the files a user has: a GGUF in Q8_0, Q4_1 and a mix of
+precisions (by the `gguf` package's writer, Q/K rows permuted as llama.cpp's converter does)
+and Hugging Face folders in BF16, F16 and F32 (by the `safetensors` package). The GPU reads
+each file's bytes as they are; NumPy reads the same file through chatlens.source.load_model.
+Then the real model: one short chat prompt and 5 decode steps.
+
+Tolerances: logits within 1e-4 absolute on the tiny model (|logits| up to about 10), 1e-3 on
+the real one (30 layers, |logits| up to about 25); chosen ids equal wherever the reference's
+two best logits are further apart than 1e-3 (they are, on these prompts).
+On this machine wgpu finds lavapipe (a CPU Vulkan device): no test skips for want of a GPU.
+"""
+
+import json
+
+import gguf
+import numpy as np
+import pytest
+
+from chatlens.config import ModelConfig
+from chatlens.errors import ChatlensError
+from chatlens.gpu import adapter_available, open_native, weight_plan
+from chatlens.source import load_model
+
+Q = gguf.GGMLQuantizationType
+TINY = ModelConfig(n_layers=2, dim=64, n_heads=4, n_kv_heads=2, head_dim=16, ffn_dim=96, vocab_size=300,
+                   n_ctx=256, rope_base=10000.0, norm_eps=1e-5, tied_output=False)
+TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"t{i}" for i in range(3, TINY.vocab_size)]
+TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+PROMPT = [1, 17, 290, 3, 3, 41, 100, 7, 250, 19, 64, 2, 5] * 6  # 78 tokens: more than one prefill chunk
+TOL = 1e-4
+
+# GGUF name -> Hugging Face name ({i}: the layer)
+GGUF_NAMES = {
+    "token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+    "blk.{i}.attn_norm.weight": "model.layers.{i}.input_layernorm.weight",
+    "blk.{i}.attn_q.weight": "model.layers.{i}.self_attn.q_proj.weight",
+    "blk.{i}.attn_k.weight": "model.layers.{i}.self_attn.k_proj.weight",
+    "blk.{i}.attn_v.weight": "model.layers.{i}.self_attn.v_proj.weight",
+    "blk.{i}.attn_output.weight": "model.layers.{i}.self_attn.o_proj.weight",
+    "blk.{i}.ffn_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
+    "blk.{i}.ffn_gate.weight": "model.layers.{i}.mlp.gate_proj.weight",
+    "blk.{i}.ffn_up.weight": "model.layers.{i}.mlp.up_proj.weight",
+    "blk.{i}.ffn_down.weight": "model.layers.{i}.mlp.down_proj.weight",
+}
+
+
+def random_weights(cfg=TINY, seed=0) -> dict:
+    """Hugging Face names and layout; scaled so activations and logits stay in a sane range."""
+    rng = np.random.default_rng(seed)
+
+    def w(*shape, scale=1.0):
+        return (scale * rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
+
+    def norm():
+        return (1 + 0.2 * rng.standard_normal(cfg.dim)).astype(np.float32)
+
+    q, kv = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    out = {"model.embed_tokens.weight": w(cfg.vocab_size, cfg.dim, scale=8.0), "model.norm.weight": norm()}
+    if not cfg.tied_output:
+        out["lm_head.weight"] = w(cfg.vocab_size, cfg.dim, scale=4.0)
+    for i in range(cfg.n_layers):
+        p = f"model.layers.{i}."
+        out.update({
+            p + "input_layernorm.weight": norm(), p + "post_attention_layernorm.weight": norm(),
+            p + "self_attn.q_proj.weight": w(q, cfg.dim, scale=2.0), p + "self_attn.k_proj.weight": w(kv, cfg.dim, scale=2.0),
+            p + "self_attn.v_proj.weight": w(kv, cfg.dim), p + "self_attn.o_proj.weight": w(cfg.dim, q),
+            p + "mlp.gate_proj.weight": w(cfg.ffn_dim, cfg.dim, scale=2.0), p + "mlp.up_proj.weight": w(cfg.ffn_dim, cfg.dim),
+            p + "mlp.down_proj.weight": w(cfg.dim, cfg.ffn_dim),
+        })
+    return out
+
+
+def llama_cpp_permute(w, n_heads):
+    """llama.cpp's convert_hf_to_gguf.py permute() of Q/K rows, for its adjacent-pair RoPE."""
+    return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def write_gguf(path, cfg, weights, qtype_of):
+    """A llama GGUF as llama.cpp's converter writes one; qtype_of(gguf name) picks each tensor's type."""
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_block_count(cfg.n_layers)
+    writer.add_embedding_length(cfg.dim)
+    writer.add_feed_forward_length(cfg.ffn_dim)
+    writer.add_head_count(cfg.n_heads)
+    writer.add_head_count_kv(cfg.n_kv_heads)
+    writer.add_rope_dimension_count(cfg.head_dim)
+    writer.add_context_length(cfg.n_ctx)
+    writer.add_rope_freq_base(cfg.rope_base)
+    writer.add_layer_norm_rms_eps(cfg.norm_eps)
+    writer.add_vocab_size(cfg.vocab_size)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt2")
+    writer.add_token_list(TOKENS)
+    writer.add_token_types([3, 3, 3] + [1] * (len(TOKENS) - 3))
+    writer.add_eos_token_id(2)
+    writer.add_chat_template(TEMPLATE)
+    by_hf = {}
+    for g, h in GGUF_NAMES.items():
+        for i in range(cfg.n_layers):
+            by_hf[h.format(i=i)] = g.format(i=i)
+    for hf, array in weights.items():
+        name = by_hf[hf]
+        if name.endswith("attn_q.weight"):
+            array = llama_cpp_permute(array, cfg.n_heads)
+        elif name.endswith("attn_k.weight"):
+            array = llama_cpp_permute(array, cfg.n_kv_heads)
+        qtype = Q.F32 if array.ndim == 1 else qtype_of(name)
+        if qtype in (Q.F32, Q.F16):
+            writer.add_tensor(name, array.astype(np.float32 if qtype == Q.F32 else np.float16))
+        else:
+            writer.add_tensor(name, gguf.quants.quantize(array, qtype), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def write_hf(folder, cfg, weights, dtype):
+    """A Hugging Face folder: config, a minimal tokenizer, and model.safetensors from the reference writer."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({**cfg.to_hf(), "eos_token_id": 2}))
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": 2}))
+    (folder / "tokenizer.json").write_text(json.dumps({
+        "model": {"type": "BPE", "vocab": {t: i for i, t in enumerate(TOKENS)}, "merges": []},
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "added_tokens": [{"id": i, "content": TOKENS[i], "special": True} for i in range(3)]}))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": TEMPLATE, "eos_token": "<|im_end|>"}))
+    torch_dtype = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}[dtype]
+    save_file({k: torch.from_numpy(v).to(torch_dtype) for k, v in weights.items()}, str(folder / "model.safetensors"),
+              metadata={"format": "pt"})
+    return folder
+
+
+def mixed(name):
+    """A file as mixed as llama.cpp's: q/k, v, o, ffn and the embedding in different precisions."""
+    for part, qtype in (("attn_q", Q.Q4_0), ("attn_k", Q.Q4_0), ("attn_v", Q.Q8_0), ("attn_output", Q.F16),
+                        ("ffn_gate", Q.Q4_1), ("ffn_up", Q.Q4_1), ("ffn_down", Q.Q8_0), ("token_embd", Q.F16)):
+        if part in name:
+            return qtype
+    return Q.F32  # output.weight
+
+
+SOURCES = {
+    "gguf-q8_0": lambda d: write_gguf(d / "m.gguf", TINY, random_weights(), lambda n: Q.Q8_0),
+    "gguf-q4_1": lambda d: write_gguf(d / "m.gguf", TINY, random_weights(),
+                                      lambda n: Q.Q8_0 if n == "token_embd.weight" else Q.Q4_1),
+    "gguf-mixed": lambda d: write_gguf(d / "m.gguf", TINY, random_weights(), mixed),
+    "hf-bf16": lambda d: write_hf(d / "hf", TINY, random_weights(), "BF16"),
+    "hf-f16": lambda d: write_hf(d / "hf", TINY, random_weights(), "F16"),
+    "hf-f32-tied": lambda d: write_hf(d / "hf", TIED, random_weights(TIED), "F32"),
+}
+TIED = ModelConfig(**{**TINY.to_dict(), "tied_output": True})
+
+
+@pytest.fixture(scope="module", params=sorted(SOURCES))
+def source(request, tmp_path_factory):
+    """(path, the NumPy model loaded from it) for each kind of file."""
+    path = SOURCES[request.param](tmp_path_factory.mktemp(request.param))
+    return path, load_model(path)
+
+
+def test_wgpu_finds_an_adapter():
+    assert adapter_available(), "wgpu found no adapter: install mesa-vulkan-drivers (lavapipe) or a GPU driver"
+
+
+def test_the_weight_plan_names_the_files_byte_ranges(source):
+    path, model = source
+    plan = weight_plan(path)
+    assert plan["config"] == model.config.to_dict()
+    assert plan["rope"] == ("gguf" if path.suffix == ".gguf" else "hf")
+    root = path if path.is_dir() else path.parent
+    for name, t in plan["tensors"].items():
+        assert list(model.weights[name].shape) == t["shape"]
+        raw = (root / t["file"]).read_bytes()[t["offset"]:t["offset"] + t["nbytes"]]
+        assert len(raw) == t["nbytes"]
+    json.dumps(plan)  # plain data: Pyodide hands it to JS
+
+
+def same_top_k(got, want, logits, tol):
+    """The GPU's top-k is best first and its logits are NumPy's within tol; its ids are NumPy's
+    except where two logits lie within tol of each other (either order is then right)."""
+    values = [v for _, v in got]
+    assert values == sorted(values, reverse=True) and len(got) == len(want)
+    np.testing.assert_allclose(values, logits[[i for i, _ in got]], atol=tol, rtol=0)
+    for j, ((i, _), (wi, wv)) in enumerate(zip(got, want)):
+        assert i == wi or abs(logits[i] - wv) < tol, f"top-k entry {j}: {i} against {wi}"
+
+
+def compare_run(gpu, ref, prompt, n_decode, top_k=0, tol=TOL):
+    """Prefill then n_decode greedy steps on both; the GPU's logits within tol at every step."""
+    got, want = gpu.prefill(prompt, top_k), ref.prefill(prompt, top_k)
+    for step in range(n_decode + 1):
+        np.testing.assert_allclose(gpu.last_logits(), ref.last_logits(), atol=tol, rtol=0, err_msg=f"step {step}")
+        assert got.id == want.id == int(np.argmax(ref.last_logits()))
+        if top_k:
+            same_top_k(got.top_k, want.top_k, ref.last_logits(), tol)
+        if step < n_decode:
+            got, want = gpu.decode(got.id, top_k), ref.decode(want.id, top_k)
+    assert gpu.length == ref.length == len(prompt) + n_decode
+
+
+def test_logits_and_ids_equal_numpy_on_the_same_file(source):
+    path, model = source
+    gpu = open_native(path, 128)
+    assert gpu.name.startswith("webgpu: ") and gpu.capacity == 128
+    compare_run(gpu, model.backend(128), PROMPT, 3, top_k=5)
+
+
+def test_prefill_equals_token_by_token_decode(source):
+    path, _ = source
+    at_once = open_native(path, 32)
+    step = at_once.prefill(PROMPT[:20])
+    one_by_one = open_native(path, 32)
+    for i in PROMPT[:20]:
+        last = one_by_one.decode(i)
+    assert last.id == step.id
+    np.testing.assert_allclose(one_by_one.last_logits(), at_once.last_logits(), atol=TOL, rtol=0)
+
+
+def test_truncate_then_continue_equals_a_fresh_run(source):
+    path, _ = source
+    gpu = open_native(path, 96)
+    gpu.prefill(PROMPT[:70])
+    gpu.truncate(5)
+    assert gpu.length == 5
+    step = gpu.prefill([9, 8, 7])
+    fresh = open_native(path, 96)
+    assert step.id == fresh.prefill(PROMPT[:5] + [9, 8, 7]).id
+    np.testing.assert_allclose(gpu.last_logits(), fresh.last_logits(), atol=TOL, rtol=0)
+    gpu.truncate(1000)  # more than it holds keeps everything
+    assert gpu.length == 8
+    gpu.reset()
+    assert gpu.length == 0
+    assert gpu.prefill(PROMPT[:6]).id == open_native(path, 96).prefill(PROMPT[:6]).id
+
+
+def test_long_prompts_in_small_chunks_split_the_attention(tmp_path):
+    """Chunks of 16 tokens over a 200-token cache: many prefill chunks, attention over 7 key splits."""
+    path = SOURCES["gguf-q8_0"](tmp_path)
+    ref = load_model(path).backend(256)
+    gpu = open_native(path, 256, chunk=16)
+    assert gpu.meta["splits"] == 8
+    compare_run(gpu, ref, (PROMPT * 3)[:200], 2)
+
+
+def test_top_k_equals_numpy_up_to_the_gpu_limit_and_past_it(tmp_path):
+    path = SOURCES["hf-bf16"](tmp_path)
+    ref = load_model(path).backend(32)
+    gpu = open_native(path, 32)
+    for k in (1, 32, 64, 100, 1000):  # 64 on the GPU; beyond it the backend sorts the read-back logits
+        got, want = gpu.prefill(PROMPT[:9], top_k=k), ref.prefill(PROMPT[:9], top_k=k)
+        assert len(got.top_k) == min(k, TINY.vocab_size)
+        assert [i for i, _ in got.top_k] == [i for i, _ in want.top_k], k
+        np.testing.assert_allclose([v for _, v in got.top_k], [v for _, v in want.top_k], atol=TOL, rtol=0)
+        gpu.reset()
+        ref.reset()
+
+
+def test_ties_go_to_the_lowest_id(tmp_path):
+    """An output layer of zeros makes every logit 0: the id is 0 and top-k lists ids in order."""
+    weights = random_weights()
+    weights["lm_head.weight"][:] = 0
+    gpu = open_native(write_hf(tmp_path / "flat", TINY, weights, "F32"), 8)
+    step = gpu.prefill([4, 2], top_k=5)
+    assert step.id == 0 and step.top_k == tuple((i, 0.0) for i in range(5))
+    assert gpu.decode(7).id == 0
+
+
+def test_the_cache_capacity_and_ids_are_checked(tmp_path):
+    gpu = open_native(SOURCES["hf-f16"](tmp_path), 8)
+    with pytest.raises(ChatlensError, match="holds 8 tokens"):
+        gpu.prefill(list(range(9)))
+    gpu.prefill(list(range(8)))
+    with pytest.raises(ChatlensError):
+        gpu.decode(3)
+    gpu.reset()
+    with pytest.raises(ChatlensError, match="out of range"):
+        gpu.prefill([TINY.vocab_size])
+    with pytest.raises(ChatlensError):
+        gpu.prefill([])
+
+
+# -- the real model ---------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_real_model_prefill_and_five_decode_steps_equal_numpy(gguf_path):
+    """SmolLM2-135M-Instruct Q4_1 (Q8_0 embedding, tied output): one short chat prompt."""
+    model = load_model(gguf_path)
+    ids = model.tokenizer.encode("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n")
+    gpu = open_native(gguf_path, 64)
+    assert gpu.meta["dispatches"]["decode"] <= 2 + 8 * model.config.n_layers
+    compare_run(gpu, model.backend(64), ids, 5, top_k=5, tol=1e-3)

@@ -1,0 +1,121 @@
+"""The browser's GPU executor (site/js/gpu/executor.mjs) in headless Chromium on SwiftShader.
+
+tests/gpu_executor.html runs the executor in a module worker, as the site will. Python builds
+the tiny model's program for the browser's adapter (program.py, the code Pyodide will run),
+serves it with the model file, and drives it with the same WebGPUBackend class the native
+host uses, through an executor that forwards run(sequences, params, readback) to the page as
+bytes. Its ids and logits must equal the native run's (wgpu-py on lavapipe) within 1e-4: two
+GPU stacks, the same WGSL, sums in other orders.
+"""
+
+import base64
+import functools
+import json
+import http.server
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from playwright.sync_api import sync_playwright
+
+from chatlens.gpu import build_program, open_native, weight_plan
+from chatlens.gpu.bridge import open_browser
+from test_gpu_backend import PROMPT, SOURCES
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = ["--no-sandbox", "--enable-unsafe-webgpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run"]
+TOL = 1e-4
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """http://127.0.0.1:PORT/ serving the test page, site/js/gpu/, and the tiny models."""
+    root = tmp_path_factory.mktemp("gpu-site")
+    shutil.copy(ROOT / "tests" / "gpu_executor.html", root / "index.html")
+    shutil.copytree(ROOT / "site" / "js" / "gpu", root / "js" / "gpu")
+    models = {}
+    for name in ("gguf-mixed", "hf-bf16"):
+        (root / name).mkdir()
+        models[name] = SOURCES[name](root / name)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/", root, models
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def page(served):
+    url, _, _ = served
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        page.wait_for_function("window.gpuReady === true")
+        yield page
+        assert not errors
+        browser.close()
+
+
+class PageExecutor:
+    """Stands in for the JS executor object Pyodide would hold: run() forwarded to the page's
+    worker, bytes base64-encoded across Playwright as Pyodide's to_js would pass them."""
+
+    def __init__(self, page, name):
+        self.page, self.name = page, name
+
+    def run(self, sequences, params=b"", readback=None):
+        out = self.page.evaluate("([s, p, r]) => gpuCall('run', s, p, r)",
+                                 [list(sequences), base64.b64encode(params).decode(), readback])
+        return base64.b64decode(out)
+
+
+def browser_backend(page, served, source, n_ctx, features=None):
+    url, root, models = served
+    info = page.evaluate("gpuCall('probe')")
+    path = models[source]
+    plan = weight_plan(path)
+    program = build_program(plan, n_ctx, info["features"] if features is None else features, info["limits"])
+    (root / "program.json").write_text(json.dumps(program))
+    model_file = path.relative_to(root) if path.is_file() else (path / "model.safetensors").relative_to(root)
+    name = page.evaluate("([p, m]) => gpuCall('open', p, m)", [url + "program.json", url + model_file.as_posix()])
+    # the backend as Pyodide will open it (chatlens.gpu.bridge); here calls already block
+    return open_browser(program, PageExecutor(page, name), run_sync=lambda r: r, to_js=lambda v: v), program
+
+
+def test_chromium_offers_webgpu_on_swiftshader(page):
+    info = page.evaluate("gpuCall('probe')")
+    assert "subgroups" in info["features"] and info["limits"]["maxStorageBufferBindingSize"] >= 128 << 20
+
+
+@pytest.mark.parametrize("source, reduction", [("gguf-mixed", "subgroups"), ("hf-bf16", "shared-memory")])
+def test_the_js_executor_gives_the_native_ids_and_logits(page, served, source, reduction):
+    features = None if reduction == "subgroups" else []
+    gpu, program = browser_backend(page, served, source, 96, features)
+    assert gpu.name == "webgpu: " + page.evaluate("gpuCall('probe')")["name"]
+    assert program["meta"]["reduce"] == ("reduce_subgroup" if reduction == "subgroups" else "reduce_shared")
+    enabled = any(m["code"].startswith("enable subgroups;") for m in program["modules"])
+    assert enabled == (reduction == "subgroups")  # Chromium's WGSL needs the enable; naga refuses it
+    native = open_native(served[2][source], 96)
+    got, want = gpu.prefill(PROMPT, top_k=5), native.prefill(PROMPT, top_k=5)
+    for step in range(3):
+        np.testing.assert_allclose(gpu.last_logits(), native.last_logits(), atol=TOL, rtol=0, err_msg=f"step {step}")
+        assert got.id == want.id
+        assert [i for i, _ in got.top_k] == [i for i, _ in want.top_k]
+        got, want = gpu.decode(got.id, top_k=5), native.decode(want.id, top_k=5)
+    gpu.truncate(10)
+    native.truncate(10)
+    assert gpu.prefill([3, 4]).id == native.prefill([3, 4]).id

@@ -1,0 +1,360 @@
+"""Each WGSL kernel of chatlens/gpu/wgsl against the NumPy function it mirrors, run natively
+through wgpu-py (lavapipe on this machine: no test skips for want of a GPU).
+
+A kernel runs in a one-dispatch program made by the same functions (chatlens.gpu.kernels) the
+forward pass uses; its weights are uploaded as the files store them and decoded in the shader.
+Shapes: this model's (K = 576 and 1536, 9/3 heads of 64) and odd ones (K = 40 or 96, N = 37,
+4/2 heads of 16). Tolerances: f32 math within 1e-4 relative to the output's largest value
+(sums of up to 1536 products in another order); exact where nothing is summed.
+"""
+
+import math
+import struct
+import zlib
+
+import gguf
+import numpy as np
+import pytest
+
+from chatlens.backend import top_k_of
+from chatlens.gguf import GGML_TYPES, unpermute_qk
+from chatlens.gpu import kernels as K
+from chatlens.gpu import native
+from chatlens.gpu.builder import ProgramBuilder
+from chatlens.gpu.kernels import Matrix, Target
+from chatlens.gpu.program import STEP_FIELDS, rope_table
+from chatlens.model import attention, rms_norm, rope, rope_tables, silu, split_heads
+from chatlens.config import ModelConfig
+from chatlens.quants import dequantize
+
+Q = gguf.GGMLQuantizationType
+DTYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1"]
+TYPE_ID = {t.name: i for i, t in GGML_TYPES.items()}
+REL = 1e-4
+
+
+def close(got, want, rel=REL):
+    np.testing.assert_allclose(got, want, rtol=0, atol=rel * float(np.abs(want).max()))
+
+
+@pytest.fixture(scope="module")
+def device():
+    opened = native.shared_device()
+    assert opened is not None, "wgpu found no adapter: install mesa-vulkan-drivers (lavapipe) or a GPU driver"
+    return opened
+
+
+TARGETS = {"subgroups": Target(True), "shared-memory": Target(False)}
+
+
+def encode(a, dtype) -> bytes:
+    """A float32 matrix as a file stores it in `dtype` (quantized by the gguf package)."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    if dtype == "F32":
+        return a.tobytes()
+    if dtype == "F16":
+        return a.astype("<f2").tobytes()
+    if dtype == "BF16":
+        bits = a.view(np.uint32)
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2").tobytes()
+    return gguf.quants.quantize(a, Q[dtype]).tobytes()
+
+
+def decoded(raw, dtype, shape):
+    """What the file's bytes mean, by chatlens.quants (the CPU side's dequantizer)."""
+    return dequantize(raw, GGML_TYPES[TYPE_ID[dtype]], shape)
+
+
+class Kernel:
+    """A program of a few buffers and one sequence; inputs are uploaded like weights (fills)."""
+
+    def __init__(self, device):
+        self.device, self.info = device
+        self.b = ProgramBuilder()
+        self.blobs = {}
+
+    def input(self, name, data, size=None) -> str:
+        raw = data if isinstance(data, bytes) else np.ascontiguousarray(data).tobytes()
+        self.blobs[name] = raw
+        self.b.weight(name, {"file": name, "offset": 0, "nbytes": len(raw)})
+        return self.b.buffer(name, max(len(raw), size or 0), fill=[(name, 0)])
+
+    def matrix(self, name, tensors, dtype) -> tuple[Matrix, list]:
+        """Tensors (out, k) of one dtype back to back in one buffer, as program.py lays them out;
+        returns the Matrix and the decoded float32 value of each."""
+        fill, segs, at, values = [], [], 0, []
+        for i, t in enumerate(tensors):
+            raw = encode(t, dtype)
+            self.blobs[f"{name}{i}"] = raw
+            self.b.weight(f"{name}{i}", {"file": f"{name}{i}", "offset": 0, "nbytes": len(raw)})
+            fill.append((f"{name}{i}", at))
+            segs.append(at // K.STORE_BYTES[dtype])
+            at = -(-(at + len(raw)) // 16) * 16
+            values.append(decoded(raw, dtype, t.shape))
+        self.b.buffer(name, at, fill=fill)
+        return Matrix(name, dtype, tensors[0].shape[1], tuple(segs)), values
+
+    def output(self, name, nbytes) -> str:
+        self.b.buffer(name, nbytes)
+        self.b.readback(name, name, 0, nbytes)
+        return name
+
+    def step(self, n_tokens=1, start=0, split=32, use_argmax=0, top_k=0, tokens=(), capacity=64) -> str:
+        words = [n_tokens, start, split, use_argmax, top_k] + [0] * (len(STEP_FIELDS) - 5)
+        words += list(tokens) + [0] * (capacity - len(tokens))
+        return self.input("step", struct.pack(f"<{len(words)}I", *words))
+
+    def run(self, *outputs, dtype="<f4"):
+        program = self.b.to_dict()
+        program["meta"] = {"step_buffer": "step"}
+        ex = native.NativeExecutor(self.device, program, lambda f, o, n: self.blobs[f][o:o + n])
+        ex.run(["k"])
+        return [np.frombuffer(ex.run([], b"", name), dtype=dtype) for name in outputs]
+
+
+def rng_for(*key):
+    """A generator seeded by the test's own key (stable across runs, unlike hash())."""
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+# -- x @ W.T --------------------------------------------------------------------------------------
+SHAPES = [(576, 576), (1536, 576), (576, 1536), (37, 40), (37, 96)]  # (N, K)
+
+
+def shapes_for(dtype):
+    return [(n, k) for n, k in SHAPES if k % max(K.UNIT, K.BLOCK[dtype]) == 0]
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matvec_equals_x_at_w_t(device, dtype, target):
+    """One token (decode): y = x @ W.T, every shape its dtype allows, both reductions."""
+    for n, k in shapes_for(dtype):
+        rng = rng_for(dtype, n, k)
+        x = rng.standard_normal((1, k)).astype(np.float32)
+        kern = Kernel(device)
+        step = kern.step()
+        w, (wv,) = kern.matrix("w", [rng.standard_normal((n, k)).astype(np.float32)], dtype)
+        y = kern.output("y", 4 * n)
+        K.project(kern.b, "k", TARGETS[target], step=step, x=kern.input("x", x), w=w, epilogue=K.store(y, n))
+        (got,) = kern.run("y")
+        close(got, (x @ wv.T)[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_equals_x_at_w_t(device, dtype):
+    """A prefill chunk: Y = X @ W.T for T tokens of a chunk of 64 (partial tiles, tokens past T untouched)."""
+    for (n, k), t in zip(shapes_for(dtype)[::-1], (5, 64, 33, 1)):
+        rng = rng_for("mm", dtype, n, k)
+        x = rng.standard_normal((64, k)).astype(np.float32)
+        kern = Kernel(device)
+        step = kern.step(n_tokens=t)
+        w, (wv,) = kern.matrix("w", [rng.standard_normal((n, k)).astype(np.float32)], dtype)
+        y = kern.output("y", 4 * n * 64)
+        K.project(kern.b, "k", Target(), step=step, x=kern.input("x", x), w=w, epilogue=K.store(y, n), chunk=64)
+        (got,) = kern.run("y")
+        got = got.reshape(64, n)
+        close(got[:t], x[:t] @ wv.T)
+        assert not got[t:].any()
+
+
+@pytest.mark.parametrize("gain_dtype", ["F32", "F16", "BF16"])
+@pytest.mark.parametrize("chunk", [None, 64])
+def test_rms_norm_folded_into_the_projection(device, gain_dtype, chunk):
+    """rms_norm(x, g, eps) @ W.T with g stored as F32/F16/BF16; the last row read when LAST_ROW (the head)."""
+    for n, k, dtype in ((1536, 576, "Q4_1"), (37, 40, "F32")):
+        rng = rng_for("norm", gain_dtype, chunk, n)
+        t = 1 if chunk is None else 7
+        x = (3 * rng.standard_normal((t, k))).astype(np.float32)
+        g_raw = encode(1 + 0.3 * rng.standard_normal(k), gain_dtype)
+        g = decoded(g_raw, gain_dtype, (k,))
+        kern = Kernel(device)
+        step = kern.step(n_tokens=t)
+        w, (wv,) = kern.matrix("w", [rng.standard_normal((n, k)).astype(np.float32)], dtype)
+        y = kern.output("y", 4 * n * t)
+        K.project(kern.b, "k", Target(True), step=step, x=kern.input("x", x), w=w, epilogue=K.store(y, n),
+                  gain=(kern.input("g", g_raw), gain_dtype), eps=1e-5, chunk=chunk)
+        (got,) = kern.run("y")
+        close(got.reshape(t, n), rms_norm(x, g, 1e-5) @ wv.T)
+
+
+@pytest.mark.parametrize("chunk", [None, 64])
+def test_residual_add_inside_the_projection(device, chunk):
+    """x + a @ W.T written in place on the residual stream (o_proj and down_proj)."""
+    for n, k, dtype in ((576, 1536, "Q4_1"), (576, 576, "BF16"), (40, 96, "Q8_0")):
+        rng = rng_for("res", chunk, n, k)
+        t = 1 if chunk is None else 9
+        a = rng.standard_normal((t, k)).astype(np.float32)
+        stream = rng.standard_normal((t, n)).astype(np.float32)
+        kern = Kernel(device)
+        step = kern.step(n_tokens=t)
+        w, (wv,) = kern.matrix("w", [rng.standard_normal((n, k)).astype(np.float32)], dtype)
+        r = kern.input("r", stream)
+        kern.b.readback("r", r)
+        K.project(kern.b, "k", Target(True), step=step, x=kern.input("a", a), w=w, epilogue=K.residual(r, n), chunk=chunk)
+        (got,) = kern.run("r")
+        close(got[:t * n].reshape(t, n), stream + a @ wv.T)
+
+
+@pytest.mark.parametrize("chunk", [None, 64])
+@pytest.mark.parametrize("dtype", ["Q4_1", "F16"])
+def test_silu_gate_times_up(device, dtype, chunk):
+    """silu(rms_norm(x) @ gate.T) * (rms_norm(x) @ up.T), gate and up in one buffer."""
+    for ffn, dim in ((1536, 576), (96, 64)):
+        rng = rng_for("silu", dtype, chunk, ffn)
+        t = 1 if chunk is None else 3
+        x = rng.standard_normal((t, dim)).astype(np.float32)
+        g = (1 + 0.2 * rng.standard_normal(dim)).astype(np.float32)
+        kern = Kernel(device)
+        step = kern.step(n_tokens=t)
+        w, (gate, up) = kern.matrix("w", [3 * rng.standard_normal((ffn, dim)).astype(np.float32),
+                                          rng.standard_normal((ffn, dim)).astype(np.float32)], dtype)
+        h = kern.output("h", 4 * ffn * t)
+        K.project(kern.b, "k", Target(False), step=step, x=kern.input("x", x), w=w, epilogue=K.silu_mul(h, ffn),
+                  gain=(kern.input("g", g), "F32"), eps=1e-5, chunk=chunk)
+        (got,) = kern.run("h")
+        n = rms_norm(x, g, 1e-5)
+        close(got.reshape(t, ffn), silu(n @ gate.T) * (n @ up.T))
+
+
+def test_silu_matches_numpy_for_large_negative_inputs():
+    """WGSL promises nothing about inf: the kernel's select() returns NumPy's 0 where exp(-x) overflows."""
+    with np.errstate(over="ignore"):
+        assert silu(np.float32(-100.0)) == 0.0
+
+
+def llama_cpp_permute(w, n_heads):
+    return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+@pytest.mark.parametrize("layout", ["hf", "gguf"])
+@pytest.mark.parametrize("chunk", [None, 64])
+def test_rope_and_kv_cache_write_after_the_qkv_projection(device, layout, chunk):
+    """q, k, v in one dispatch: q and k rotated by model.rope at positions start.., k and v written
+    into the cache. For a GGUF source the rows stay in llama.cpp's permuted order and are
+    rotated in adjacent pairs: undoing the permutation gives HF's result."""
+    for nh, nkv, hd, dim, dtype in ((9, 3, 64, 576, "Q4_1"), (4, 2, 16, 40, "F32")):
+        rng = rng_for("rope", layout, chunk, nh)
+        t, start, n_ctx = (1, 11, 16) if chunk is None else (6, 5, 16)
+        cfg = ModelConfig(n_layers=1, dim=dim, n_heads=nh, n_kv_heads=nkv, head_dim=hd, ffn_dim=dim,
+                          vocab_size=8, n_ctx=n_ctx, rope_base=1e5, norm_eps=1e-5, tied_output=True)
+        wq, wk, wv = (rng.standard_normal((n * hd, dim)).astype(np.float32) for n in (nh, nkv, nkv))
+        stored = [wq, wk, wv] if layout == "hf" else [llama_cpp_permute(wq, nh), llama_cpp_permute(wk, nkv), wv]
+        x = rng.standard_normal((t, dim)).astype(np.float32)
+        kern = Kernel(device)
+        step = kern.step(n_tokens=t, start=start)
+        w, (q_st, k_st, v_st) = kern.matrix("w", stored, dtype)
+        table = kern.input("rope", rope_table(cfg, n_ctx))
+        q = kern.output("q", 4 * t * nh * hd)
+        kc = kern.output("kc", 4 * nkv * n_ctx * hd)
+        vc = kern.output("vc", 4 * nkv * n_ctx * hd)
+        segs = dict(zip("qkv", w.segs))
+        epi = K.rope_kv(q, kc, vc, table, n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx,
+                        hf_pairs=layout == "hf", segs=segs, pairs=(0, (nh + 2 * nkv) * hd // 2))
+        K.project(kern.b, "k", Target(True), step=step, x=kern.input("x", x), w=w, epilogue=epi, chunk=chunk)
+        got_q, got_k, got_v = kern.run("q", "kc", "vc")
+        got_q = got_q.reshape(t, nh * hd)
+        got_k, got_v = got_k.reshape(nkv, n_ctx, hd), got_v.reshape(nkv, n_ctx, hd)
+        if layout == "gguf":  # back to HF's row order, the order NumPy computes in
+            q_st, k_st = unpermute_qk(q_st, nh), unpermute_qk(k_st, nkv)
+            got_q = unpermute_qk(got_q.T, nh).T
+            by_pos = unpermute_qk(got_k.transpose(1, 0, 2).reshape(n_ctx, nkv * hd).T, nkv).T
+            got_k = by_pos.reshape(n_ctx, nkv, hd).transpose(1, 0, 2)
+        cos, sin = rope_tables(cfg, n_ctx)
+        cos, sin = cos[start:start + t], sin[start:start + t]
+        want_q = rope(split_heads(x @ q_st.T, nh), cos, sin).transpose(1, 0, 2).reshape(t, nh * hd)
+        close(got_q, want_q)
+        close(got_k[:, start:start + t], rope(split_heads(x @ k_st.T, nkv), cos, sin))
+        close(got_v[:, start:start + t], split_heads(x @ v_st.T, nkv))
+        assert not got_k[:, :start].any() and not got_v[:, start + t:].any()  # nothing else written
+
+
+# -- attention ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("nh, nkv, hd", [(9, 3, 64), (4, 2, 16), (4, 4, 16)])
+def test_split_attention_equals_numpy_attention(device, nh, nkv, hd):
+    """model.attention over a cache, causal, split in keys of `split` and merged: decode (T=1)
+    over 1, 3 and 10 splits, and a prefill chunk of 7 tokens."""
+    n_ctx, splits, split_max = 320, 10, 32
+    rng = rng_for("attn", nh, nkv, hd)
+    kc = rng.standard_normal((nkv, n_ctx, hd)).astype(np.float32)
+    vc = rng.standard_normal((nkv, n_ctx, hd)).astype(np.float32)
+    for t, start, split in ((1, 0, 32), (1, 70, 32), (1, 319, 32), (7, 100, 16), (7, 20, 32)):
+        q = (2 * rng.standard_normal((t, nh * hd))).astype(np.float32)
+        kern = Kernel(device)
+        step = kern.step(n_tokens=t, start=start, split=split)
+        out = kern.output("out", 4 * t * nh * hd)
+        kern.b.buffer("partials", 4 * t * nh * splits * (hd + 2))
+        K.attention(kern.b, "k", step=step, q=kern.input("q", q), kc=kern.input("kc", kc), vc=kern.input("vc", vc),
+                    partials="partials", out=out, n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx,
+                    splits=splits, split_max=split_max, tokens=t)
+        (got,) = kern.run("out")
+        end = start + t
+        want = attention(split_heads(q, nh), kc[:, :end], vc[:, :end], start)
+        close(got.reshape(t, nh * hd), want)
+
+
+def test_attention_splits_cover_the_context():
+    for n_ctx in (1, 8, 64, 100, 8192, 32768, 131072):
+        for group in (1, 3, 8):
+            splits, split_max = K.attention_splits(n_ctx, group)
+            assert splits * split_max >= n_ctx and group * split_max <= 2048 and splits <= 65535
+
+
+# -- choosing tokens ------------------------------------------------------------------------------
+@pytest.mark.parametrize("vocab", [49152, 301])
+def test_argmax_takes_the_lowest_id_among_equal_maxima(device, vocab):
+    rng = rng_for("argmax", vocab)
+    logits = rng.standard_normal(vocab).astype(np.float32)
+    for tie in ([vocab - 1], [vocab - 1, 7], [0, vocab // 2]):
+        logits[tie] = logits.max() + 1
+        kern = Kernel(device)
+        out = kern.output("out", 16)
+        K.argmax(kern.b, "k", logits=kern.input("logits", logits), out=out, vocab=vocab)
+        (got,) = kern.run("out", dtype="<u4")
+        assert got[0] == np.argmax(logits) == min(tie)
+
+
+@pytest.mark.parametrize("vocab", [49152, 301, 1025])
+def test_top_k_equals_backend_top_k_of(device, vocab):
+    """chatlens.backend.top_k_of: best first, equal logits by lower id, for k up to the GPU's 64."""
+    rng = rng_for("topk", vocab)
+    logits = np.round(rng.standard_normal(vocab), 1).astype(np.float32)  # rounding makes many ties
+    for k in (1, 5, 32, 64):
+        kern = Kernel(device)
+        step = kern.step(top_k=k)
+        out = kern.output("out", 8 * 64)
+        kern.b.buffer("cand", K.top_k_candidates_bytes(vocab, 64))
+        K.top_k(kern.b, "k", step=step, logits=kern.input("logits", logits), candidates="cand", out=out,
+                vocab=vocab, k_max=64)
+        (got,) = kern.run("out", dtype="<u4")
+        ids, vals = got[0:2 * k:2], got[1:2 * k:2].view(np.float32)
+        want = top_k_of(logits, k)
+        assert list(ids) == [i for i, _ in want]
+        assert list(vals) == [v for _, v in want]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_embed_gathers_rows_as_numpy_indexes_them(device, dtype):
+    """x = embed[ids], decoded exactly; or, with use_argmax, the row of the id the argmax wrote."""
+    vocab, dim = 300, 64
+    rng = rng_for("embed", dtype)
+    ids = [5, 299, 0, 5, 17]
+    for use_argmax in (0, 1):
+        kern = Kernel(device)
+        step = kern.step(n_tokens=len(ids) if not use_argmax else 1, tokens=ids, use_argmax=use_argmax)
+        w, (table,) = kern.matrix("w", [rng.standard_normal((vocab, dim)).astype(np.float32)], dtype)
+        x = kern.output("x", 4 * len(ids) * dim)
+        chosen = kern.input("chosen", np.array([123, 0, 0, 0], np.uint32))
+        K.embed(kern.b, "k", step=step, w=w, x=x, chosen=chosen, chunk=len(ids))
+        (got,) = kern.run("x")
+        want = table[[123]] if use_argmax else table[ids]
+        np.testing.assert_array_equal(got.reshape(len(ids), dim)[:len(want)], want)
+
+
+def test_matvec_workgroups_are_sized_for_the_row():
+    """K = 576 has 72 units of 8 elements: 96 invocations leave fewest idle; K = 1536 (192 units) fills 192."""
+    assert K.matvec_workgroup(576 // 8) == 96
+    assert K.matvec_workgroup(1536 // 8) == 192
+    for units in (1, 5, 72, 192, 1000):
+        wg = K.matvec_workgroup(units)
+        assert wg % 32 == 0 and 32 <= wg <= 256 and math.ceil(units / wg) * wg - units < wg
