@@ -1,5 +1,6 @@
 """The site's build and its local server, without a browser."""
 
+import hashlib
 import json
 import os
 import queue
@@ -51,7 +52,12 @@ def test_build_holds_everything_the_page_loads(built):
                      f"markupsafe-{site.MARKUPSAFE_VERSION}-py3-none-any.whl", "chatlens-0.1.0-py3-none-any.whl"]
     for w in manifest["wheels"]:
         assert (built / w).is_file(), w
-    assert manifest["model"] == {"repo": site.HF_REPO, "revision": site.HF_REVISION}
+    assert manifest["model"] == {"repo": site.HF_REPO, "revision": site.HF_REVISION, "files": site.HF_FILES}
+    pinned = {f["name"]: f.get("sha256") for f in manifest["model"]["files"]}
+    assert pinned["model.safetensors"] == "5af571cbf074e6d21a03528d2330792e532ca608f24ac70a143f6b369968ab8c"
+    assert pinned["tokenizer.json"] == "9ca9acddb6525a194ec8ac7a87f24fbba7232a9a15ffa1af0c1224fcd888e47c"
+    # the store's hash library, where site/js/store/sha256.mjs imports it from
+    assert all((built / "js" / "vendor" / "noble-hashes" / n).is_file() for n in site.NOBLE_FILES)
     assert re.fullmatch(r"[0-9a-f]{40}", site.HF_REVISION)
     # Only NumPy comes from a CDN, at run time: the pinned version's.
     assert manifest["pyodide"]["packages"] == "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/"
@@ -269,6 +275,16 @@ def test_server_mirror_and_manifest(server):
     m = json.loads(body)
     assert m["base"] == "models/org/model/resolve/rev1/" and m["hf"] is True and m["gguf"] == "m.gguf"
     assert m["files"] == {"config.json": 8, "m.gguf": 1024, "tokenizer.json": 2}
+    # what the browser's model store checks: each file's sha256, and each 16 MiB chunk's
+    assert m["chunk_size"] == 16 << 20
+    gguf = bytes(range(256)) * 4
+    assert m["digests"] == {
+        "config.json": {"sha256": hashlib.sha256(b'{"a": 1}').hexdigest(), "chunks": [hashlib.sha256(b'{"a": 1}').hexdigest()]},
+        "m.gguf": {"sha256": hashlib.sha256(gguf).hexdigest(), "chunks": [hashlib.sha256(gguf).hexdigest()]},
+        "tokenizer.json": {"sha256": hashlib.sha256(b"{}").hexdigest(), "chunks": [hashlib.sha256(b"{}").hexdigest()]},
+    }
+    assert mirrors.file_digests(server.mirror.files["m.gguf"], chunk_size=1000)["chunks"] == [
+        hashlib.sha256(gguf[:1000]).hexdigest(), hashlib.sha256(gguf[1000:]).hexdigest()]
     status, _, body = fetch(server.url + m["base"] + "config.json")
     assert status == 200 and json.loads(body) == {"a": 1}
     assert fetch(server.url + m["base"] + "nothing.json")[0] == 404

