@@ -44,3 +44,61 @@ def run_cli(*args, stdin="", model=None, env=None) -> subprocess.CompletedProces
         cmd += ["--model", str(model)]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "py"), **(env or {})})
+
+
+# -- the browser tests' shared server and browser ---------------------------------------------------
+# One server and one Playwright for the whole session, shared by every browser test module
+# (test_browser, test_lab, ...): a second sync Playwright started in the same thread fails. Test
+# modules use these fixtures by name and must not import them (an imported fixture is a copy).
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """The site built into a temporary folder, served on a free local port with the same-origin
+    model mirror `serve` uses."""
+    import shutil
+
+    from chatlens.host import build as site
+    from chatlens.host.mirror import prepare_mirror
+    from chatlens.host.serve import SiteServer
+
+    out = site.build_site(tmp_path_factory.mktemp("site") / "out", log=lambda m: None, root=ROOT)
+    recorded = out / "recorded.json"
+    if not recorded.exists() and os.environ.get("CHATLENS_RECORDED"):
+        # Development only: a recorded file to try before site/recorded.json is committed.
+        shutil.copy(os.environ["CHATLENS_RECORDED"], recorded)
+    srv = SiteServer(out, mirror=prepare_mirror(quiet=True)).start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="session")
+def playwright():
+    """The session's one sync Playwright."""
+    api = pytest.importorskip("playwright.sync_api")
+    with api.sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(playwright):
+    """Debian's Chromium, launched once (its path and flags: tests/webapp.py)."""
+    from webapp import CHROMIUM, LAUNCH_ARGS
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    b = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def app(browser, server):
+    """A fresh browser context on the site (webapp.App); it fails the test on page errors and CSP violations."""
+    from webapp import App
+
+    a = App(browser, server)
+    yield a
+    a.close()
+    assert not a.errors, a.errors

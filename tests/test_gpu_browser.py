@@ -64,7 +64,7 @@ def page(served):
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(url)
-        page.wait_for_function("window.gpuReady === true")
+        page.wait_for_function("() => window.gpuReady === true")
         yield page
         assert not errors
         browser.close()

@@ -80,6 +80,8 @@ def test_pages_load_nothing_from_other_hosts_and_parse_no_html(built):
     assert len([p for p in pages if p.suffix == ".mjs"]) >= len(list((ROOT / "site").rglob("*.mjs")))
     for p in pages:
         text = p.read_text()
+        # The CSP meta tag names what fetches may reach; it loads nothing (tested on its own below).
+        text = re.sub(r'<meta http-equiv="Content-Security-Policy" content="[^"]*">', "", text)
         hosts = set(re.findall(r"https?://([^/\"'`\s)]+)", text))
         assert hosts <= {"huggingface.co"}, (p.name, hosts)
         found = [s for s in HTML_SINKS if s.lower() in text.lower()]
@@ -249,6 +251,7 @@ def test_server_isolation_headers_and_mime_types(server):
         assert headers["Cross-Origin-Embedder-Policy"] == "require-corp"
         assert headers["Cross-Origin-Resource-Policy"] == "same-origin"
         assert headers["Accept-Ranges"] == "bytes"
+        assert headers["Content-Security-Policy"] == server_module.HEADER_POLICY
     status, headers, _ = fetch(server.url + "missing.js")
     assert status == 404 and headers["Cross-Origin-Embedder-Policy"] == "require-corp"
 
@@ -374,3 +377,13 @@ def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_the_page_states_the_servers_content_security_policy(built):
+    """serve sends the policy as a header; the page carries it as a meta tag for static hosts."""
+    html = (built / "index.html").read_text()
+    meta = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
+    assert meta and meta.group(1) == server_module.CONTENT_SECURITY_POLICY
+    assert server_module.HEADER_POLICY.startswith(server_module.CONTENT_SECURITY_POLICY)
+    assert "unsafe-inline" not in server_module.HEADER_POLICY and "'unsafe-eval'" not in server_module.HEADER_POLICY
+    assert "<script>" not in html and not re.search(r"\son[a-z]+=", html)  # no inline script or handler

@@ -127,7 +127,7 @@ class StorePage:
             self.page.reload()
         else:
             self.page.goto(self.pages.url + "page.html")
-        self.page.wait_for_function("document.getElementById('state').textContent === 'ready'")
+        self.page.wait_for_function("() => document.getElementById('state').textContent === 'ready'")
         self.open(**options)
 
     def open(self, **options):

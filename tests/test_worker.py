@@ -1,7 +1,7 @@
 """chatlens.worker, the module the page's worker calls, fed exactly the JSON the page sends.
 
 The page's API (site/js/api.mjs) turns a call such as chatlens.preview({preset, messages}) into
-the worker's request with `plain()`; these tests run that same function in Node to make the
+the worker's request with `plain()` (site/js/protocol.mjs); these tests run that same function in Node to make the
 request, then call the module as the worker does: call(name, json, ...callbacks) -> json.
 """
 
@@ -23,7 +23,7 @@ SETTINGS = defaults.for_page()
 
 def page_request(api_args: dict) -> str:
     """The worker request the page makes for chatlens.preview(api_args) / chatlens.run(api_args)."""
-    script = ("import('./site/js/api.mjs').then(({plain}) => "
+    script = ("import('./site/js/protocol.mjs').then(({plain}) => "
               "process.stdout.write(JSON.stringify(plain(JSON.parse(process.argv[1]), JSON.parse(process.argv[2])))))")
     done = subprocess.run(["node", "-e", script, json.dumps(api_args), json.dumps(SETTINGS)], cwd=ROOT,
                           capture_output=True, text=True, check=True)
@@ -98,7 +98,7 @@ def test_unknown_requests_and_replies_before_the_weights(loaded):
 
 
 def test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli(loaded, gguf_path):
-    assert answer("weights", json.dumps({"backend": "numpy"})) == {"backend": "numpy"}
+    assert answer("use_numpy", "{}") == {"backend": "numpy", "n_ctx": 8192}
     session = ChatSession(load_model(gguf_path), window=256, max_tokens=12, preset="none")
     messages, streamed = [], []
     for text in ["Hi! My name is Priya.", "What is my name?"]:
@@ -106,20 +106,21 @@ def test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli(loaded, gguf_
         request = page_request({"preset": "none", "messages": messages, "window": 256, "maxTokens": 12})
         before = answer("preview", request)
         streamed.clear()
-        rec = answer("run", request, lambda i, piece: streamed.append((i, piece)), lambda: False)
+        rec = answer("run", request, lambda i, piece, token: streamed.append((i, piece, token)), lambda: False)
         want = session.send(text).to_json()
         got, expected = dict(rec), dict(want)
         got.pop("timings"), expected.pop("timings")
         assert got == expected  # the same record as the chat session, reuse included
         assert before["reused_tokens"] == rec["reused_tokens"]
-        assert [i for i, _ in streamed if i >= 0] == rec["reply_ids"]
-        assert "".join(p for _, p in streamed) == rec["reply_text"]
+        assert [i for i, _, _ in streamed if i >= 0] == rec["reply_ids"]
+        assert [t for i, _, t in streamed if i >= 0] == rec["reply_tokens"]
+        assert "".join(p for _, p, _ in streamed) == rec["reply_text"]
         messages.append({"role": "assistant", "content": rec["reply_text"]})
     assert rec["reused_tokens"] > 0 and rec["backend"] == "numpy"
 
 
 def test_a_stopped_run_keeps_its_partial_reply_and_the_next_turn_reuses_the_cache(loaded):
-    answer("weights", json.dumps({"backend": "numpy"}))
+    answer("use_numpy", "{}")
     messages = [{"role": "user", "content": "Tell me a long story about a dragon."}]
     request = page_request({"messages": messages, "window": 256})
     asked = []
@@ -143,3 +144,10 @@ def test_the_worker_module_needs_no_numpy_until_the_weights(gguf_path):
     assert out.returncode == 0, out.stderr
     load, rec = (json.loads(line) for line in out.stdout.splitlines())
     assert load["ok"] and rec["ok"] and rec["result"]["used"] > 20
+
+
+# -- render: the template workbench's request, against transformers' apply_chat_template ------------------------------
+
+WORKBENCH_TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}}}]

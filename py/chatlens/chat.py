@@ -27,6 +27,7 @@ def preview(tokenizer, template, *, system, messages, window, reserve=defaults.R
         prompt_text=fitted.text,
         prompt_ids=list(fitted.ids),
         prompt_tokens=[tokenizer.token_text(i) for i in fitted.ids],
+        prompt_vocab=[tokenizer.id_to_token(i) for i in fitted.ids],
         special_ids=sorted(set(fitted.ids) & tokenizer.special_ids),
         pieces=fitted.pieces,
         dropped_messages=fitted.dropped,
@@ -62,6 +63,7 @@ def reply_of(record: TurnRecord, tokenizer, eos_id, reused, gen, backend_name) -
     record.reply_text = tokenizer.decode(words)
     record.reply_ids = ids
     record.reply_tokens = [tokenizer.token_text(i) for i in ids]
+    record.reply_vocab = [tokenizer.id_to_token(i) for i in ids]
     record.stop_reason = gen.stop_reason
     record.timings = timings(gen)
     record.backend = backend_name

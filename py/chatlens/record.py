@@ -17,7 +17,10 @@ class TurnRecord:
       prompt_text      the whole conversation rendered by the chat template, special tokens
                        written out as text ("<|im_start|>user\\n...")
       prompt_ids       its token ids, in order
-      prompt_tokens    each id's token, as the vocabulary writes it (GPT-2 byte alphabet)
+      prompt_tokens    each id's token as text (its bytes decoded on their own: a token that holds
+                       part of a character shows U+FFFD)
+      prompt_vocab     each id's token as the vocabulary writes it (GPT-2's byte alphabet, "Ġthe"),
+                       from which its exact bytes follow
       special_ids      the distinct ids of prompt_ids that are special tokens (the template's
                        markers such as <|im_start|>), sorted: the panel marks these, not text
                        that merely looks like one
@@ -47,7 +50,7 @@ class TurnRecord:
       max_tokens       the reply limit
       reply_text       the reply as text, without the end-of-turn token
       reply_ids        the ids chosen, the end-of-turn id included when the model wrote it
-      reply_tokens     each reply id's token
+      reply_tokens     each reply id's token as text, and reply_vocab as the vocabulary writes it
       stop_reason      "end_turn" (the model wrote its end-of-turn token), "max_tokens" (the
                        limit) or "stopped" (the user stopped it)
       timings          prefill_ms and decode_ms (wall time), prefill_tok_s (computed tokens a
@@ -57,6 +60,7 @@ class TurnRecord:
     prompt_text: str
     prompt_ids: list
     prompt_tokens: list
+    prompt_vocab: list
     special_ids: list
     pieces: list
     dropped_messages: list
@@ -72,6 +76,7 @@ class TurnRecord:
     reply_text: str | None = None
     reply_ids: list | None = None
     reply_tokens: list | None = None
+    reply_vocab: list | None = None
     stop_reason: str | None = None
     timings: dict | None = None
     backend: str | None = None

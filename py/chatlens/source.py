@@ -61,11 +61,16 @@ def _folder_text_side(path: Path, clock) -> TextSide:
     from .template import ChatTemplate
     from .tokenizer import Tokenizer
 
+    tokenizer_config = _read_json(path / "tokenizer_config.json")
     tok = Tokenizer.from_json(_read_json(path / "tokenizer.json"))
-    template = ChatTemplate.from_tokenizer_config(_read_json(path / "tokenizer_config.json"), clock=clock)
+    template = ChatTemplate.from_tokenizer_config(tokenizer_config, clock=clock)
     config = ModelConfig.from_hf(_read_json(path / "config.json"))
     gen = path / "generation_config.json"
     eos = _read_json(gen).get("eos_token_id") if gen.exists() else None
+    if eos is None:  # as transformers does: tokenizer_config.json's eos_token ("<|im_end|>" or {"content": ...})
+        named = tokenizer_config.get("eos_token")
+        named = named.get("content") if isinstance(named, dict) else named
+        eos = tok.id_of(named) if isinstance(named, str) else None
     return TextSide(tok, template, config, _end_of_turn(eos, tok, path))
 
 

@@ -5,18 +5,26 @@ answers {"ok": true, "result": ...} or {"ok": false, "error": {"name": ..., "mes
 the Python exception's type and message, which the page raises as an Error of that name. The
 requests (`args` is what the page sends, as JSON):
 
-  load     {"path": FS path of the model's files (a GGUF, or a Hugging Face folder)}
-           -> {"eos_token", "n_ctx", "vocab_size", "source"}: the text side is ready
-  preview  {"messages": [{role, content}, ...], "window": N, "reserve": N, "maxTokens"?: N,
-            and the system prompt as "preset" (+ "custom" text) or as "system" (text, or null
-            for the template's default)}
-           -> the chatlens.record.TurnRecord of what the model would read, with the reuse that
-              running it now would get from the cache
-  weights  {"backend": "numpy"} -> {"backend": name}: the weights are read from `path` and
-           the next `run` computes with them
-  run      the same as preview -> the TurnRecord with its reply. Extra arguments: on_token(id,
-           text) for each reply id as it is chosen (text: what it adds to the reply, decoded
-           incrementally so no character is ever split), should_stop() asked between tokens.
+  load         {"path": FS path of the model's files (a GGUF, or a Hugging Face folder)}
+               -> {"eos_token", "n_ctx", "vocab_size", "source"}: the text side is ready
+  preview      {"messages": [{role, content}, ...], "window": N, "reserve": N, "maxTokens"?: N,
+                and the system prompt as "preset" (+ "custom" text) or as "system" (text, or null
+                for the template's default)}
+               -> the chatlens.record.TurnRecord of what the model would read, with the reuse that
+               running it now would get from the cache
+  use_numpy    {} -> {"backend": "numpy"}: the weights are read from `path` (the whole files in
+               the worker's file system) into NumPy arrays; the next `run` computes with them
+  gpu_program  {"n_ctx", "features", "limits"} -> the GPU program of the forward pass
+               (chatlens.gpu.program) for this source, built for the adapter; only the tensors'
+               headers need to be in the file system, the worker's JS uploads the bytes
+  use_gpu      {} and the JS executor of that program (site/js/gpu/executor.mjs) as an extra
+               argument -> {"backend", "n_ctx"}: the next `run` computes on the GPU, each step
+               awaited through pyodide.ffi.run_sync (the call must come through callPromising)
+  run          the same as preview -> the TurnRecord with its reply. Extra arguments: on_token(id,
+               text, token) for each reply id as it is chosen (text: what it adds to the reply,
+               decoded incrementally so no character is ever split; token: the id's token as the
+               vocabulary writes it; a last call with id -1 may end a character), should_stop()
+               asked between tokens.
 
 The history is the page's: each request carries the whole conversation, and the cache reuses
 whatever prefix it still holds, so a new worker (after a crash) only recomputes.
@@ -30,31 +38,49 @@ from .chat import preview as preview_record, reply_of
 from .errors import ChatlensError
 from .source import load_text_side
 
-
 class _Worker:
     def __init__(self):
         self.path = None
         self.text = None  # chatlens.source.TextSide
         self.new_backend = None  # n_ctx -> Backend, once weights are there
+        self.capacity = None  # the most tokens a backend from new_backend can hold
         self.cache = None  # a PromptCache over the current backend
+        self.program = None  # the GPU program last built (gpu_program), for use_gpu
 
     def load(self, a):
         self.path = _arg(a, "path", str)
         self.text = load_text_side(self.path)
-        self.new_backend, self.cache = None, None
+        self.new_backend = self.capacity = self.cache = self.program = None
         cfg = self.text.config
         return {"eos_token": self.text.eos_token, "n_ctx": cfg.n_ctx, "vocab_size": cfg.vocab_size,
                 "source": self.path}
 
-    def weights(self, a):
-        kind = a.get("backend", "numpy")
-        if kind != "numpy":
-            raise ChatlensError(f"backend {kind!r} is not available in this worker")
+    def use_numpy(self, a):
         from .source import load_model
 
         model = load_model(self._loaded())
-        self.new_backend, self.cache = model.backend, None
-        return {"backend": "numpy"}
+        self._use(model.backend, model.config.n_ctx)
+        return {"backend": "numpy", "n_ctx": model.config.n_ctx}
+
+    def gpu_program(self, a):
+        from .gpu import build_program, weight_plan
+
+        self.program = build_program(weight_plan(self._loaded()), _arg(a, "n_ctx", int),
+                                     a.get("features") or [], a.get("limits") or {})
+        return self.program
+
+    def use_gpu(self, a, executor):
+        from .gpu.bridge import open_browser
+
+        if self.program is None:
+            raise ChatlensError("use_gpu needs the program gpu_program built")
+        program = self.program
+        backend = open_browser(program, executor)  # one backend: its cache lives in the executor's buffers
+        self._use(lambda n_ctx: backend, program["meta"]["n_ctx"])
+        return {"backend": backend.name, "n_ctx": backend.capacity}
+
+    def _use(self, new_backend, capacity):
+        self.new_backend, self.capacity, self.cache = new_backend, capacity, None
 
     def preview(self, a):
         return self._record(a).to_json()
@@ -63,6 +89,9 @@ class _Worker:
         record = self._record(a)
         if self.new_backend is None:
             raise ChatlensError("the model's weights are not loaded yet: replies need them")
+        if record.window > self.capacity:
+            raise ChatlensError(f"a window of {record.window} tokens is larger than the {self.capacity} the loaded "
+                                "backend was built for")
         if self.cache is None or record.window > self.cache.capacity:
             self.cache = PromptCache(self.new_backend(record.window))
         tok, eos = self.text.tokenizer, self.text.eos_id
@@ -70,14 +99,14 @@ class _Worker:
 
         def token(i):
             if on_token is not None:
-                on_token(i, "" if i == eos else decoder.add(i))
+                on_token(i, "" if i == eos else decoder.add(i), tok.token_text(i))
 
         reused, gen = self.cache.generate(record.prompt_ids, eos_id=eos, max_new_tokens=record.max_tokens,
                                           on_token=token, should_stop=should_stop)
         if on_token is not None:
             tail = decoder.flush()
             if tail:
-                on_token(-1, tail)  # the end of a character the last ids left incomplete
+                on_token(-1, tail, "")  # the end of a character the last ids left incomplete
         return reply_of(record, tok, eos, reused, gen, self.cache.backend.name).to_json()
 
     def _loaded(self):
@@ -120,7 +149,8 @@ def _arg(a, name, kind, default=None):
 
 
 _worker = _Worker()
-REQUESTS = {"load": _worker.load, "weights": _worker.weights, "preview": _worker.preview, "run": _worker.run}
+REQUESTS = {"load": _worker.load, "preview": _worker.preview, "run": _worker.run, "use_numpy": _worker.use_numpy,
+            "gpu_program": _worker.gpu_program, "use_gpu": _worker.use_gpu}
 
 
 def call(name: str, args_json: str, *callbacks) -> str:

@@ -4,28 +4,44 @@
 //   await chatlens.preview({system, messages, window})  -> the turn record, without generating
 //        (or {preset, custom} instead of system: the system text of a preset, taken now)
 //   await chatlens.run({system, messages, window, maxTokens}, {onToken}) -> the turn record with
-//        the reply; onToken({token, text}) streams each reply id as it is chosen
+//        the reply; onToken({token, text, piece}) streams each reply id as it is chosen (token: the
+//        id, text: what it adds to the reply, piece: its token as the vocabulary writes it)
 //   chatlens.stop()                             -> stop the reply being written (stop_reason "stopped")
+//   await chatlens.downloadModel({onProgress, signal}) -> the stored model once the current source is
+//        stored and verified (then the worker loads its weights: chatlens.model, status "ready")
+//   await chatlens.storedModels()               -> [{id, source, files, bytes, total, complete, verified, stored_at}]
+//   await chatlens.deleteModel(id), chatlens.deleteAllModels(), chatlens.storageEstimate()
+//   chatlens.model                              -> what computes replies once the weights are in:
+//                                                  {backend, n_ctx, kind: "webgpu"|"numpy"} or {error}
+//   chatlens.backend                            -> the backend asked for: auto | webgpu | numpy
+//                                                  (?backend= or the saved setting)
 //   chatlens.settings                           -> the site's settings (build.json, from chatlens.defaults):
 //                                                  reply_limit, windows, default_window, presets
 //                                                  (await chatlens.settingsReady first)
 //   chatlens.source, chatlens.build             -> the model source and build.json, once known
-//   chatlens.status                             -> {state: booting|loading|ready|error, detail}
+//   chatlens.status                             -> {state, detail}: booting | loading | text (previews
+//                                                  work; replies need the weights) | weights | ready | error
 //   chatlens.onStatus(fn)                       -> fn(status) now and on every change (and once
 //                                                  chatlens.source, the model source, is known)
 // The record's fields are documented once, in py/chatlens/record.py (TurnRecord).
 
+import { createDownloads } from "./downloads.mjs";
+import { connect } from "./connection.mjs";
+import { plain } from "./protocol.mjs";
+import { backendPref, modelPref } from "./prefs.mjs";
 import { resolveSource } from "./source.mjs";
 
 export function createApi() {
   const listeners = new Set();
-  const pending = new Map(); // request id -> {resolve, reject, onToken}
-  let nextId = 1;
   let running = 0; // the request id of the run in progress, 0 when none
   const api = {
     status: { state: "booting", detail: "starting" },
     settings: null,
     source: null,
+    model: null,
+    restarts: 0, // workers started again after one died
+    notes: [], // page parameters and saved settings that were not valid, and were ignored
+    backend: null,
     build: null, // build.json: the Pyodide version, the wheels, the pinned model revision, the settings
     onStatus(fn) {
       listeners.add(fn);
@@ -33,59 +49,18 @@ export function createApi() {
       return () => listeners.delete(fn);
     },
   };
+  const backend = backendPref();
+  const model = modelPref();
+  api.backend = backend.backend;
+  api.notes.push(...backend.notes, ...model.notes);
   const setStatus = (state, detail = "") => {
     api.status = { state, detail };
     for (const fn of listeners) fn(api.status);
   };
 
-  // Once the worker has failed (its script did not load, or it threw outside a request), it is
-  // dead: every call, `ready` included, rejects with this error at once instead of waiting for
-  // an answer that cannot come.
-  let dead = null;
-  let die;
-  const died = new Promise((_, reject) => (die = reject));
-  died.catch(() => {});
-
   // Stop requests reach a busy worker through shared memory (cross-origin isolated pages) or,
   // failing that, as a message it reads whenever Python yields.
   const stopFlag = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
-
-  const workerUrl = new URL("./worker/worker.mjs", import.meta.url);
-  const worker = new Worker(workerUrl, { type: "module" });
-  worker.onmessage = ({ data }) => {
-    if (data.type === "status") return setStatus(data.state, data.detail);
-    const p = pending.get(data.id);
-    if (!p) return;
-    if (data.type === "token") return p.onToken?.({ token: data.token, text: data.text });
-    pending.delete(data.id);
-    if (data.ok) p.resolve(data.result);
-    else {
-      const e = new Error(data.error);
-      if (data.name) e.name = data.name;
-      p.reject(e);
-    }
-  };
-  worker.onerror = (e) => {
-    e.preventDefault?.();
-    // A script that fails to load gives a plain Event, with no message.
-    dead = new Error(e.message
-      ? `the worker failed: ${e.message}`
-      : `the worker failed to start: ${workerUrl.pathname} could not be loaded`);
-    worker.terminate();
-    setStatus("error", dead.message);
-    for (const p of pending.values()) p.reject(dead);
-    pending.clear();
-    die(dead);
-  };
-  const call = (type, args, onToken) => {
-    const id = nextId++;
-    const answer = new Promise((resolve, reject) => {
-      if (dead) return reject(dead);
-      pending.set(id, { resolve, reject, onToken });
-      worker.postMessage({ id, type, args });
-    });
-    return { id, answer };
-  };
 
   // build.json first: the page builds its controls from its settings while Python boots.
   api.settingsReady = getBuild().then((build) => {
@@ -93,16 +68,51 @@ export function createApi() {
     api.settings = build.settings;
     return build.settings;
   });
-  api.ready = Promise.race([
-    died,
-    (async () => {
+
+  // The worker. When one that had started dies, the page says so and starts another: the
+  // conversation is the page's, and the new worker's cache fills again on the next turn. One
+  // that never started (its script did not load) is not retried: `ready` and every call reject.
+  let conn = null;
+  function start() {
+    let booted = false;
+    let died;
+    const death = new Promise((_, reject) => (died = reject));
+    death.catch(() => {});
+    conn = connect({
+      message(data) {
+        if (data.type === "model") {
+          api.model = data.model;
+          return setStatus(api.status.state, api.status.detail);
+        }
+        setStatus(data.state, data.detail);
+      },
+      died(error) {
+        died(error);
+        if (!booted) return setStatus("error", error.message);
+        api.restarts += 1;
+        api.model = null;
+        setStatus("booting", `${error.message}: starting a new worker (the conversation is kept)`);
+        start();
+      },
+    });
+    const c = conn;
+    api.ready = Promise.race([death, (async () => {
       await api.settingsReady;
-      api.source = await resolveSource({ build: api.build });
+      api.source ??= await resolveSource({ build: api.build, wanted: model.url });
       setStatus(api.status.state, api.status.detail); // listeners see the source at once
-      return call("init", { source: api.source, build: api.build, stop: stopFlag }).answer;
-    })(),
-  ]);
-  api.ready.catch((e) => setStatus("error", e.message));
+      const info = await c.call("init", { source: api.source, build: api.build, stop: stopFlag, backend: api.backend,
+                                          lock: c.lock }).answer;
+      booted = true;
+      c.watch();
+      return info;
+    })()]);
+    api.ready.catch((e) => c.dead || setStatus("error", e.message));
+    // A model the store holds already answers without asking: its weights load next.
+    api.modelReady = api.ready.then(({ stored }) => (stored?.complete ? c.call("attach").answer : null));
+    api.modelReady.catch(() => {}); // chatlens.model and the status say why
+  }
+  start();
+  const call = (type, args, onToken) => conn.call(type, args, onToken);
 
   const checkMessages = (args) => {
     if (!args || !Array.isArray(args.messages) || args.messages.length === 0) {
@@ -125,12 +135,28 @@ export function createApi() {
       if (running === id) running = 0;
     }
   };
+  const downloads = createDownloads(() => api.source);
+  /** Store the current source (verified), then have the worker load its weights. */
+  api.downloadModel = async (options) => {
+    await api.ready;
+    const summary = await downloads.downloadModel(options);
+    api.modelReady = call("attach").answer;
+    api.modelReady.catch(() => {}); // chatlens.model and the status say why
+    return summary;
+  };
+  api.downloads = downloads; // spec() and status() of the current source, for the download box
+  for (const k of ["storedModels", "deleteModel", "deleteAllModels", "storageEstimate"]) api[k] = downloads[k];
+
   api.stop = () => {
     if (!running) return false;
     if (stopFlag) Atomics.store(stopFlag, 0, running);
-    worker.postMessage({ type: "stop", args: { id: running } });
+    conn.signal("stop", { id: running });
     return true;
   };
+  /** For tests: end the worker as a crash would (the page notices through its lock, as it does then). */
+  api.terminateWorker = () => conn.kill();
+  /** For tests: the worker's GPU device goes, as a driver reset takes it. */
+  api.loseGpu = () => conn.signal("loseGpu");
   return api;
 }
 
@@ -139,17 +165,4 @@ async function getBuild() {
   const r = await fetch(url);
   if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
   return r.json();
-}
-
-/** The request the worker gets (py/chatlens/worker.py): a structured-clone-safe copy with only
- * the fields it reads. The reply limit (maxTokens) defaults to the site's; the reserve kept free
- * in the window for the reply defaults to the reply limit. */
-export function plain(args, settings) {
-  const out = { messages: args.messages.map((m) => ({ role: String(m.role), content: String(m.content) })) };
-  for (const k of ["system", "preset", "custom", "window", "maxTokens"]) {
-    if (args[k] !== undefined) out[k] = args[k];
-  }
-  out.maxTokens = args.maxTokens ?? args.reserve ?? settings.reply_limit;
-  out.reserve = args.reserve ?? out.maxTokens;
-  return out;
 }

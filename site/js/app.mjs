@@ -5,35 +5,27 @@
 import { createApi } from "./api.mjs";
 import * as challenges from "./challenges.mjs";
 import { addFullContext, buildControls } from "./controls.mjs";
-import { send, showLive } from "./live.mjs";
+import { send, showLive, stop } from "./live.mjs";
+import { createModelBox } from "./model.mjs";
+import { registerOffline } from "./offline.mjs";
 import { showRecorded } from "./recorded.mjs";
-import { SETTING_KEY } from "./source.mjs";
+import * as prefs from "./prefs.mjs";
 import { createState } from "./state.mjs";
 import { drawChallenges, drawSuggestions } from "./views/challenges.mjs";
 import { $, debounce } from "./views/dom.mjs";
 import { renderRecord } from "./views/reads.mjs";
 import { drawStatus } from "./views/status.mjs";
 
-const SUGGESTIONS = [
-  { text: "Who are you?", hint: "with None, then with Pirate" },
-  { text: "What year is it?", hint: "then try Today's date" },
-  { text: "Hi! My name is Priya.", hint: "then ask “What is my name?”" },
-  { text: "What is my name?", hint: "does it still know?" },
-  { text: "Give me one tip for sleeping better.", hint: "" },
-  {
-    text: "Tell me about the history of the printing press, from Gutenberg's workshop in Mainz to the newspapers of the nineteenth century.",
-    hint: "long: fills a 256-token window",
-  },
-];
-
 const api = createApi();
 window.chatlens = api;
 const state = createState();
+const modelBox = createModelBox(api);
 
 // What the mode modules share: the API, the state, and the panel and challenges to update.
 const page = {
   api,
   state,
+  changed: () => remember(), // the live conversation changed: keep it for the next visit
   draw(record, caption) {
     page.drawn = [record, caption];
     renderRecord($("reads"), record, {
@@ -45,8 +37,9 @@ const page = {
       },
     });
   },
+  /** A turn the learner sent and the model answered (live) completes what it shows. */
   see(record) {
-    const next = challenges.observe(state.progress, record);
+    const next = challenges.observe(state.progress, record, new Date(), { live: true });
     if (next !== state.progress) {
       state.progress = next;
       challenges.save(next);
@@ -55,7 +48,24 @@ const page = {
   },
 };
 
-const refresh = () => (state.mode === "live" ? showLive(page) : showRecorded(page));
+const refresh = () => {
+  remember();
+  return state.mode === "live" ? showLive(page) : showRecorded(page);
+};
+
+/** Save what survives a reload: the mode, the system prompt, the window, the live conversation. */
+function remember() {
+  if (!api.settings) return;
+  prefs.saveConversationPrefs({ mode: state.mode, preset: state.customChosen ? "custom" : $("preset").value,
+                                custom: $("custom-system").value, window: Number($("window").value) });
+  prefs.saveLive(state.live.turns);
+}
+
+function showNotes(notes) {
+  const box = $("settings-note");
+  box.textContent = notes.join(" ");
+  box.hidden = notes.length === 0;
+}
 
 function setMode(mode) {
   state.mode = mode;
@@ -68,8 +78,13 @@ function setMode(mode) {
   const custom = $("preset").querySelector('option[value="custom"]');
   if (custom) custom.disabled = mode === "recorded";
   if (mode === "recorded" && $("preset").value === "custom") {
+    state.customChosen = true; // the recordings have no custom prompt; Live gets it back
     $("preset").value = api.settings.default_preset;
     $("custom-row").hidden = true;
+  } else if (mode === "live" && state.customChosen) {
+    state.customChosen = false;
+    $("preset").value = "custom";
+    $("custom-row").hidden = false;
   }
   refresh();
 }
@@ -77,14 +92,24 @@ function setMode(mode) {
 // -- status ---------------------------------------------------------------------------------------
 api.onStatus(({ state: s }) => {
   drawStatus(api);
-  if (s === "error") showLive(page);
+  // The chat's banner when replies cannot be had (views/chat.mjs liveBanner).
+  const before = state.replies.state;
+  if (api.model?.backend) state.replies = { state: "ready", why: "" };
+  else if (api.model?.error) state.replies = { state: "none", why: api.model.error };
+  else if (s === "text") state.replies = { state: "none", why: "replies need the model's weights: the box above downloads them" };
+  else state.replies = { state: "unknown", why: "" };
+  if (s === "error" || state.replies.state !== before) showLive(page);
 });
 api.ready
   .then(({ info }) => {
     addFullContext(info.n_ctx);
+    const [window, note] = prefs.checkWindow(pendingWindow, info.n_ctx);
+    if (window !== undefined) $("window").value = String(window);
+    if (note) showNotes([...api.notes, ...startNotes, note]);
     if (state.mode === "live") showLive(page);
+    modelBox.refresh();
   })
-  .catch(() => {}); // the status line shows the error
+  .catch(() => modelBox.refresh()); // the status line shows the error
 
 // -- controls --------------------------------------------------------------------------------------
 $("preset").addEventListener("change", () => {
@@ -121,6 +146,7 @@ $("composer").addEventListener("submit", (e) => {
   e.preventDefault();
   send(page);
 });
+$("stop").addEventListener("click", () => stop(page));
 
 $("challenges-reset").addEventListener("click", () => {
   state.progress = {};
@@ -132,24 +158,45 @@ $("challenges-reset").addEventListener("click", () => {
 $("source-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const v = $("source-url").value.trim();
-  if (v) localStorage.setItem(SETTING_KEY, v);
-  else localStorage.removeItem(SETTING_KEY);
+  prefs.saveChoice(prefs.MODEL_KEY, v || null);
   location.reload();
 });
 $("source-reset").addEventListener("click", () => {
-  localStorage.removeItem(SETTING_KEY);
-  location.reload();
+  prefs.saveChoice(prefs.MODEL_KEY, null);
+  location.search = ""; // a ?model= in the address would choose the same source again
 });
-$("source-url").value = localStorage.getItem(SETTING_KEY) || "";
+$("source-url").value = prefs.modelPref().url || "";
+$("backend").value = api.backend;
+$("backend").addEventListener("change", () => {
+  prefs.saveChoice(prefs.BACKEND_KEY, $("backend").value);
+  location.reload(); // the worker loads the weights once, for one backend
+});
+
+// -- offline ------------------------------------------------------------------------------------------
+registerOffline((activate) => {
+  $("update").hidden = false;
+  $("update-reload").onclick = activate;
+});
 
 // -- start ---------------------------------------------------------------------------------------------
-drawSuggestions(SUGGESTIONS, (text) => {
+drawSuggestions((text) => {
   $("draft").value = text;
   $("draft").focus();
   showLive(page);
 });
 drawChallenges(state.progress);
+let pendingWindow;
+let startNotes = [];
 api.settingsReady.then(() => {
   buildControls(api.settings);
-  setMode(new URLSearchParams(location.search).get("mode") === "recorded" ? "recorded" : "live");
+  const p = prefs.conversationPrefs(api.settings);
+  if (p.preset) $("preset").value = p.preset;
+  if (p.custom !== undefined) $("custom-system").value = p.custom;
+  $("custom-row").hidden = $("preset").value !== "custom";
+  if (p.window) $("window").value = String(p.window);
+  pendingWindow = p.pendingWindow;
+  startNotes = p.notes;
+  showNotes([...api.notes, ...startNotes]);
+  state.live.turns = prefs.loadLive();
+  setMode(p.mode || "live");
 }, () => drawStatus(api)); // the status line says why build.json could not be read

@@ -1,7 +1,14 @@
-// The lab's three challenges, detected from turn records (live turns that were sent, and
-// recorded turns as they are stepped through), kept in localStorage.
+// The lab's three challenges, detected from turn records and kept in localStorage.
+//
+// A challenge completes only from a turn the learner sent in Live mode that has a reply from the
+// model: observe(progress, record, now, {live: true}). Recorded turns (live: false) can only
+// show that a challenge was "seen in the recording"; they never complete one. After a completion,
+// progress.showed[id] holds one line that says what it showed.
+//
+// The progress object: {whoDefault, whoSystem, identity, year, drop: true once done,
+//   showed: {id: line}, seen: {id: where in the recording}, heard: {whoDefault, whoSystem: reply}}
 
-export const STORAGE_KEY = "chatlens.challenges";
+export const STORAGE_KEY = "chatlens.challenges.v2"; // v1 counted recorded turns and turns without replies
 
 export const CHALLENGES = [
   {
@@ -13,11 +20,12 @@ export const CHALLENGES = [
   { id: "drop", title: "Past the window", text: "Chat until the first message is dropped from the window." },
 ];
 
+const FLAGS = ["whoDefault", "whoSystem", "identity", "year", "drop"];
 const WHO = /\bwho\s+are\s+you\b/i;
 
 /** The new user message of a record (its piece's text, template tokens included). */
 function newMessageText(record) {
-  return record.pieces
+  return (record.pieces || [])
     .filter((p) => p.kind === "new")
     .map((p) => p.text)
     .join("");
@@ -26,39 +34,98 @@ function newMessageText(record) {
 /** Whether the record has a system prompt of its own (empty text counts as the template default). */
 const hasSystem = (record) => typeof record.system === "string" && record.system.trim() !== "";
 
+/** Whether the model answered: a reply with some text (ended, cut at the limit, or stopped). */
+export const hasReply = (record) => typeof record.reply_text === "string" && record.reply_text.trim() !== "";
+
 // The date preset states the day: "... Today's date is Monday, November 30, 2026." (chatlens.presets)
 const STATED_DATE = /\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, (\d{4})\b/;
 
-/**
- * The years that count as "the current year" for a record: the browser clock's, and, for a turn
- * made with the date preset, the year of the date its system prompt states. A recorded reply was
- * made on its recording date, so after New Year it still answers that date's year, and the
- * challenge stays completable. Only the date preset counts: a custom prompt could state any year.
- */
-function currentYears(record, now) {
-  const years = [now.getFullYear()];
-  const stated = record.preset === "date" && hasSystem(record) ? STATED_DATE.exec(record.system) : null;
-  if (stated) years.push(Number(stated[1]));
-  return years;
+/** The year the record's system prompt states, for the date preset only (a custom prompt could
+ * state any year). A recorded reply was made on its recording date, so after New Year it still
+ * answers that date's year. */
+function statedYear(record) {
+  const m = record.preset === "date" && hasSystem(record) ? STATED_DATE.exec(record.system) : null;
+  return m ? Number(m[1]) : null;
 }
 
-/** The progress after seeing `record`: a new object, or the same one when nothing changed. */
-export function observe(progress, record, now = new Date()) {
-  const next = { ...progress };
-  if (WHO.test(newMessageText(record))) {
-    if (hasSystem(record)) next.whoSystem = true;
-    else next.whoDefault = true;
+const saysYear = (text, y) => new RegExp(`(?<!\\d)${y}(?!\\d)`).test(text);
+
+const quote = (text, n = 70) => {
+  const t = text.replace(/\s+/g, " ").trim();
+  return `“${t.length > n ? t.slice(0, n - 1) + "…" : t}”`;
+};
+
+/**
+ * What a record satisfies, whatever its mode: {whoDefault, whoSystem, year, drop}, each a line
+ * saying what it shows, or absent. `now` gives "the current year".
+ */
+export function detect(record, now = new Date()) {
+  const found = {};
+  const reply = hasReply(record) ? record.reply_text : "";
+  if (!reply) return found;
+  if (WHO.test(newMessageText(record))) found[hasSystem(record) ? "whoSystem" : "whoDefault"] = reply;
+  const stated = statedYear(record);
+  if (stated !== null && saysYear(reply, stated)) {
+    found.year = `It said ${quote(reply)}: it read the date in the system prompt. The model has no clock; it knows the day only when the text says it.`;
+  } else if (saysYear(reply, now.getFullYear())) {
+    found.year = `It said ${quote(reply)} without being told the date: a guess from its training data, since the model has no clock.`;
   }
-  const reply = record.reply_text || "";
-  if (currentYears(record, now).some((y) => new RegExp(`(?<!\\d)${y}(?!\\d)`).test(reply))) next.year = true;
-  if (record.dropped_messages.some((d) => d.message_index === 0)) next.drop = true;
-  next.identity = Boolean(next.whoDefault && next.whoSystem);
-  const changed = Object.keys(next).some((k) => next[k] !== progress[k]);
+  const first = (record.dropped_messages || []).find((d) => d.message_index === 0);
+  if (first) {
+    found.drop = `Your first message (${first.count} tokens) was left out of the text to fit the ${record.window}-token window: ` +
+      "the model no longer sees it at all, so it cannot recall it.";
+  }
+  return found;
+}
+
+function identityLine(heard) {
+  return `With no system prompt it answered ${quote(heard.whoDefault, 50)}; with one, ${quote(heard.whoSystem, 50)}. ` +
+    "The model has no identity of its own: it takes it from the text it reads.";
+}
+
+/**
+ * The progress after seeing `record`: a new object, or the same one when nothing changed.
+ *   live: true   a turn the learner sent in Live mode: it completes what it shows, if it has a reply
+ *   live: false  anything else (a recorded turn): at most "seen in the recording"; `where` says
+ *                where (preset, window and turn)
+ */
+// TODO(ux): app.mjs page.see(record) (called by live.mjs for the turns the learner sends) must say
+//   they are live: challenges.observe(state.progress, record, new Date(), { live: true }).
+//   Without { live: true } a turn completes nothing (recorded.mjs passes live: false itself).
+export function observe(progress, record, now = new Date(), { live = false, where = "" } = {}) {
+  const found = detect(record, now);
+  const next = {
+    ...progress,
+    showed: { ...(progress.showed || {}) },
+    seen: { ...(progress.seen || {}) },
+    heard: { ...(progress.heard || {}) },
+  };
+  for (const [key, line] of Object.entries(found)) {
+    if (live) {
+      if (next[key]) continue;
+      next[key] = true;
+      if (key === "whoDefault" || key === "whoSystem") next.heard[key] = line;
+      else next.showed[key] = line;
+    } else if (!next.seen[key]) next.seen[key] = where || "the recording";
+  }
+  if (live && next.whoDefault && next.whoSystem && !next.identity) {
+    next.identity = true;
+    next.showed.identity = identityLine(next.heard);
+  }
+  if (next.seen.whoDefault && next.seen.whoSystem && !next.seen.identity) next.seen.identity = next.seen.whoSystem;
+  const changed = FLAGS.some((k) => next[k] !== progress[k]) ||
+    ["showed", "seen", "heard"].some((k) => JSON.stringify(next[k]) !== JSON.stringify(progress[k] || {}));
   return changed ? next : progress;
 }
 
 export function done(progress) {
-  return CHALLENGES.filter((c) => progress[c.id]).length;
+  return CHALLENGES.filter((c) => progress[c.id] === true).length;
+}
+
+/** A challenge's state in words: "done", "not yet", or "not yet · seen in the recording". */
+export function stateText(progress, id) {
+  if (progress[id] === true) return "done";
+  return progress.seen?.[id] ? "not yet · seen in the recording" : "not yet";
 }
 
 export function load(storage = globalThis.localStorage) {

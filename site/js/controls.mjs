@@ -2,6 +2,7 @@
 // from the site's settings (build.json's "settings", written from chatlens.defaults), so the
 // page states none of them itself.
 
+import { replyLimitNote } from "./terms.mjs";
 import { $, el } from "./views/dom.mjs";
 
 /** Fill the selects and the reply limit from `settings`. */
@@ -12,6 +13,7 @@ export function buildControls(settings) {
     ...settings.windows.map((n) => el("option", { value: String(n), text: `${n} tokens`, selected: n === settings.default_window })),
   );
   $("reply-limit").textContent = settings.reply_limit;
+  $("reply-limit").closest(".limit").title = replyLimitNote(settings.reply_limit);
 }
 
 /** Once the model is known: its whole context as a window beyond the lab's. */

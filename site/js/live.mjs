@@ -3,9 +3,19 @@
 
 import { callArgs } from "./controls.mjs";
 import { liveMessages } from "./state.mjs";
-import { drawChat, droppedOf } from "./views/chat.mjs";
+import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "./views/chat.mjs";
 import { $ } from "./views/dom.mjs";
 import { renderMessage } from "./views/reads.mjs";
+
+/** Python answers previews once the tokenizer and template are read (the weights may still load). */
+export const canPreview = (api) => ["text", "weights", "ready"].includes(api.status.state);
+
+/** A turn's record as it stands: while the reply streams, the preview's record with the reply so far. */
+function recordOf(turn) {
+  const s = turn.streaming;
+  if (!s) return turn.record;
+  return { ...turn.record, reply_text: s.text, reply_ids: s.ids, reply_tokens: s.tokens, stop_reason: null };
+}
 
 /** The live chat; messages the shown record no longer reads (by index) are marked dropped. */
 function drawLiveChat(state, dropped = new Set()) {
@@ -14,9 +24,10 @@ function drawLiveChat(state, dropped = new Set()) {
   for (const t of state.live.turns) {
     items.push({ role: "user", text: t.user, record: t.record, dropped: dropped.has(index++) });
     if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, dropped: dropped.has(index++) });
+    else if (t.streaming) items.push({ role: "assistant", text: t.streaming.text, record: null, streaming: true });
     else if (t.note) items.push({ note: t.note, noteClass: t.noteClass });
   }
-  drawChat($("chat"), items, "Type a message below. The right side shows, as you type, the exact text the model would read.");
+  drawChat($("chat"), items, EMPTY_LIVE, { banner: liveBanner(state) });
 }
 
 export async function showLive(page) {
@@ -30,15 +41,16 @@ export async function showLive(page) {
     drawLiveChat(state);
     return renderMessage(reads, `The worker failed: ${api.status.detail}`, "error");
   }
-  if (!draft.trim()) {
+  if (!draft.trim() || last?.streaming) {
     drawLiveChat(state, last?.record ? droppedOf(last.record) : undefined);
+    if (last?.streaming) return page.draw(recordOf(last), `Turn ${state.live.turns.length}: what the model read, and its reply as it writes it`);
     if (last?.record) return page.draw(last.record, `Turn ${state.live.turns.length}: what the model read when you sent it`);
     if (last) return renderMessage(reads, "Waiting for Python to start: the message is sent when it is ready.");
-    return renderMessage(reads, api.status.state === "ready"
-      ? "Start typing: this side previews the prompt that would be sent, with its token counts."
+    return renderMessage(reads, canPreview(api)
+      ? "Start typing: this panel previews the prompt that would be sent, with its token counts."
       : "Python is starting in a worker; the preview appears when it is ready. Recorded mode works right away.");
   }
-  if (api.status.state !== "ready") {
+  if (!canPreview(api)) {
     drawLiveChat(state);
     renderMessage(reads, "Waiting for Python to start before the preview…");
   }
@@ -85,19 +97,38 @@ export async function send(page) {
     }
     if (live !== state.live) return; // a new conversation started meanwhile
     page.see(turn.record);
+    turn.streaming = { text: "", ids: [], tokens: [] };
+    $("stop").hidden = false;
     showLive(page);
     try {
-      const full = await api.run(args);
+      const full = await api.run(args, {
+        onToken: ({ token, text, piece }) => {
+          const s = turn.streaming;
+          if (!s) return;
+          if (token >= 0) s.ids.push(token), s.tokens.push(piece);
+          s.text += text;
+          if (live === state.live && state.mode === "live") showLive(page);
+        },
+      });
       turn.record = full;
       turn.reply = full.reply_text;
       page.see(full);
     } catch (e) {
       turn.note = `No reply: ${e.message}`;
       turn.noteClass = "no-reply";
+    } finally {
+      turn.streaming = null;
+      $("stop").hidden = true;
     }
+    page.changed();
     showLive(page);
   } finally {
     sending = false;
     $("send").disabled = false;
   }
+}
+
+/** Stop the reply being written: it keeps what it has, marked stopped. */
+export function stop(page) {
+  page.api.stop();
 }

@@ -2,10 +2,14 @@
 // lesson's five messages, one conversation per system prompt preset and window. Recorded mode
 // needs no download and no Python: every turn record is in the file.
 
+import * as challenges from "./challenges.mjs";
 import { controls } from "./controls.mjs";
+import { recordedTarget } from "./suggestions.mjs";
+import { drawChallenges, drawRecordedSuggestions } from "./views/challenges.mjs";
 import { drawChat, droppedOf } from "./views/chat.mjs";
 import { $, el } from "./views/dom.mjs";
 import { renderMessage } from "./views/reads.mjs";
+import { RERECORD_HINT, weightsSentence } from "./weights.mjs";
 
 export async function loadRecorded(url = new URL("../recorded.json", import.meta.url)) {
   const r = await fetch(url);
@@ -45,10 +49,38 @@ async function ensureRecorded(state) {
   if (state.recorded || state.recordedError) return;
   try {
     state.recorded = await loadRecorded();
-    $("rec-about").textContent = describe(state.recorded);
+    // Which weights speak first, in one plain sentence; then the file's details.
+    $("rec-about").replaceChildren(
+      el("strong", { class: "weights", text: weightsSentence(state.recorded) }),
+      " ",
+      el("span", { class: "rerecord", text: RERECORD_HINT }),
+      el("span", { class: "recorded-detail", text: describe(state.recorded) }),
+    );
   } catch (e) {
     state.recordedError = e.message;
   }
+}
+
+/** A recorded turn seen: challenges it shows are marked "seen in the recording", never done. */
+function seeRecorded(state, record, where) {
+  const next = challenges.observe(state.progress, record, new Date(), { live: false, where });
+  if (next === state.progress) return;
+  state.progress = next;
+  challenges.save(next);
+  drawChallenges(next);
+}
+
+/** The "Try this" list of recorded mode: each suggestion shows the recorded turn it is about. */
+function drawTryThis(page) {
+  const { state } = page;
+  const jump = (s) => {
+    const t = recordedTarget(s, state.recorded, controls());
+    if (!t) return;
+    if (Number($("window").value) !== t.window) $("window").value = String(t.window);
+    state.step = t.step;
+    showRecorded(page);
+  };
+  drawRecordedSuggestions(jump, (s) => recordedTarget(s, state.recorded, controls()) !== null);
 }
 
 export async function showRecorded(page) {
@@ -82,7 +114,8 @@ export async function showRecorded(page) {
     items.push({ role: "assistant", text: rec.reply_text ?? "", record: rec, dropped: dropped.has(2 * i + 1) });
   }
   drawChat(chat, items);
+  drawTryThis(page);
   const rec = conv.turns[state.step];
-  page.see(rec);
+  seeRecorded(state, rec, `${preset} · ${window} tokens · turn ${state.step + 1}`);
   page.draw(rec, `Recorded turn ${state.step + 1} of ${n}: what the model read, and its reply`);
 }

@@ -6,7 +6,9 @@
 //   3. the original weights on the Hugging Face Hub, pinned to a revision (build.json).
 // A source is {kind: "hf" | "gguf", url (absolute; a folder URL ends with "/"), label, origin}.
 
-export const SETTING_KEY = "chatlens.model";
+import { MODEL_KEY, modelPref } from "./prefs.mjs";
+
+export const SETTING_KEY = MODEL_KEY;
 const HUB = "https://huggingface.co/";
 
 /** The source a URL names: a .gguf file, or a Hugging Face model folder. */
@@ -22,7 +24,7 @@ export function sourceFromUrl(value, base) {
   const last = parts[parts.length - 1] || "";
   if (/\.gguf$/i.test(last)) {
     url.pathname = "/" + parts.join("/");
-    return { kind: "gguf", url: url.href, label: last, origin: "url" };
+    return { kind: "gguf", url: url.href, label: decoded(last), origin: "url" };
   }
   url.pathname = "/" + parts.join("/") + "/";
   url.search = "";
@@ -30,9 +32,10 @@ export function sourceFromUrl(value, base) {
   return { kind: "hf", url: url.href, label: hub ? parts.slice(0, 2).join("/") : url.href, origin: "url" };
 }
 
-/** The configured source: ?model=, then the saved setting, then the mirror, then the Hub. */
-export async function resolveSource({ location = globalThis.location, storage = globalThis.localStorage, build } = {}) {
-  const wanted = new URLSearchParams(location.search).get("model") || safeGet(storage, SETTING_KEY);
+/** The configured source: ?model=, then the saved setting, then the mirror, then the Hub.
+ * `wanted`: the model URL asked for (default: prefs.mjs's modelPref, which ignores a bad one). */
+export async function resolveSource({ location = globalThis.location, storage = globalThis.localStorage, build,
+                                      wanted = modelPref({ location, storage }).url } = {}) {
   if (wanted) return sourceFromUrl(wanted, location.href);
 
   const manifestUrl = new URL("models/manifest.json", location.href);
@@ -59,10 +62,11 @@ export async function resolveSource({ location = globalThis.location, storage = 
   };
 }
 
-function safeGet(storage, key) {
+/** A URL's path segment as people read it ("%20" a space); as it is when it does not decode. */
+function decoded(segment) {
   try {
-    return storage ? storage.getItem(key) : null;
+    return decodeURIComponent(segment);
   } catch {
-    return null;
+    return segment;
   }
 }

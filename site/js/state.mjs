@@ -13,6 +13,11 @@ export function createState() {
     recordedError: null,
     step: 0, // the recorded turn shown
     progress: challenges.load(),
+    // Whether live replies can be had, for the chat's banner (views/chat.mjs liveBanner):
+    // state "unknown" (no run has answered yet), "none" (runs fail: `why` says why, e.g. the
+    // weights are not downloaded; one banner says so and messages are marked "no reply"), or
+    // "ready" (the model answers).
+    replies: { state: "unknown", why: "" },
   };
 }
 

@@ -92,6 +92,8 @@ NOBLE_FILES = ("sha2.js", "_md.js", "_u64.js", "utils.js", "LICENSE")  # sha2.js
 NPM_FILES = {"pyodide": PYODIDE_CORE, "@noble/hashes": NOBLE_FILES}  # what the build copies from each pinned package
 RUNTIME_PACKAGES = ("numpy",)  # Pyodide packages the page loads when it computes (CDN or --pyodide-dist)
 BUILD_MANIFEST = "build.json"
+SERVICE_WORKER = "sw.js"  # at the site's root, so its scope is the whole site
+PRECACHE_MARK = "/* chatlens:precache */ null"
 
 
 # -- build ---------------------------------------------------------------------------------------
@@ -325,9 +327,31 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
         "settings": defaults.for_page(),
     }
     files[BUILD_MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()
+    files[SERVICE_WORKER] = service_worker(files, manifest["pyodide"]["packages"] if not self_hosted else None)
     changed = _sync(out, files)
     log(f"chatlens: site built in {out} ({changed} file{'s' if changed != 1 else ''} written)")
     return out
+
+
+def service_worker(files: dict, packages: str | None) -> bytes:
+    """site/sw.js with the build's precache list filled in: every file of the site (its path,
+    sha256 and size) and the build's id, the hash of that list. The browser installs a service
+    worker again whenever its bytes change, so a new build is noticed, cached beside the old one
+    under its own id, and offered to the page; an unchanged build writes the same bytes."""
+    entries = []
+    for rel in sorted(files):
+        if rel == SERVICE_WORKER:
+            continue
+        src = files[rel]
+        data = src if isinstance(src, bytes) else Path(src).read_bytes()
+        entries.append({"url": rel, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)})
+    listing = json.dumps(entries, separators=(",", ":"), sort_keys=True)
+    precache = {"build": hashlib.sha256(listing.encode()).hexdigest()[:16], "packages": packages, "files": entries}
+    template = files[SERVICE_WORKER]
+    text = (template if isinstance(template, bytes) else Path(template).read_bytes()).decode()
+    if PRECACHE_MARK not in text:
+        raise ChatlensError(f"site/{SERVICE_WORKER} lacks the {PRECACHE_MARK} the build fills in")
+    return text.replace(PRECACHE_MARK, json.dumps(precache, separators=(",", ":"))).encode()
 
 
 def _check_out(out: Path):

@@ -24,12 +24,30 @@ MIME_TYPES = {
     ".txt": "text/plain; charset=utf-8", ".md": "text/plain; charset=utf-8",
     ".gguf": "application/octet-stream", ".safetensors": "application/octet-stream",
 }
+# The site loads its own files only; fetches go to itself, the Hugging Face Hub (and the CDN its
+# downloads redirect to) and the Pyodide CDN (NumPy); WebAssembly may compile; no inline script.
+# site/index.html carries the same policy as a meta tag, for static hosting without this server
+# (tests/test_site.py keeps them equal).
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'",
+    "script-src 'self' 'wasm-unsafe-eval'",
+    "worker-src 'self'",
+    "connect-src 'self' https://huggingface.co https://*.huggingface.co https://*.hf.co https://cdn.jsdelivr.net",
+    "img-src 'self' data:",
+    "style-src 'self'",
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+])
+# frame-ancestors only works as a header (a meta tag cannot say it).
+HEADER_POLICY = CONTENT_SECURITY_POLICY + "; frame-ancestors 'none'"
 ISOLATION_HEADERS = {
     # Cross-origin isolation: SharedArrayBuffer (and so interrupting Python) needs both.
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Embedder-Policy": "require-corp",
     "Cross-Origin-Resource-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": HEADER_POLICY,
 }
 
 

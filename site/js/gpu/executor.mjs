@@ -16,7 +16,7 @@ export async function probe(gpu = navigator.gpu) {
   for (const key in adapter.limits) limits[key] = adapter.limits[key];
   return {
     adapter,
-    name: info.description || info.device || info.vendor || "adapter",
+    name: [info.vendor, info.architecture, info.description || info.device].filter(Boolean).join(" ") || "adapter",
     features: [...adapter.features].sort(),
     limits,
   };
@@ -47,17 +47,19 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
   const device = await adapter.requestDevice({ requiredFeatures: need.features, requiredLimits: need.limits });
   device.pushErrorScope("validation");
   const buffers = {};
+  const fills = []; // [buffer, offset in it, weight]
   for (const b of program.buffers) {
     let usage = 0;
     for (const u of b.usage) usage |= USAGE[u];
     const buffer = device.createBuffer({ label: b.name, size: b.size, usage });
     buffers[b.name] = buffer;
-    for (const fill of b.fill || []) {
-      const w = program.weights[fill.weight];
-      writeWords(device.queue, buffer, fill.offset, await read(w.file, w.offset, w.nbytes));
-    }
+    for (const fill of b.fill || []) fills.push([buffer, fill.offset, program.weights[fill.weight]]);
     if (b.data !== undefined) writeWords(device.queue, buffer, 0, base64Bytes(b.data));
   }
+  // Weights are read in the order the source file holds them: a reader that caches the chunk it
+  // last read (a store, a download) then reads each byte once.
+  fills.sort(([, , a], [, , b]) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.offset - b.offset));
+  for (const [buffer, offset, w] of fills) writeWords(device.queue, buffer, offset, await read(w.file, w.offset, w.nbytes));
 
   const modules = {};
   for (const m of program.modules) {
@@ -128,11 +130,15 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
     return out;
   }
 
+  const executor = { name, device, run, destroy, destroyed: false, lost: false };
+  device.lost.then(() => (executor.lost = true));
+
   function destroy() {
+    executor.destroyed = true;
     for (const b of Object.values(buffers)) b.destroy();
     for (const s of Object.values(staging)) s.destroy();
     device.destroy();
   }
 
-  return { name, device, run, destroy };
+  return executor;
 }

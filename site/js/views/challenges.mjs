@@ -1,34 +1,69 @@
 // The challenges box and the "Try this" suggestions.
 
-import { CHALLENGES, done } from "../challenges.mjs";
+import { CHALLENGES, done, stateText } from "../challenges.mjs";
+import { SUGGESTIONS } from "../suggestions.mjs";
 import { $, el } from "./dom.mjs";
 
+/** Each challenge with its state as text ("done" / "not yet"), what a completion showed, and
+ * where the recording shows it (which never completes it). */
 export function drawChallenges(progress) {
   $("challenge-count").textContent = `${done(progress)} of ${CHALLENGES.length} complete`;
   $("challenges").replaceChildren(
-    ...CHALLENGES.map((c) =>
-      el(
+    ...CHALLENGES.map((c) => {
+      const isDone = progress[c.id] === true;
+      const seen = !isDone && progress.seen?.[c.id];
+      return el(
         "li",
-        { class: progress[c.id] ? "done" : "", dataset: { challenge: c.id } },
-        el("span", { class: "check", "aria-hidden": "true", text: progress[c.id] ? "✓" : "○" }),
-        el("b", { text: c.title }),
-        " ",
-        el("span", { text: c.text }),
+        { class: isDone ? "done" : seen ? "seen" : "", dataset: { challenge: c.id } },
+        el("span", { class: "check", "aria-hidden": "true", text: isDone ? "✓" : "○" }),
+        el(
+          "div",
+          { class: "challenge" },
+          el("b", { text: c.title }),
+          " ",
+          el("span", { class: "state", text: stateText(progress, c.id) }),
+          el("div", { class: "challenge-text", text: c.text }),
+          isDone && progress.showed?.[c.id] ? el("div", { class: "showed", text: progress.showed[c.id] }) : null,
+          seen ? el("div", { class: "seen-where", text: `In the recording: ${progress.seen[c.id]}. Send it yourself in Live mode to complete it.` }) : null,
+        ),
+      );
+    }),
+  );
+}
+
+/** Suggestion buttons: the message, a short hint, and the sentence that says what it shows. */
+function suggestionButtons(list, pick, label) {
+  return list.map((s) =>
+    el(
+      "li",
+      {},
+      el(
+        "button",
+        { type: "button", class: "suggestion", dataset: { suggestion: s.id || "" }, onclick: () => pick(s) },
+        el("span", { class: "s-text", text: s.text.length > 60 ? s.text.slice(0, 57) + "…" : s.text }),
+        s.hint ? el("small", { class: "s-hint", text: `${label} · ${s.hint}` }) : el("small", { class: "s-hint", text: label }),
       ),
+      s.why ? el("p", { class: "why", text: s.why }) : null,
     ),
   );
 }
 
-/** The suggestion buttons; pick(text) puts one into the draft. */
-export function drawSuggestions(suggestions, pick) {
-  $("suggestions").replaceChildren(
-    ...suggestions.map((s) =>
-      el(
-        "button",
-        { type: "button", class: "suggestion", title: s.hint, onclick: () => pick(s.text) },
-        s.text.length > 60 ? s.text.slice(0, 57) + "…" : s.text,
-        s.hint ? el("small", { text: s.hint }) : null,
-      ),
-    ),
-  );
+// TODO(ux): app.mjs: delete its SUGGESTIONS list (the lab's list is suggestions.mjs) and call
+//   drawSuggestions((text) => { $("draft").value = text; $("draft").focus(); showLive(page); });
+// Until then the list app.mjs passes is ignored: only `pick` is taken from the arguments.
+/** The Live mode suggestions (#suggestions): pick(text) puts one into the draft. */
+export function drawSuggestions(...args) {
+  const pick = args.find((a) => typeof a === "function");
+  $("suggestions").replaceChildren(...suggestionButtons(SUGGESTIONS, (s) => pick?.(s.text), "put it in the draft"));
+}
+
+/** The Recorded mode suggestions (#rec-suggestions): jump(s) shows the recorded turn it is about;
+ * `enabled(s)` says whether the recording has one. */
+export function drawRecordedSuggestions(jump, enabled = () => true) {
+  const box = $("rec-suggestions");
+  if (!box) return;
+  box.replaceChildren(...suggestionButtons(SUGGESTIONS, jump, "show the recorded turn"));
+  box.querySelectorAll("button.suggestion").forEach((b, i) => {
+    b.disabled = !enabled(SUGGESTIONS[i]);
+  });
 }

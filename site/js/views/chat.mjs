@@ -1,36 +1,199 @@
 // The chat column: message bubbles, with the messages the shown record no longer reads marked
-// as dropped.
+// as dropped, one banner when the conversation has no replies, and a live region that announces
+// new messages only.
+//
+// drawChat is called on every preview (each keystroke, after a pause): it updates the bubbles in
+// place and appends new ones instead of redrawing, so nothing changes for a screen reader while
+// the learner types. New messages are announced through #chat-announce, a visually hidden live
+// region that gets nothing else.
 
 import { el } from "./dom.mjs";
 
-export function bubble(role, text, record) {
-  return el(
-    "div",
-    { class: `msg ${role}` },
-    el("div", { class: "who", text: role === "user" ? "You" : "SmolLM2" }),
-    el("div", { class: "content", text }),
-    role === "assistant" && record?.stop_reason
-      ? el("div", { class: "meta" }, "stop: ", el("code", { text: record.stop_reason }), ` · ${record.reply_ids.length} tokens`)
-      : null,
-  );
-}
+// TODO(ux): live.mjs drawLiveChat: drawChat($("chat"), items, EMPTY_LIVE) instead of its own text
+//   ("The right side shows..." is wrong in one column), and in showLive "Start typing: this panel
+//   previews ..." for "this side previews ...".
+/** The chat's hint in Live mode, before the first message (the one-column layout has no
+ * "right side", so it names the panel). */
+export const EMPTY_LIVE = "Type a message below. The panel “What the model reads” shows, as you type, the exact text the model would read.";
 
 /** The indexes (into the messages sent) of the messages a record dropped. */
 export const droppedOf = (record) => new Set(record.dropped_messages.map((d) => d.message_index));
 
-/** Draw `items` ([{role, text, record, dropped, current, note, noteClass}]) into the chat box. */
-export function drawChat(box, items, empty) {
-  box.replaceChildren();
-  if (!items.length && empty) box.append(el("p", { class: "empty", text: empty }));
+/** The tokens a user message takes in its own turn's prompt, the template's tokens included
+ * (the same count as its row in the panel), or null before its record exists. */
+function messageCount(record) {
+  const piece = record?.pieces?.find((p) => p.kind === "new");
+  return piece ? piece.count : null;
+}
+
+function metaOf(it) {
+  if (it.role === "user") {
+    const n = messageCount(it.record);
+    const parts = [];
+    if (n !== null) parts.push(`${n} tokens with the template's`);
+    if (it.noReply) parts.push("no reply");
+    return parts.join(" · ");
+  }
+  if (it.streaming) return "writing…";
+  const r = it.record;
+  if (!r?.stop_reason) return "";
+  return `wrote ${r.reply_ids.length} tokens · stop: ${r.stop_reason}`;
+}
+
+function makeBubble(it, turn) {
+  const b = el(
+    "div",
+    { class: `msg ${it.role}` },
+    el("div", { class: "who", text: `${it.role === "user" ? "You" : "SmolLM2"} · turn ${turn}` }),
+    el("div", { class: "content", dir: "auto", text: it.text }),
+    el("div", { class: "meta" }),
+  );
+  return b;
+}
+
+/** Set the meta line: "stop: <code>reason</code>" keeps the reason as code. */
+function setMeta(node, text) {
+  const meta = node.querySelector(".meta");
+  if (node._meta === text) return;
+  node._meta = text;
+  const m = /^(.*)stop: (\w+)$/.exec(text);
+  if (m) meta.replaceChildren(m[1], "stop: ", el("code", { text: m[2] }));
+  else meta.textContent = text;
+  meta.hidden = !text;
+}
+
+function ensure(id, make) {
+  return document.getElementById(id) || make();
+}
+
+function announcer(box) {
+  return ensure("chat-announce", () => {
+    const a = el("div", { id: "chat-announce", class: "sr-only", "aria-live": "polite" });
+    box.after(a);
+    return a;
+  });
+}
+
+function bannerBox(box) {
+  return ensure("chat-banner", () => {
+    const b = el("p", { id: "chat-banner", class: "notice banner", hidden: true });
+    box.before(b);
+    return b;
+  });
+}
+
+// Each announcement is a new paragraph (a live region reads what is added); the oldest go.
+const KEEP_ANNOUNCED = 4;
+function announce(box, lines) {
+  if (!lines.length) return;
+  const a = announcer(box);
+  for (const line of lines) a.append(el("p", { text: line }));
+  while (a.childElementCount > KEEP_ANNOUNCED) a.firstElementChild.remove();
+}
+
+/** The banner's text for a conversation without replies, `why` being the reason runs failed. */
+export function noRepliesText(why) {
+  const reason = why ? ` (${why.replace(/^No reply: /, "")})` : "";
+  return `No replies here yet${reason}: each message waits without an answer, and a second one would be read ` +
+    "as two of your messages in a row, which no chat app sends. Recorded mode has real replies.";
+}
+
+// TODO(ux): live.mjs can drive the banner instead of the per-turn notes: set state.replies (see
+// state.mjs) and call drawChat($("chat"), items, EMPTY_LIVE, { banner: liveBanner(state) }).
+/** The banner state.replies asks for, or null. */
+export function liveBanner(state) {
+  const r = state.replies;
+  return r && r.state === "none" ? { text: noRepliesText(r.why) } : null;
+}
+
+/**
+ * Draw `items` ([{role, text, record, dropped, current, streaming, note, noteClass}]) into the
+ * chat box. A note of class "no-reply" (a turn without a reply) is not drawn under its message:
+ * the message is marked "no reply" and one banner above the chat says why. `banner` ({text} or
+ * null) sets the banner directly.
+ */
+export function drawChat(box, items, empty, { banner } = {}) {
+  // The specs to draw: user and assistant messages, other notes, or the empty hint.
+  const specs = [];
+  const whyNone = [];
+  let turn = 0;
   for (const it of items) {
-    if (it.note) {
-      box.append(el("div", { class: `msg note ${it.noteClass || ""}`, text: it.note }));
+    if (it.note && it.noteClass === "no-reply") {
+      const last = specs[specs.length - 1];
+      if (last && last.role === "user") last.noReply = true;
+      whyNone.push(it.note);
       continue;
     }
-    const b = bubble(it.role, it.text, it.record);
-    if (it.dropped) b.classList.add("is-dropped");
-    if (it.current) b.classList.add("current");
-    box.append(b);
+    if (it.note) {
+      specs.push({ kind: "note", text: it.note, cls: it.noteClass || "" });
+      continue;
+    }
+    if (it.role === "user") turn++;
+    specs.push({ ...it, kind: it.role, turn: Math.max(turn, 1) });
   }
-  box.scrollTop = box.scrollHeight;
+  if (!specs.length && empty) specs.push({ kind: "empty", text: empty });
+
+  // Keep the bubbles that still match, in order; redraw from the first that does not.
+  const old = [...box.children];
+  let i = 0;
+  const isMessage = (n) => n._kind === "user" || n._kind === "assistant";
+  const oldMessages = old.filter(isMessage).length;
+  const fresh = [];
+  for (; i < specs.length && i < old.length; i++) {
+    const s = specs[i];
+    const n = old[i];
+    if (n._kind !== s.kind || n._turn !== s.turn) break;
+    if (n._text !== s.text) {
+      if (!n._streaming) break;
+      n.querySelector(".content").textContent = s.text; // the reply as it streams
+      n._text = s.text;
+    }
+    if (n._streaming && !s.streaming && isMessage(n)) fresh.push(s); // the reply is complete
+  }
+  const replaced = i < old.length; // a message changed or went away: a different view, not news
+  for (const n of old.slice(i)) n.remove();
+  for (let k = i; k < specs.length; k++) {
+    const s = specs[k];
+    let n;
+    if (s.kind === "empty") n = el("p", { class: "empty", text: s.text });
+    else if (s.kind === "note") n = el("div", { class: `msg note ${s.cls}`, text: s.text });
+    else {
+      n = makeBubble(s, s.turn);
+      if (!s.streaming) fresh.push(s);
+    }
+    Object.assign(n, { _kind: s.kind, _text: s.text, _turn: s.turn });
+    box.append(n);
+  }
+  // What can change in place: marks and the meta line.
+  const nodes = [...box.children];
+  specs.forEach((s, k) => {
+    const n = nodes[k];
+    n._streaming = Boolean(s.streaming);
+    if (!isMessage(n)) return;
+    n.classList.toggle("is-streaming", Boolean(s.streaming));
+    n.classList.toggle("is-dropped", Boolean(s.dropped));
+    n.classList.toggle("current", Boolean(s.current));
+    n.classList.toggle("no-reply", Boolean(s.noReply));
+    setMeta(n, metaOf(s));
+  });
+
+  // One banner for the whole conversation.
+  const b = bannerBox(box);
+  const want = banner !== undefined ? banner : whyNone.length ? { text: noRepliesText(whyNone[whyNone.length - 1]) } : null;
+  const text = want ? (typeof want === "string" ? want : want.text) : "";
+  if (b.textContent !== text) b.textContent = text;
+  const show = Boolean(text);
+  const appeared = show && b.hidden;
+  if (b.hidden === show) b.hidden = !show;
+
+  // Announce what is new: appended messages (or a reply that finished), not a redrawn view.
+  const news = replaced && oldMessages > 0 ? [] : fresh.map((s) => `${s.kind === "user" ? "You" : "SmolLM2"}: ${s.text}`);
+  if (appeared) news.push(text);
+  announce(box, news);
+
+  const cur = box.querySelector(".msg.current");
+  if (fresh.length || cur) {
+    if (cur && !fresh.length) cur.scrollIntoView?.({ block: "nearest" });
+    else box.scrollTop = box.scrollHeight;
+  }
 }

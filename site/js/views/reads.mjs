@@ -1,10 +1,16 @@
-// "What the model reads": a turn record (py/chatlens/record.py) drawn as the window bar, the
-// exact prompt text (special tokens as chips, line breaks visible), the token chips with their
-// ids, the per-piece counts, the dropped messages and the reply's stop reason. Every piece of
-// text goes in as text nodes. Special tokens are the record's special_ids: text that merely
-// looks like one is drawn as the text it is.
+// "What the model reads": a turn record (py/chatlens/record.py) drawn as the window bar (and
+// the part reused from the cache), the counts with what each word means, the exact prompt text
+// (special tokens as chips, line breaks visible, the reused prefix marked), the token chips with
+// their ids (a character split across tokens shown as its bytes, grouped under the character),
+// the per-message counts, the dropped messages and the reply with its stop reason, speed and
+// backend. A message that cannot fit is drawn as an overflow of the window.
+// Every piece of text goes in as text nodes. Special tokens are the record's special_ids: text
+// that merely looks like one is drawn as the text it is.
 
+import { hex, layout } from "../bytes.mjs";
+import { replyLimitNote, stopReasonText, TERMS } from "../terms.mjs";
 import { el } from "./dom.mjs";
+import { focusTab, tabList } from "./tabs.mjs";
 
 const SEGMENTS = [
   // window bar: [name, css class, which piece kinds count]
@@ -12,38 +18,13 @@ const SEGMENTS = [
   ["turns", "seg-turns", ["user", "assistant"]],
   ["new message + header", "seg-new", ["new", "header"]],
 ];
+const FULL_CONTEXT = 8192; // SmolLM2's trained context (the model's whole window)
+const PANEL_ID = "reads-tabpanel";
 
 /** Which prompt positions hold special tokens, from the record's special_ids. */
 export function specialPositions(record) {
   const ids = new Set(record.special_ids);
   return record.prompt_ids.map((id) => ids.has(id));
-}
-
-/** The prompt text of token positions [start, end) with special tokens as chips and each line
- * break as a visible mark; its textContent is exactly the tokens' text. */
-function tokenText(record, special, start, end, text) {
-  const frag = document.createDocumentFragment();
-  // Walk the piece's text token by token: a special token's text is cut out as a chip, the text
-  // between special tokens goes in as it is, with its line breaks marked.
-  let pos = 0;
-  const plain = (s) => {
-    const parts = s.split("\n");
-    parts.forEach((part, k) => {
-      if (k > 0) frag.append(el("span", { class: "nl", text: "\n" }));
-      if (part) frag.append(document.createTextNode(part));
-    });
-  };
-  for (let i = start; i < end; i++) {
-    if (!special[i]) continue;
-    const tok = record.prompt_tokens[i];
-    const at = text.indexOf(tok, pos);
-    if (at < 0) continue; // (cannot happen for a record chatlens made: the token's text is in its piece)
-    plain(text.slice(pos, at));
-    frag.append(el("span", { class: "special", text: tok }));
-    pos = at + tok.length;
-  }
-  plain(text.slice(pos));
-  return frag;
 }
 
 /** A token's text made visible: spaces as ·, line breaks as ↵, tabs as →. */
@@ -57,6 +38,38 @@ export function sums(record) {
   return SEGMENTS.map(([name, cls, kinds]) => [name, cls, kinds.reduce((s, k) => s + (by[k] || 0), 0)]);
 }
 
+const term = (text, cls = "") => el("p", { class: `term ${cls}`.trim(), text });
+
+/** "turn N · role" for each dropped message, numbered as the pieces are (a turn is a user
+ * message and what follows it; the dropped ones are the oldest turns, whole). */
+export function droppedLabels(dropped) {
+  let t = 0;
+  let hasUser = false;
+  return dropped.map((d) => {
+    if (t === 0 || (d.role === "user" && hasUser)) {
+      t += 1;
+      hasUser = false;
+    }
+    if (d.role === "user") hasUser = true;
+    return `turn ${t} · ${d.role}`;
+  });
+}
+
+// -- the window ------------------------------------------------------------------------------------
+
+function windowTitle(w) {
+  const whole = w >= FULL_CONTEXT;
+  return el(
+    "div",
+    { class: "window-title" },
+    "Window: ",
+    el("b", { text: w }),
+    " tokens",
+    whole ? " (the model's whole context)" : null,
+    term(whole ? TERMS.window : `${TERMS.window} ${TERMS.trained}`),
+  );
+}
+
 function windowBar(record) {
   const w = record.window;
   const segs = [
@@ -64,30 +77,256 @@ function windowBar(record) {
     ["reserved for the reply", "seg-reserve", record.reserve],
     ["free", "seg-free", Math.max(0, record.free)],
   ];
-  const bar = el("div", { class: "window-bar", role: "img", "aria-label": `window of ${w} tokens` });
+  const bar = el("div", { class: "window-bar", role: "img", "aria-label": `window of ${w} tokens: ${record.used} used, ${record.reserve} kept for the reply, ${Math.max(0, record.free)} free` });
   const legend = el("ul", { class: "legend" });
   for (const [name, cls, n] of segs) {
     if (n > 0) bar.append(el("span", { class: `seg ${cls}`, style: `flex-grow:${n}`, title: `${name}: ${n} tokens` }));
     legend.append(el("li", { dataset: { seg: name } }, el("span", { class: `swatch ${cls}` }), `${name} `, el("b", { text: n })));
   }
-  return el("div", { class: "window" }, el("div", { class: "window-title" }, "Window: ", el("b", { text: w }), " tokens"), bar, legend);
+  // The same scale, for the cache: the prefix reused, then what is computed now.
+  const reused = record.reused_tokens;
+  const computed = record.computed_tokens;
+  const cache = el(
+    "div",
+    { class: "cache-bar", role: "img", "aria-label": `${reused} tokens from the cache, ${computed} computed now` },
+    reused > 0 ? el("span", { class: "seg seg-cached", style: `flex-grow:${reused}`, title: `from the cache: ${reused} tokens` }) : null,
+    computed > 0 ? el("span", { class: "seg seg-computed", style: `flex-grow:${computed}`, title: `computed now: ${computed} tokens` }) : null,
+    el("span", { class: "seg seg-rest", style: `flex-grow:${Math.max(0, w - record.used)}` }),
+  );
+  const cacheLegend = el(
+    "ul",
+    { class: "legend cache-legend" },
+    el("li", { dataset: { seg: "from the cache" } }, el("span", { class: "swatch seg-cached" }), "from the cache ", el("b", { text: reused })),
+    el("li", { dataset: { seg: "computed now" } }, el("span", { class: "swatch seg-computed" }), "computed now ", el("b", { text: computed })),
+  );
+  return el("div", { class: "window" }, windowTitle(w), bar, legend, cache, cacheLegend);
 }
 
+// -- counts and notes ----------------------------------------------------------------------------------
+
 function stats(record) {
+  const limit = record.max_tokens ?? record.reserve;
   const rows = [
-    ["used", record.used],
-    ["reused from the cache", record.reused_tokens],
-    ["computed", record.computed_tokens],
-    ["reply limit", `${record.max_tokens ?? record.reserve} tokens`],
+    ["used", record.used, TERMS.used],
+    ["reused from the cache", record.reused_tokens, TERMS.reused],
+    ["computed", record.computed_tokens, TERMS.computed],
+    ["reply limit", `${limit} tokens`, replyLimitNote(limit)],
   ];
-  if (record.stop_reason) rows.push(["stop reason", record.stop_reason]);
-  if (record.reply_ids) rows.push(["reply", `${record.reply_ids.length} tokens`]);
   return el(
     "dl",
     { class: "stats" },
-    rows.map(([k, v]) => el("div", { dataset: { stat: k } }, el("dt", { text: k }), el("dd", { text: v }))),
+    rows.map(([k, v, explain]) =>
+      el("div", { dataset: { stat: k } }, el("dt", { text: k }), el("dd", { text: v }), explain ? el("dd", { class: "term", text: explain }) : null),
+    ),
   );
 }
+
+/** The tokens between a message's template tokens that are special: a special token written as
+ * text inside the message, which the model reads as the real thing. */
+function writtenSpecials(record, special) {
+  const found = [];
+  for (const p of record.pieces) {
+    if (p.kind === "header" || p.kind === "prompt") continue;
+    // the template's own: <|im_start|> at the start, <|im_end|> two from the end
+    for (let i = p.start + 1; i < p.end - 2; i++) if (special[i]) found.push([p, record.prompt_tokens[i]]);
+  }
+  return found;
+}
+
+function notes(record, special) {
+  const out = [];
+  const specials = writtenSpecials(record, special);
+  if (specials.length) {
+    const names = [...new Set(specials.map(([, t]) => t))].join(", ");
+    const where = [...new Set(specials.map(([p]) => p.label))].join(", ");
+    out.push(el(
+      "p",
+      { class: "note special-note" },
+      el("b", { text: `${names} written as text (${where}): ` }),
+      "the tokenizer turns it into the real special token, so the model reads a message boundary there, " +
+        "exactly as if the template had put it. Text that only looks like one (<|IM_END|>) stays plain characters.",
+    ));
+  }
+  if (record.reused_tokens === 0) {
+    out.push(el("p", { class: "note reuse-note" },
+      record.reply_text == null
+        ? "Nothing would come from the cache: the cache holds only what the model read and wrote on an earlier turn, and nothing has been computed in this conversation yet (replies compute it)."
+        : "Nothing came from the cache: this was the first text the model computed, or it did not start like the one before."));
+  } else if (record.dropped_messages.length) {
+    const sys = record.pieces.find((p) => p.kind === "system" || p.kind === "default_system");
+    if (sys && record.reused_tokens <= sys.end + 3) {
+      out.push(el("p", { class: "note reuse-note" },
+        "Reuse stops early: dropping the oldest turn changed the text right after the system prompt, and the cache can only reuse a prefix."));
+    }
+  }
+  return out;
+}
+
+function droppedList(record) {
+  if (!record.dropped_messages.length) return null;
+  const labels = droppedLabels(record.dropped_messages);
+  return el(
+    "div",
+    { class: "dropped" },
+    el("div", { class: "dropped-title", text: `Dropped to fit the window (oldest first): ${record.dropped_messages.length} message(s)` }),
+    record.dropped_messages.map((d, k) =>
+      el(
+        "div",
+        { class: "dropped-turn", dataset: { index: d.message_index } },
+        el("span", { class: "tag-dropped", text: `${labels[k]} · ${d.count} tokens` }),
+        el("s", { class: "dropped-text", dir: "auto", text: d.content }),
+      ),
+    ),
+  );
+}
+
+// -- the text and the tokens ----------------------------------------------------------------------------
+
+/** Plain text with each line break as a visible mark (its textContent is the text). */
+function appendPlain(parent, s) {
+  s.split("\n").forEach((part, k) => {
+    if (k > 0) parent.append(el("span", { class: "nl", text: "\n" }));
+    if (part) parent.append(document.createTextNode(part));
+  });
+}
+
+/** Where the reused prefix ends: the line between "from the cache" and "computed now"
+ * (its labels are drawn by CSS, so the box's text stays exactly the prompt). */
+const cacheCut = (record, block) =>
+  el(block ? "div" : "span", {
+    class: "cache-cut",
+    "aria-hidden": "true",
+    dataset: { reused: record.reused_tokens, computed: record.computed_tokens },
+  });
+
+/** The piece's text found by searching for its special tokens (when the tokens cannot be laid
+ * out on the text: not for a record chatlens made). */
+function pieceTextBySearch(span, record, special, p) {
+  let pos = 0;
+  for (let i = p.start; i < p.end; i++) {
+    if (!special[i]) continue;
+    const tok = record.prompt_tokens[i];
+    const at = p.text.indexOf(tok, pos);
+    if (at < 0) continue;
+    appendPlain(span, p.text.slice(pos, at));
+    span.append(el("span", { class: "special", text: tok }));
+    pos = at + tok.length;
+  }
+  appendPlain(span, p.text.slice(pos));
+}
+
+function promptText(record, special, lay) {
+  const box = el("pre", { class: "prompt-text", id: "prompt-text", tabindex: "0", "aria-label": "The prompt text" });
+  const text = record.prompt_text;
+  const cut = record.reused_tokens > 0 && record.reused_tokens < record.used ? record.reused_tokens : -1;
+  for (const p of record.pieces) {
+    const span = el("span", {
+      class: `piece kind-${p.kind}`,
+      title: `${p.label}: ${p.count} tokens`,
+      dataset: { label: `${p.label} · ${p.count}`, kind: p.kind },
+    });
+    box.append(span);
+    if (!lay || text.slice(lay.starts[p.start], lay.starts[p.end]) !== p.text) {
+      pieceTextBySearch(span, record, special, p);
+      continue;
+    }
+    let run = "";
+    let runCached = false;
+    const flush = () => {
+      if (!run) return;
+      const target = runCached ? el("span", { class: "cached" }) : span;
+      appendPlain(target, run);
+      if (runCached) span.append(target);
+      run = "";
+    };
+    for (let i = p.start; i < p.end; i++) {
+      const cached = i < record.reused_tokens;
+      if (i === cut || cached !== runCached) flush();
+      runCached = cached;
+      if (i === cut) span.append(cacheCut(record, false));
+      const s = text.slice(lay.starts[i], lay.starts[i + 1]);
+      if (special[i]) {
+        flush();
+        span.append(el("span", { class: `special${cached ? " cached" : ""}`, text: s }));
+      } else run += s;
+    }
+    flush();
+  }
+  return box;
+}
+
+/** A chip's visible text: whole characters as they are, parts of a character as hex bytes. */
+function chipText(parts, token) {
+  const t = el("span", { class: "t" });
+  if (!parts) {
+    if (token.includes("\ufffd")) t.append(el("span", { class: "hex unknown", text: "part" }));
+    else t.append(visibleToken(token));
+    return t;
+  }
+  for (const part of parts) {
+    if (part.text !== undefined) t.append(visibleToken(part.text));
+    else t.append(el("span", { class: "hex", text: hex(part.bytes) }));
+  }
+  return t;
+}
+
+function chipTitle(i, id, parts) {
+  let s = `token ${i} · id ${id}`;
+  for (const part of parts || []) if (part.bytes) s += ` · bytes ${hex(part.bytes)} of “${part.char}”`;
+  if (!parts) s += " · which bytes of the character it holds cannot be told from this record";
+  return s;
+}
+
+/** Token chips for `tokens`, with the groups of chips that spell a split character under it. */
+function chips(box, { tokens, ids, lay, classOf, cut = -1, cutNode = null }) {
+  const groupAt = new Map((lay?.groups || []).map((g) => [g[0], g]));
+  let target = box;
+  let groupEnd = -1;
+  for (let i = 0; i < tokens.length; i++) {
+    const g = groupAt.get(i);
+    if (cutNode && target === box && (i === cut || (g && cut > g[0] && cut <= g[1]))) box.append(cutNode);
+    if (g) {
+      const label = g[2].trim() || g[2];
+      const inner = el("span", { class: "group-tokens" });
+      box.append(el(
+        "span",
+        { class: "char-group", title: `${g[1] - g[0] + 1} tokens that together spell “${label}”` },
+        el("span", { class: "char", dir: "auto", text: label }),
+        inner,
+      ));
+      target = inner;
+      groupEnd = g[1];
+    }
+    const parts = lay ? lay.parts[i] : null;
+    target.append(el(
+      "span",
+      { class: `tok ${classOf(i)}`, title: chipTitle(i, ids[i], parts), dataset: { id: ids[i] } },
+      chipText(parts, tokens[i]),
+      el("span", { class: "id", text: ids[i] }),
+    ));
+    if (i === groupEnd) target = box;
+  }
+}
+
+function tokenView(record, special, lay) {
+  const kinds = new Array(record.prompt_ids.length);
+  for (const p of record.pieces) for (let i = p.start; i < p.end; i++) kinds[i] = p.kind;
+  const box = el("div", { class: "tokens", id: "token-view", tabindex: "0", "aria-label": "The prompt's tokens" });
+  const cut = record.reused_tokens > 0 && record.reused_tokens < record.used ? record.reused_tokens : -1;
+  chips(box, {
+    tokens: record.prompt_tokens,
+    ids: record.prompt_ids,
+    lay,
+    cut,
+    cutNode: cutNodeFor(record),
+    classOf: (i) => `kind-${kinds[i] || "none"}${special[i] ? " special" : ""}${i < record.reused_tokens ? " cached" : ""}`,
+  });
+  return box;
+}
+
+const cutNodeFor = (record) => cacheCut(record, true);
+
+// -- the pieces -------------------------------------------------------------------------------------------
 
 function pieceTable(record) {
   const body = el("tbody");
@@ -96,131 +335,244 @@ function pieceTable(record) {
       el(
         "tr",
         { class: `piece-row kind-${p.kind}`, dataset: { label: p.label, count: p.count, kind: p.kind } },
-        el("td", {}, el("span", { class: `swatch kind-${p.kind}` }), el("span", { class: "label", text: p.label })),
+        el(
+          "td",
+          {},
+          el("span", { class: `swatch kind-${p.kind}` }),
+          el("span", { class: "label", text: p.label }),
+          p.kind === "header" ? term(TERMS.header) : null,
+        ),
         el("td", { class: "num", text: p.count }),
       ),
     );
   }
-  for (const d of record.dropped_messages) {
+  const labels = droppedLabels(record.dropped_messages);
+  record.dropped_messages.forEach((d, k) => {
     body.append(
       el(
         "tr",
         { class: "dropped-row", dataset: { index: d.message_index, count: d.count } },
-        el("td", {}, el("span", { class: "tag-dropped", text: "dropped" }), ` message ${d.message_index + 1} · ${d.role}`),
+        el("td", {}, el("span", { class: "tag-dropped", text: "dropped" }), ` ${labels[k]}`),
         el("td", { class: "num", text: d.count }),
       ),
     );
-  }
-  return el(
-    "table",
-    { class: "pieces" },
-    el("thead", {}, el("tr", {}, el("th", { text: "piece" }), el("th", { class: "num", text: "tokens" }))),
-    body,
-    el("tfoot", {}, el("tr", {}, el("td", { text: "prompt" }), el("td", { class: "num", text: record.used }))),
-  );
-}
-
-function droppedList(record) {
-  if (!record.dropped_messages.length) return null;
+  });
   return el(
     "div",
-    { class: "dropped" },
-    el("div", { class: "dropped-title", text: `Dropped to fit the window (oldest first): ${record.dropped_messages.length} message(s)` }),
-    record.dropped_messages.map((d) =>
-      el(
-        "div",
-        { class: "dropped-turn", dataset: { index: d.message_index } },
-        el("span", { class: "tag-dropped", text: `message ${d.message_index + 1} · ${d.role} · ${d.count} tokens` }),
-        el("s", { class: "dropped-text", text: d.content }),
-      ),
+    { class: "pieces-box" },
+    term(`${TERMS.message} ${TERMS.template}`, "vocabulary"),
+    el(
+      "table",
+      { class: "pieces" },
+      el("thead", {}, el("tr", {}, el("th", { text: "message" }), el("th", { class: "num", text: "tokens" }))),
+      body,
+      el("tfoot", {}, el("tr", {}, el("td", { text: "prompt" }), el("td", { class: "num", text: record.used }))),
     ),
   );
 }
 
-function promptText(record, special) {
-  const box = el("pre", { class: "prompt-text", id: "prompt-text" });
-  for (const p of record.pieces) {
-    const span = el("span", {
-      class: `piece kind-${p.kind}`,
-      title: `${p.label}: ${p.count} tokens`,
-      dataset: { label: `${p.label} · ${p.count}`, kind: p.kind },
-    });
-    span.append(tokenText(record, special, p.start, p.end, p.text));
-    box.append(span);
+// -- the reply ----------------------------------------------------------------------------------------------
+
+const ms = (v) => (v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`);
+
+function speed(record) {
+  const t = record.timings;
+  if (!t) return null;
+  const parts = [];
+  if (t.prefill_ms !== undefined) {
+    parts.push(`read ${record.computed_tokens} new tokens in ${ms(t.prefill_ms)}` +
+      (t.prefill_tok_s ? ` (${t.prefill_tok_s} tokens/s)` : ""));
   }
-  return box;
+  if (t.decode_ms !== undefined) {
+    parts.push(`wrote in ${ms(t.decode_ms)}` + (t.decode_tok_s ? ` (${t.decode_tok_s} tokens/s)` : ""));
+  }
+  return el("div", { class: "reply-speed", dataset: { stat: "speed" } }, parts.join(" · "));
 }
 
-function tokenView(record, special) {
-  const kinds = new Array(record.prompt_ids.length);
-  for (const p of record.pieces) for (let i = p.start; i < p.end; i++) kinds[i] = p.kind;
-  const box = el("div", { class: "tokens", id: "token-view" });
-  record.prompt_ids.forEach((id, i) => {
-    const t = record.prompt_tokens[i];
-    box.append(
-      el(
-        "span",
-        { class: `tok kind-${kinds[i] || "none"}${special[i] ? " special" : ""}`, title: `token ${i} · id ${id}`, dataset: { id } },
-        el("span", { class: "t", text: visibleToken(t) }),
-        el("span", { class: "id", text: id }),
-      ),
-    );
-  });
+function replyTokens(record) {
+  const tokens = record.reply_tokens;
+  const ids = record.reply_ids;
+  if (!tokens || !ids || !tokens.length) return null;
+  const ended = record.stop_reason === "end_turn";
+  const text = record.reply_text + (ended ? tokens[tokens.length - 1] : "");
+  const lay = layout(tokens, text, record.reply_vocab || null);
+  const box = el("div", { class: "tokens reply-tokens", "aria-label": "The reply's tokens" });
+  chips(box, { tokens, ids, lay, classOf: (i) => `kind-reply${ended && i === tokens.length - 1 ? " special" : ""}` });
   return box;
 }
 
 function replyBox(record) {
   if (record.reply_text === null || record.reply_text === undefined) return null;
+  const n = record.reply_ids ? record.reply_ids.length : 0;
+  const writing = !record.stop_reason;
   return el(
     "div",
-    { class: "reply" },
+    { class: `reply${writing ? " is-streaming" : ""}` },
     el(
       "div",
       { class: "reply-title" },
       "The reply: ",
-      el("b", { text: `${record.reply_ids.length} tokens` }),
-      ", stopped by ",
-      el("code", { class: `stop stop-${record.stop_reason}`, text: record.stop_reason }),
-      record.stop_reason === "end_turn" ? " (the model wrote its end-of-turn token)" : ` (the ${record.max_tokens}-token limit)`,
+      el("b", { text: `${n} tokens` }),
+      writing ? ", writing…" : ", ended by ",
+      writing ? null : el("code", { class: `stop stop-${record.stop_reason}`, text: record.stop_reason }),
+      writing ? null : ` (${stopReasonText(record.stop_reason)})`,
     ),
-    el("div", { class: "reply-text", text: record.reply_text }),
+    el("div", { class: "reply-text", dir: "auto", text: record.reply_text }),
+    replyTokens(record),
+    el(
+      "div",
+      { class: "reply-facts" },
+      speed(record),
+      record.backend ? el("div", { class: "reply-backend", dataset: { stat: "backend" } }, "computed by ", el("b", { text: record.backend })) : null,
+    ),
+    term(`${TERMS.greedy} A reply ends with end_turn (its end-of-turn token), max_tokens (the reply limit) or stopped (you pressed Stop).`),
   );
 }
 
-/** Draw `record` into `root`. view: "text" | "tokens". */
-export function renderRecord(root, record, { caption = "", view = "text", onView } = {}) {
+// -- the panel ------------------------------------------------------------------------------------------------
+
+// The prompt's layout, once per prompt: a streamed reply draws the same prompt at every token.
+const layouts = new WeakMap();
+function promptLayout(record) {
+  const key = record.prompt_tokens;
+  if (!layouts.has(key) || layouts.get(key).text !== record.prompt_text) {
+    layouts.set(key, { text: record.prompt_text, lay: layout(record.prompt_tokens, record.prompt_text, record.prompt_vocab || null) });
+  }
+  return layouts.get(key).lay;
+}
+
+let focusAfterDraw = null; // the tab to focus once the panel is drawn again (after a tab is chosen)
+
+/** Draw `record` into `root`. view: "text" | "tokens"; onView(view) when a tab is chosen (the
+ * caller keeps the choice and draws again). While a reply streams, the record's reply_text is
+ * the reply so far and stop_reason is null. */
+export function renderRecord(root, record, options = {}) {
+  const { caption = "", view = "text", onView } = options;
+  // Drawing again keeps the focus (a tab, the text box) and the scroll of the text box.
+  const active = document.activeElement;
+  const focusId = focusAfterDraw ? `reads-tab-${focusAfterDraw}` : root.contains(active) && active.id ? active.id : null;
+  focusAfterDraw = null;
+  const scroller = root.querySelector("#prompt-text, #token-view");
+  const scrolled = scroller ? [scroller.id, scroller.scrollTop] : null;
+
   const special = specialPositions(record);
-  const tabs = el(
+  const lay = promptLayout(record);
+  const select = (v, { focus } = {}) => {
+    if (focus) focusAfterDraw = v;
+    if (onView) onView(v);
+    else renderRecord(root, record, { ...options, view: v });
+    if (focusAfterDraw === v) {
+      // the caller did not draw again (nothing changed): focus now
+      focusAfterDraw = null;
+      focusTab(root, v);
+    }
+  };
+  const tabs = tabList({
+    label: "How to show the prompt",
+    tabs: [
+      { value: "text", label: "Text" },
+      { value: "tokens", label: `Tokens (${record.used})` },
+    ],
+    selected: view,
+    panelId: PANEL_ID,
+    idPrefix: "reads-tab",
+    select,
+  });
+  const groups = lay?.groups.length ? term(TERMS.bytes, "bytes-note") : null;
+  const panel = el(
     "div",
-    { class: "tabs", role: "tablist" },
-    [
-      ["text", "Text"],
-      ["tokens", `Tokens (${record.used})`],
-    ].map(([v, label]) =>
-      el("button", {
-        type: "button",
-        role: "tab",
-        class: v === view ? "active" : null,
-        "aria-selected": String(v === view),
-        dataset: { view: v },
-        text: label,
-        onclick: () => onView?.(v),
-      }),
-    ),
+    { id: PANEL_ID, role: "tabpanel", "aria-labelledby": `reads-tab-${view}` },
+    view === "tokens" ? groups : null,
+    view === "tokens" ? tokenView(record, special, lay) : promptText(record, special, lay),
   );
   const parts = [
     el("p", { class: "caption", id: "reads-caption", text: caption }),
     windowBar(record),
     stats(record),
+    ...notes(record, special),
     droppedList(record),
     tabs,
-    view === "tokens" ? tokenView(record, special) : promptText(record, special),
+    panel,
     pieceTable(record),
     replyBox(record),
   ];
   root.replaceChildren(...parts.filter(Boolean));
+  if (scrolled) {
+    const again = root.querySelector(`#${scrolled[0]}`);
+    if (again) again.scrollTop = scrolled[1];
+  }
+  if (focusId) root.querySelector(`#${focusId}`)?.focus({ preventScroll: true });
 }
 
+// -- messages and the overflow ------------------------------------------------------------------------------
+
+const OVERFLOW = /alone need (\d+) tokens \((.*)\), but a window of (\d+) tokens with (\d+) kept free for the reply leaves (-?\d+)/;
+
+/** The numbers of a WindowError's message (the system prompt and the new message do not fit):
+ * {needed, pieces: [{label, count}], window, reserve, budget}, or null for any other message. */
+export function windowOverflow(message) {
+  const m = OVERFLOW.exec(message || "");
+  if (!m) return null;
+  const pieces = [...m[2].matchAll(/([^,]+?) (\d+)(?:, |$)/g)].map((p) => ({ label: p[1].trim(), count: Number(p[2]) }));
+  return { needed: Number(m[1]), pieces, window: Number(m[3]), reserve: Number(m[4]), budget: Number(m[5]) };
+}
+
+const PIECE_WORDS = {
+  system: "the system prompt",
+  "system (template default)": "the template's default system prompt",
+  "new message": "your new message",
+  "generation header": "the generation header",
+};
+const pieceWords = (label) => PIECE_WORDS[label] || label;
+const pieceClass = (label) =>
+  label.startsWith("system") ? "seg-system" : label === "new message" || label === "generation header" ? "seg-new" : "seg-turns";
+
+/** The window drawn overflowing: what the system prompt and the new message need against what
+ * the window leaves once the reply's room is kept free. */
+export function renderOverflow(root, info, message = "") {
+  const { needed, pieces, window: w, reserve, budget } = info;
+  const over = needed - budget;
+  const scale = needed + reserve;
+  const bar = el("div", {
+    class: "window-bar overflow-bar",
+    role: "img",
+    "aria-label": `needs ${needed + reserve} tokens with the reply's room, the window holds ${w}`,
+  });
+  for (const p of pieces) bar.append(el("span", { class: `seg ${pieceClass(p.label)}`, style: `flex-grow:${p.count}`, title: `${p.label}: ${p.count} tokens` }));
+  bar.append(el("span", { class: "seg seg-reserve", style: `flex-grow:${reserve}`, title: `reserved for the reply: ${reserve} tokens` }));
+  bar.append(el("span", { class: "window-edge", style: `left:${(100 * w) / scale}%`, title: `the window ends here: ${w} tokens` }));
+  bar.append(el("span", { class: "window-over", style: `left:${(100 * w) / scale}%` }));
+  const words = pieces.map((p) => `${pieceWords(p.label)} (${p.count})`);
+  const needs = words.length > 1 ? `${words.slice(0, -1).join(", ")} and ${words[words.length - 1]}` : words.join("");
+  root.replaceChildren(
+    el("p", { class: "caption", id: "reads-caption", text: "This message does not fit the window" }),
+    el(
+      "div",
+      { class: "window overflow" },
+      windowTitle(w),
+      bar,
+      el(
+        "ul",
+        { class: "legend" },
+        pieces.map((p) => el("li", { dataset: { seg: p.label } }, el("span", { class: `swatch ${pieceClass(p.label)}` }), `${p.label} `, el("b", { text: p.count }))),
+        el("li", { dataset: { seg: "reserved for the reply" } }, el("span", { class: "swatch seg-reserve" }), "reserved for the reply ", el("b", { text: reserve })),
+        el("li", { dataset: { seg: "over" } }, el("span", { class: "swatch seg-over" }), "over the window by ", el("b", { text: over })),
+      ),
+    ),
+    el(
+      "p",
+      { class: "overflow-text" },
+      `Even with every older turn dropped, ${needs} need ${needed} tokens, but a window of ${w} keeps ${reserve} free for the reply and leaves ${budget}: `,
+      el("b", { text: `${over} too many` }),
+      ". Shorten the message, choose a larger window, or a shorter system prompt.",
+    ),
+    message ? el("p", { class: "error detail", text: message }) : null,
+  );
+}
+
+/** A message instead of a record; an error that is a window overflow is drawn as one. */
 export function renderMessage(root, text, cls = "note") {
+  const info = cls === "error" ? windowOverflow(text) : null;
+  if (info) return renderOverflow(root, info, text);
   root.replaceChildren(el("p", { class: cls, text }));
 }

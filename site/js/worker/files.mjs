@@ -1,10 +1,17 @@
-// Byte sources for the worker: the model's small files fetched over HTTP and written into
-// Pyodide's file system, and a GGUF mounted as a file whose bytes are fetched on demand.
+// Byte sources for the worker: the model's files from the store (site/js/store/) once it holds
+// them, else over HTTP, written into Pyodide's file system; a GGUF, or a safetensors file whose
+// header is all Python needs, mounted as a file of its full size whose head is in memory.
+
+import { CorruptChunkError, NotStoredError } from "../store/errors.mjs";
 
 const TEXT_FILES = ["tokenizer.json", "tokenizer_config.json", "config.json"];
 const OPTIONAL_FILES = ["generation_config.json"];
 const GGUF_HEAD = 8 << 20; // the first request for a GGUF: its metadata (vocabulary, template) fits in this
 const GGUF_CHUNK = 1 << 20; // later reads, fetched on demand with Range requests
+export const WEIGHTS_FILE = "model.safetensors"; // a Hugging Face folder's weights, as the store names them
+const SNIFF_BYTES = 200; // enough of a file to tell an HTML page or an error from a model's bytes
+const HEADER_MARGIN = 1 << 20; // more than any buffer Python reads ahead with (128 KiB since 3.14)
+const EIO = 29; // what a failed read is to Python: OSError, not a fatal error of the whole runtime
 
 /** fetch, whose network errors ("Failed to fetch") say which URL could not be reached. */
 export async function fetchFrom(url, init) {
@@ -15,14 +22,104 @@ export async function fetchFrom(url, init) {
   }
 }
 
-/** What the text side needs from a source, fetched (a promise, started at once). */
-export function textFiles(source) {
+/** What the text side needs from a source: from `store` when it holds the whole model
+ * (`stored`), else fetched. A promise, started at once. */
+export function textFiles(source, store, stored) {
+  if (stored) return source.kind === "gguf" ? storedHead(store, source, ggufName(stored)) : storedFolderFiles(store, source);
   return source.kind === "gguf" ? ggufHead(source.url) : folderFiles(source.url);
 }
 
 /** The text side's files in Pyodide's file system; returns the path chatlens reads. */
 export function mountTextFiles(py, source, files) {
   return source.kind === "gguf" ? mountGguf(py, source.url, files) : writeFolder(py, files);
+}
+
+/** A Hugging Face folder's weights file, for the weight plan: its header in memory, the rest of
+ * its bytes left where they are (the GPU upload reads them from the store). */
+export async function mountWeightsHeader(py, store, source, dir) {
+  const size = (await store.file(source, WEIGHTS_FILE)).size;
+  const n = Number(new DataView((await store.read(source, WEIGHTS_FILE, { start: 0, end: 8 })).buffer).getBigUint64(0, true));
+  // Python's buffered reads run a little past what it asks for: keep a margin past the header.
+  const head = await store.read(source, WEIGHTS_FILE, { start: 0, end: Math.min(size, 8 + n + HEADER_MARGIN) });
+  mountPartial(py, dir, WEIGHTS_FILE, { head, total: size, url: null });
+}
+
+/** Whole stored files into Pyodide's file system (for NumPy, which reads every weight itself). */
+export async function writeStoredFiles(py, store, source, names, path) {
+  for (const name of names) py.FS.writeFile(path(name), await store.read(source, name));
+}
+
+/** read(file, offset, nbytes) over a stored model, for the GPU upload. Reads go forward through
+ * one pass over each file's verified chunks (executor.mjs asks in file order), so each chunk is
+ * read and checked once. A chunk found damaged is reported to onCorrupt, fetched again alone,
+ * and the pass restarted there. */
+export function storedReader(store, source, { onCorrupt } = {}) {
+  const passes = new Map(); // file -> {iter, piece}: the pass and the piece it is at
+  const open = (file, at) => {
+    const pass = { iter: store.chunks(source, file, { start: at })[Symbol.asyncIterator](), piece: null };
+    passes.set(file, pass);
+    return pass;
+  };
+  async function pieceAt(file, at) {
+    let pass = passes.get(file);
+    if (!pass || (pass.piece && at < pass.piece.offset)) pass = open(file, at); // backwards: a new pass
+    while (!pass.piece || at >= pass.piece.offset + pass.piece.bytes.length) {
+      let next;
+      try {
+        next = await pass.iter.next();
+      } catch (e) {
+        if (!(e instanceof CorruptChunkError)) throw e;
+        onCorrupt?.(e);
+        await store.repair(source, file);
+        pass = open(file, at);
+        continue;
+      }
+      if (next.done) throw new NotStoredError(source.url, `${file} (bytes at ${at})`);
+      pass.piece = next.value;
+    }
+    return pass.piece;
+  }
+  return async (file, offset, nbytes) => {
+    const out = new Uint8Array(nbytes);
+    for (let at = offset; at < offset + nbytes; ) {
+      const piece = await pieceAt(file, at);
+      const from = at - piece.offset;
+      const take = Math.min(piece.bytes.length - from, offset + nbytes - at);
+      out.set(piece.bytes.subarray(from, from + take), at - offset);
+      at += take;
+    }
+    return out;
+  };
+}
+
+/** The store's name of a GGUF source's one file. */
+export const ggufName = (summary) => summary.files[0].name;
+
+async function storedFolderFiles(store, source) {
+  const one = async (name, optional) => {
+    try {
+      return [name, await store.read(source, name)];
+    } catch (e) {
+      if (optional && e instanceof NotStoredError) return null;
+      throw e;
+    }
+  };
+  const got = await Promise.all([...TEXT_FILES.map((n) => one(n, false)), ...OPTIONAL_FILES.map((n) => one(n, true))]);
+  return got.filter(Boolean);
+}
+
+async function storedHead(store, source, name) {
+  const total = (await store.file(source, name)).size;
+  return { head: await store.read(source, name, { start: 0, end: Math.min(total, GGUF_HEAD) }), total, stored: true };
+}
+
+/** What bytes that should be a model's file look like when they are something else (a sign-in
+ * page, an error as JSON): a few words for the error message, or null. */
+export function notAModel(bytes, contentType = "") {
+  const start = new TextDecoder().decode(bytes.subarray(0, SNIFF_BYTES)).trimStart();
+  if (/text\/html/i.test(contentType) || /^<(!doctype|html|head|body)\b/i.test(start)) return "an HTML page";
+  if (start.startsWith("{") && /"(error|message)"\s*:/.test(start)) return `an error: ${start.slice(0, 120)}`;
+  return null;
 }
 
 // A Hugging Face folder: only the small files the text side needs.
@@ -34,7 +131,10 @@ async function folderFiles(base) {
       if (optional) return null;
       throw new Error(`${url}: HTTP ${r.status}`);
     }
-    return [name, new Uint8Array(await r.arrayBuffer())];
+    const bytes = new Uint8Array(await r.arrayBuffer());
+    const other = notAModel(bytes, r.headers.get("Content-Type") || "");
+    if (other) throw new Error(`${url}: the server sent ${other}, not the model's ${name}`);
+    return [name, bytes];
   };
   const got = await Promise.all([...TEXT_FILES.map((n) => fetchOne(n, false)), ...OPTIONAL_FILES.map((n) => fetchOne(n, true))]);
   return got.filter(Boolean);
@@ -52,6 +152,10 @@ async function ggufHead(url) {
   const r = await fetchFrom(url, { headers: { Range: `bytes=0-${GGUF_HEAD - 1}` } });
   if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
   const head = new Uint8Array(await r.arrayBuffer());
+  if (String.fromCharCode(...head.subarray(0, 4)) !== "GGUF") {
+    const other = notAModel(head, r.headers.get("Content-Type") || "");
+    throw new Error(`${url}: not a GGUF file: the server sent ${other || "bytes that do not begin with GGUF"}`);
+  }
   let total = head.length;
   if (r.status === 206) {
     const m = /\/(\d+)\s*$/.exec(r.headers.get("Content-Range") || "");
@@ -65,29 +169,47 @@ async function ggufHead(url) {
   return { head, total };
 }
 
-// The GGUF as a file of its full size in Pyodide's file system, whose bytes past the head are
-// fetched on demand, synchronously (allowed in workers), one 1 MiB Range request at a time.
-// The metadata reader rarely needs more than the head.
-function mountGguf(py, url, { head, total }) {
+// The GGUF as a file of its full size in Pyodide's file system (see mountPartial). The metadata
+// reader rarely needs more than the head.
+function mountGguf(py, url, { head, total, stored }) {
   const dir = "/models/gguf";
   const name = decodeURIComponent(new URL(url).pathname.split("/").pop()) || "model.gguf";
-  py.FS.mkdirTree(dir);
-  // createLazyFile gives a node whose reads call contents.get(i); its own contents would HEAD
-  // the URL on first use, so they are replaced by one that knows the size already.
-  const node = py.FS.createLazyFile(dir, name, url, true, false);
-  node.contents = new RemoteBytes(url, total, head);
+  mountPartial(py, dir, name, { head, total, url: stored ? null : url });
   return `${dir}/${name}`;
 }
 
+// A file of `total` bytes in Pyodide's file system of which `head` is in memory; bytes past it
+// are fetched on demand from `url`, synchronously (allowed in workers), one 1 MiB Range request
+// at a time, or, with no url, are an error (they are in the store, which only reads async).
+function mountPartial(py, dir, name, { head, total, url }) {
+  py.FS.mkdirTree(dir);
+  try {
+    py.FS.unlink(`${dir}/${name}`); // a new mount replaces an old one
+  } catch {}
+  // createLazyFile gives a node whose reads call contents.get(i); its own contents would HEAD
+  // the URL on first use, so they are replaced by one that knows the size already.
+  const node = py.FS.createLazyFile(dir, name, url || `stored:${name}`, true, false);
+  node.contents = new RemoteBytes(url, total, head, name, py.FS);
+}
+
+// Pyodide reads a lazy file through get(i); an exception there would end the whole runtime, so a
+// byte that cannot be had is an I/O error, which Python raises as OSError.
 class RemoteBytes {
-  constructor(url, length, head) {
+  constructor(url, length, head, name, fs) {
     this.url = url;
     this.length = length;
     this.head = head;
+    this.name = name;
+    this.fs = fs;
     this.chunks = new Map();
+  }
+  fail(message) {
+    console.error(message);
+    throw new this.fs.ErrnoError(EIO);
   }
   get(i) {
     if (i < this.head.length) return this.head[i];
+    if (!this.url) this.fail(`${this.name}: byte ${i} lies past the ${this.head.length} bytes read from the store`);
     const c = Math.floor((i - this.head.length) / GGUF_CHUNK);
     let chunk = this.chunks.get(c);
     if (!chunk) {
@@ -100,11 +222,11 @@ class RemoteBytes {
       try {
         xhr.send(null);
       } catch (e) {
-        throw new Error(`${this.url}: ${e.message}`);
+        this.fail(`${this.url}: ${e.message}`);
       }
       if (xhr.status === 200) chunk = new Uint8Array(xhr.response).subarray(start, end + 1);
       else if (xhr.status === 206) chunk = new Uint8Array(xhr.response);
-      else throw new Error(`${this.url}: HTTP ${xhr.status}`);
+      else this.fail(`${this.url}: HTTP ${xhr.status}`);
       this.chunks.set(c, chunk);
     }
     return chunk[i - this.head.length - c * GGUF_CHUNK];

@@ -1,67 +1,133 @@
 // The module worker where all Python runs. It boots Pyodide, reads the tokenizer and chat
-// template from the model source, then answers the page.
+// template from the model source (from the store when it holds the model), puts the weights on
+// the GPU or into NumPy once the store holds them, then answers the page.
 //
 // Page -> worker:
 //   requests, answered one at a time in order (Python is single-threaded):
-//     {id, type: "init", args: {source, build, stop}}   stop: an Int32Array on a SharedArrayBuffer,
-//                                                       or null when the page is not isolated
-//     {id, type: "preview" | "run" | "weights", args}   (see py/chatlens/worker.py)
+//     {id, type: "init", args: {source, build, stop, backend, lock}}  stop: an Int32Array on a
+//          SharedArrayBuffer, or null when the page is not isolated; backend: auto|webgpu|numpy;
+//          lock: a Web Lock the worker holds while it lives (site/js/connection.mjs)
+//     {id, type: "attach"}                              load the weights (the store holds the model now)
+//     {id, type: "preview" | "run", args}               (see py/chatlens/worker.py)
 //   signals, handled at once, even while a request runs:
 //     {type: "stop", args: {id}}                        stop the run with request id `id`
 // Worker -> page:
 //   {id, ok: true, result} | {id, ok: false, error, name}   the answer to request `id`
-//   {type: "status", state, detail}                          booting | loading | ready | error
-//   {type: "token", id, token, text}                         a reply id as it is chosen (run `id`)
+//   {type: "status", state, detail}    booting | loading | text (previews work; replies need the
+//                                      weights) | weights (loading them) | ready | error
+//   {type: "model", model}             what computes replies: {backend, n_ctx, kind} or {error}
+//   {type: "token", id, token, text, piece}  a reply id as it is chosen (run `id`): the text it adds,
+//                                      and its token as the vocabulary writes it
 
+import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
 import { installChatlens, startPython } from "./python.mjs";
+import { attachWeights } from "./weights.mjs";
 
 const SITE = new URL("../../", import.meta.url);
 
-let call = null; // chatlens.worker's call(), once Python is up
+let py = null;
+let python = null; // chatlens.worker's {call, callAsync}, once Python is up
 let booting = null;
+let session = null; // {source, build, backend, path, info, store}
+let attached = null; // {backend, n_ctx, kind, executor?} once replies can be computed
 let stopShared = null; // Int32Array [id of the run to stop], written by the page
-let stopAsked = 0; // the same, from a stop signal (seen when Python yields to the event loop)
+let stopAsked = 0; // the same, from a stop signal (seen whenever Python waits for the GPU)
 
 const status = (state, detail = "") => self.postMessage({ type: "status", state, detail });
 
-async function boot(source, build) {
+async function boot({ source, build, backend }) {
   status("booting", "starting Python (Pyodide)");
-  const files = textFiles(source); // the model's small files download while Python starts
+  const store = await openModelStore().catch(() => null); // no IndexedDB (a private window): HTTP only
+  const stored = store ? await store.status(source).catch(() => null) : null;
+  const files = textFiles(source, store, stored?.complete ? stored : null); // while Python starts
   files.catch(() => {}); // reported below, once awaited
-  const python = startPython(SITE, build);
-  await Promise.race([python, files.then(() => python)]); // a failed download fails the boot now
-  const py = await python;
+  const starting = startPython(SITE, build);
+  await Promise.race([starting, files.then(() => starting)]); // a failed download fails the boot now
+  py = await starting;
   status("booting", "installing chatlens");
-  call = await installChatlens(py, SITE, build);
+  python = await installChatlens(py, SITE, build);
   status("loading", `reading the tokenizer and chat template from ${source.label}`);
-  const info = call("load", { path: mountTextFiles(py, source, await files) });
-  status("ready", source.label);
-  return { source, info, pyodide: build.pyodide.version };
+  const path = mountTextFiles(py, source, await files);
+  let info;
+  try {
+    info = python.call("load", { path });
+  } catch (e) {
+    // Python names the file in the worker's file system; the user knows the URL.
+    e.message = `${source.url}: ${e.message.replace(/^\/models\/[^:]*: /, "")}`;
+    throw e;
+  }
+  session = { source, build, backend, path, info, store };
+  if (stored?.complete) status("weights", "the tokenizer and chat template are ready; the weights are next");
+  else status("text", "the tokenizer and chat template are ready; replies need the model's weights");
+  return { source, info, pyodide: build.pyodide.version, stored };
+}
+
+/** Put the weights to work (the store holds the whole model); `nCtx` for the GPU program. */
+async function attach(nCtx = Math.max(...session.build.settings.windows)) {
+  const { source, store, path } = session;
+  if (!store || !(await store.status(source)).complete) throw new Error("the model is not stored yet: download it first");
+  attached?.executor?.destroy();
+  attached = null;
+  status("weights", "loading the model's weights");
+  try {
+    attached = await attachWeights(session.backend, {
+      py, call: python.call, store, source, path, nCtx, packages: new URL(session.build.pyodide.packages, SITE).href,
+      say: (detail) => status("weights", detail),
+      onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`),
+    });
+  } catch (e) {
+    self.postMessage({ type: "model", model: { error: e.message } });
+    status("text", `replies are not available: ${e.message}`);
+    throw e;
+  }
+  const { executor, ...model } = attached;
+  // A lost GPU (a driver reset, a test's device.destroy()) loses the weights and the cache with
+  // it: put them on a new device, and the next run (or the one in flight, retried) goes on there.
+  executor?.device.lost.then(() => {
+    if (attached?.executor !== executor || executor.destroyed) return; // let go on purpose
+    status("weights", "the GPU device was lost: putting the weights on a new one");
+    // In turn with the requests: Python may be waiting on the lost device in a run right now.
+    enqueue(() => attached?.executor === executor && attach(attached.n_ctx));
+  });
+  self.postMessage({ type: "model", model });
+  status("ready", `${session.source.label} on ${attached.backend}`);
+  return model;
 }
 
 const requests = {
-  async init({ source, build, stop }) {
-    stopShared = stop || null;
-    booting ??= boot(source, build).catch((e) => {
+  async init(args) {
+    stopShared = args.stop || null;
+    // Held as long as this worker lives: the page learns it is gone when the lock is free.
+    if (args.lock) navigator.locks?.request(args.lock, () => new Promise(() => {}));
+    booting ??= boot(args).catch((e) => {
       status("error", e.message);
       throw e;
     });
     return booting;
   },
+  async attach() {
+    await booting;
+    return attach();
+  },
   async preview(args) {
     await booting;
-    return call("preview", args);
-  },
-  async weights(args) {
-    await booting;
-    return call("weights", args);
+    return python.call("preview", args);
   },
   async run(args, id) {
     await booting;
-    const onToken = (token, text) => self.postMessage({ type: "token", id, token, text });
+    // The GPU program holds the largest window offered; a larger one needs the model's whole context.
+    if (attached?.kind === "webgpu" && args.window > attached.n_ctx) await attach(session.info.n_ctx);
+    const onToken = (token, text, piece) => self.postMessage({ type: "token", id, token, text, piece });
     const shouldStop = () => stopAsked === id || (stopShared !== null && Atomics.load(stopShared, 0) === id);
-    return call("run", args, onToken, shouldStop);
+    const used = attached;
+    try {
+      return await python.callAsync("run", args, onToken, shouldStop);
+    } catch (e) {
+      if (!used?.executor?.lost) throw e;
+      await attach(used.n_ctx); // the device went during this run: on a new one, the turn again
+      return python.callAsync("run", args, onToken, shouldStop);
+    }
   },
 };
 
@@ -69,13 +135,18 @@ const signals = {
   stop({ id }) {
     stopAsked = id;
   },
+  /** For tests: the GPU device goes, as it does when a driver resets. */
+  loseGpu() {
+    attached?.executor?.device.destroy();
+  },
 };
 
 let queue = Promise.resolve();
+const enqueue = (task) => (queue = queue.then(task).catch(() => {}));
 self.onmessage = ({ data }) => {
   const { id, type, args } = data;
   if (signals[type]) return signals[type](args || {});
-  queue = queue.then(async () => {
+  enqueue(async () => {
     try {
       const handler = requests[type];
       if (!handler) throw new Error(`unknown request ${type}`);

@@ -1,0 +1,81 @@
+// One module worker (worker/worker.mjs) and the requests waiting for it. The page's API
+// (api.mjs) keeps one and starts another when it dies.
+//
+// A worker can die without a word: a test (or the browser, under memory pressure) terminates
+// it, and no event says so. So the worker holds a Web Lock for as long as it lives, and the page
+// asks for the same lock: the browser grants it the moment the worker is gone.
+
+let count = 0;
+
+/**
+ * Start a worker. on: {message(data) for status/model messages, died(error) once it is gone}.
+ * Returns {call(type, args, onToken) -> {id, answer}, signal(type, args), lock, failed}.
+ */
+export function connect(on) {
+  const url = new URL("./worker/worker.mjs", import.meta.url);
+  const worker = new Worker(url, { type: "module" });
+  const lock = `chatlens-worker-${Date.now()}-${++count}`;
+  const pending = new Map(); // request id -> {resolve, reject, onToken}
+  let nextId = 1;
+  let dead = null;
+
+  const die = (error) => {
+    if (dead) return;
+    dead = error;
+    worker.terminate();
+    for (const p of pending.values()) p.reject(error);
+    pending.clear();
+    on.died(error);
+  };
+
+  worker.onmessage = ({ data }) => {
+    if (data.type === "status" || data.type === "model") return on.message(data);
+    const p = pending.get(data.id);
+    if (!p) return;
+    if (data.type === "token") return p.onToken?.({ token: data.token, text: data.text, piece: data.piece });
+    pending.delete(data.id);
+    if (data.ok) p.resolve(data.result);
+    else {
+      const e = new Error(data.error);
+      if (data.name) e.name = data.name;
+      p.reject(e);
+    }
+  };
+  worker.onerror = (e) => {
+    e.preventDefault?.();
+    // A script that fails to load gives a plain Event, with no message.
+    die(workerError(e.message ? `the worker failed: ${e.message}` : `the worker failed to start: ${url.pathname} could not be loaded`));
+  };
+
+  const call = (type, args, onToken) => {
+    const id = nextId++;
+    const answer = new Promise((resolve, reject) => {
+      if (dead) return reject(dead);
+      pending.set(id, { resolve, reject, onToken });
+      worker.postMessage({ id, type, args });
+    });
+    return { id, answer };
+  };
+
+  /** Once the worker holds its lock (it takes it on init): find out when it is gone. */
+  const watch = () => {
+    globalThis.navigator?.locks?.request(lock, () => die(workerError("the worker stopped")));
+  };
+  return {
+    call,
+    signal: (type, args) => dead || worker.postMessage({ type, args }),
+    lock,
+    watch,
+    get dead() {
+      return dead;
+    },
+    /** End the worker without a word, as a crash does (tests): the lock tells the page. */
+    kill: () => worker.terminate(),
+  };
+}
+
+function workerError(message) {
+  const e = new Error(message);
+  e.name = "WorkerError";
+  return e;
+}

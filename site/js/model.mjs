@@ -1,0 +1,88 @@
+// The model in the page: what the download box shows and does. The store is the truth about
+// what is downloaded; the worker says what computes replies (chatlens.model).
+
+import { drawManage, drawModelBox } from "./views/downloads.mjs";
+import { MODEL_KEY, saveChoice } from "./prefs.mjs";
+import { weightsSentence } from "./weights.mjs";
+
+export function createModelBox(api) {
+  const box = { files: [], stored: null, progress: null, error: null, controller: null };
+
+  const draw = () =>
+    drawModelBox({ ...box, source: api.source, model: api.model, status: api.status.state, detail: api.status.detail,
+                   weightsSentence: api.source ? weightsSentence(api.source) : null }, {
+      download: () => download(),
+      cancel: () => box.controller?.abort(),
+      useDefault: () => {
+        saveChoice(MODEL_KEY, null);
+        const url = new URL(location.href);
+        url.searchParams.delete("model");
+        location.assign(url.href);
+      },
+    });
+
+  async function refresh() {
+    if (!api.source) return draw();
+    try {
+      box.files = api.downloads.spec().files;
+      box.stored = await api.downloads.status();
+    } catch (e) {
+      box.error = e.message;
+    }
+    draw();
+    await refreshManage();
+  }
+
+  async function refreshManage() {
+    try {
+      const [models, estimate] = await Promise.all([api.storedModels(), api.storageEstimate()]);
+      drawManage(models, estimate, {
+        delete: async (id) => {
+          await api.deleteModel(id);
+          await refresh();
+        },
+        deleteAll: async () => {
+          await api.deleteAllModels();
+          await refresh();
+        },
+      });
+    } catch (e) {
+      drawManage([], null, {});
+      box.error = `the browser's storage is not available: ${e.message}`;
+      draw();
+    }
+  }
+
+  async function download() {
+    box.controller = new AbortController();
+    box.error = null;
+    box.progress = { overall: { done: 0, total: null }, files: [] };
+    draw();
+    try {
+      await api.downloadModel({
+        signal: box.controller.signal,
+        onProgress: (p) => {
+          box.progress = p;
+          draw();
+        },
+      });
+    } catch (e) {
+      box.error = e.name === "AbortError" ? "The download was cancelled; what was stored stays, and the next one goes on from there."
+        : `The download failed: ${e.message}`;
+    } finally {
+      box.progress = null;
+      box.controller = null;
+      await refresh();
+    }
+  }
+
+  // What the worker says computes replies changes after a download (the page's or an API
+  // caller's) and a restart: read the store again then.
+  let model = api.model;
+  api.onStatus(() => {
+    if (api.model === model) return draw();
+    model = api.model;
+    refresh();
+  });
+  return { refresh, draw };
+}

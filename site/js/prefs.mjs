@@ -1,0 +1,126 @@
+// What the page remembers between visits, and what a link may set: the mode, the system prompt,
+// the window, the backend and the model source (page parameters win over saved values), and the
+// live conversation. A value that is not valid is ignored, with a note the page shows: a bad
+// setting never stops the page.
+
+export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window}
+export const LIVE_KEY = "chatlens.live"; // [{user, reply}]: the live conversation
+export const MODEL_KEY = "chatlens.model"; // a model source URL (source.mjs)
+export const BACKEND_KEY = "chatlens.backend";
+export const BACKENDS = ["auto", "webgpu", "numpy"];
+const MODES = ["live", "recorded"];
+
+function read(storage, key, json = true) {
+  try {
+    const v = storage?.getItem(key);
+    return v == null ? null : json ? JSON.parse(v) : v;
+  } catch {
+    return undefined; // unreadable: treated as not valid
+  }
+}
+
+function write(storage, key, value) {
+  try {
+    if (value == null) storage?.removeItem(key);
+    else storage?.setItem(key, typeof value === "string" ? value : JSON.stringify(value));
+  } catch {
+    // storage full or disabled: the setting lasts for this page only
+  }
+}
+
+/** The backend asked for (?backend=, else saved, else auto), and a note when one was not valid. */
+export function backendPref({ location = globalThis.location, storage = globalThis.localStorage } = {}) {
+  const fromUrl = new URLSearchParams(location.search).get("backend");
+  const saved = read(storage, BACKEND_KEY, false);
+  for (const [value, where] of [[fromUrl, "the page's backend parameter"], [saved, "the saved backend"]]) {
+    if (value == null) continue;
+    if (BACKENDS.includes(value)) return { backend: value, notes: [] };
+    return { backend: "auto", notes: [`Ignored ${where} ${JSON.stringify(value)}: it is not one of ${BACKENDS.join(", ")}.`] };
+  }
+  return { backend: "auto", notes: [] };
+}
+
+/** The model URL asked for (?model=, else saved), or null; a note when it is not an http(s) URL. */
+export function modelPref({ location = globalThis.location, storage = globalThis.localStorage } = {}) {
+  const fromUrl = new URLSearchParams(location.search).get("model");
+  const saved = read(storage, MODEL_KEY, false);
+  const value = fromUrl || saved;
+  if (!value) return { url: null, notes: [] };
+  let url = null;
+  try {
+    url = new URL(value, location.href);
+  } catch {}
+  if (url && (url.protocol === "http:" || url.protocol === "https:")) return { url: url.href, notes: [] };
+  const where = fromUrl ? "the page's model parameter" : "the saved model source";
+  return { url: null, notes: [`Ignored ${where} ${JSON.stringify(value)}: a model source is an http or https URL. The default model is used.`] };
+}
+
+/**
+ * The conversation settings to start with: {mode, preset, custom, window} (undefined where the
+ * default applies) and notes for what was ignored. `settings` is build.json's; a window that is
+ * not offered yet (the model's whole context, offered once the model is read) is kept as
+ * `pendingWindow` for checkWindow().
+ */
+export function conversationPrefs(settings, { location = globalThis.location, storage = globalThis.localStorage } = {}) {
+  const params = new URLSearchParams(location.search);
+  const saved = read(storage, PREFS_KEY);
+  const notes = [];
+  const stored = saved && typeof saved === "object" && !Array.isArray(saved) ? saved : {};
+  if (saved !== null && stored !== saved) notes.push("Ignored the saved settings: they could not be read.");
+  const pick = (name, valid, describe) => {
+    const fromUrl = params.get(name);
+    for (const [value, where] of [[fromUrl, `the page's ${name} parameter`], [stored[name], `the saved ${name}`]]) {
+      if (value == null) continue;
+      const v = valid(value);
+      if (v !== undefined) return v;
+      notes.push(`Ignored ${where} ${JSON.stringify(value)}: ${describe}.`);
+      return undefined;
+    }
+    return undefined;
+  };
+  const names = settings.presets.map((p) => p.name);
+  const out = {
+    mode: pick("mode", (v) => (MODES.includes(v) ? v : undefined), `the modes are ${MODES.join(" and ")}`),
+    preset: pick("preset", (v) => (names.includes(v) ? v : undefined), `the system prompts are ${names.join(", ")}`),
+    custom: typeof stored.custom === "string" ? stored.custom : undefined,
+    window: undefined,
+    pendingWindow: undefined,
+    notes,
+  };
+  const w = pick("window", (v) => {
+    const n = Number(v);
+    return Number.isInteger(n) && n > 0 ? n : undefined;
+  }, "a window is a whole number of tokens");
+  if (w !== undefined) {
+    if (settings.windows.includes(w)) out.window = w;
+    else out.pendingWindow = w; // perhaps the model's whole context: checked once it is known
+  }
+  return out;
+}
+
+/** The pending window once the model's context is known: [window or undefined, note or null]. */
+export function checkWindow(pending, nCtx) {
+  if (pending === undefined) return [undefined, null];
+  if (pending === nCtx) return [pending, null];
+  return [undefined, `Ignored the window ${pending}: the windows offered are the lab's and the model's whole context (${nCtx} tokens).`];
+}
+
+export function saveConversationPrefs(prefs, storage = globalThis.localStorage) {
+  write(storage, PREFS_KEY, prefs);
+}
+
+/** The live conversation saved last time: [{user, reply}] (reply undefined when it had none). */
+export function loadLive(storage = globalThis.localStorage) {
+  const v = read(storage, LIVE_KEY);
+  if (!Array.isArray(v)) return [];
+  return v.filter((t) => t && typeof t.user === "string" && (t.reply === undefined || typeof t.reply === "string"))
+    .map((t) => (t.reply === undefined ? { user: t.user } : { user: t.user, reply: t.reply }));
+}
+
+export function saveLive(turns, storage = globalThis.localStorage) {
+  write(storage, LIVE_KEY, turns.filter((t) => t.record || t.reply !== undefined).map((t) => ({ user: t.user, reply: t.reply })));
+}
+
+export function saveChoice(key, value, storage = globalThis.localStorage) {
+  write(storage, key, value);
+}

@@ -1,0 +1,27 @@
+// The store's downloads run here, in a worker of their own: hashing hundreds of megabytes would
+// stall the page, and the Python worker may be busy answering for seconds at a time.
+//
+// Page -> worker: {type: "download", source} | {type: "cancel"}
+// Worker -> page: {type: "progress", progress} | {type: "done", summary} | {type: "error", error, name}
+
+import { openModelStore } from "./models.mjs";
+
+let controller = null;
+
+self.onmessage = async ({ data }) => {
+  if (data.type === "cancel") return controller?.abort();
+  if (data.type !== "download" || controller) return;
+  controller = new AbortController();
+  try {
+    const store = await openModelStore();
+    const summary = await store.download(data.source, {
+      signal: controller.signal,
+      onProgress: (progress) => self.postMessage({ type: "progress", progress }),
+    });
+    self.postMessage({ type: "done", summary });
+  } catch (e) {
+    self.postMessage({ type: "error", error: String(e?.message ?? e), name: e?.name });
+  } finally {
+    controller = null;
+  }
+};

@@ -1,0 +1,34 @@
+// The words the lab uses, each explained in one line where it appears (the panel, the chat,
+// the challenges). The wording lives here once.
+
+export const TERMS = {
+  used: "Tokens in the text the model reads this turn.",
+  reused: "Already read or written last turn: their keys and values are still in the model's cache, so they are not computed again.",
+  computed: "Run through the model now: everything after the reused part.",
+  header: "The template's opening of the reply (<|im_start|>assistant and a line break): the model writes what follows it.",
+  message: "A message is one bubble in the chat; a turn is one of your messages and the reply to it. Old turns are dropped whole, oldest first.",
+  template: "Each message's count includes the template's tokens around it: <|im_start|>, the role and a line break before it, <|im_end|> and a line break after.",
+  window: "The most tokens the model reads at once: what does not fit (with room kept for the reply) is dropped.",
+  trained: "SmolLM2 was trained on texts of up to 8,192 tokens; the lab's windows are smaller so you can watch one fill.",
+  greedy: "Greedy decoding: at every step the single most likely next token is taken, so the same text gives the same reply (at rare near-ties, another browser's rounding can pick the other token).",
+  special: "A special token: one id the template uses to mark where messages start and end, not characters the model spells out.",
+  bytes: "Part of a character: byte-level tokens can split one character's UTF-8 bytes, shown here in hex.",
+};
+
+/** What ended a reply, in words. */
+export const STOP_REASONS = {
+  end_turn: "the model wrote its end-of-turn token (<|im_end|>)",
+  max_tokens: "the reply reached the reply limit before the model ended it",
+  stopped: "you stopped it",
+};
+
+export const stopReasonText = (reason) => STOP_REASONS[reason] || "still writing";
+
+// TODO(ux): controls.mjs buildControls, if the nav should carry it too (the panel's "reply limit"
+//   row already does): a line after #reply-limit's span with replyLimitNote(settings.reply_limit)
+//   and TERMS.greedy.
+/** Beside the reply limit: why it is kept free, and when a reply ends. `limit` is the number. */
+export function replyLimitNote(limit) {
+  const n = limit ? `${limit} tokens` : "the reply limit";
+  return `A reply ends when the model writes its end-of-turn token or reaches ${n}; that many tokens are kept free in the window for it.`;
+}

@@ -1,0 +1,101 @@
+// The model box: what the download is (which model, how big, from where, kept for later
+// visits, nothing typed leaves the device) with a Download button; its progress per file and
+// overall with Cancel; what replies run on once stored; and "Manage downloads": what the browser
+// stores, its storage estimate, delete one model or all.
+
+import { formatBytes } from "../store/errors.mjs";
+import { $, el } from "./dom.mjs";
+
+const pct = (x) => (x == null ? "" : `${Math.floor(x)}%`);
+const speedText = (s) => (s == null ? "" : `${formatBytes(s)}/s`);
+const timeLeft = (secs) => (secs == null ? "" : secs < 90 ? `${Math.ceil(secs)} s left` : `${Math.ceil(secs / 60)} min left`);
+
+/** The size of what a source needs: [known bytes, whether every size is known]. */
+export function sizeOf(files) {
+  const known = files.filter((f) => f.size != null);
+  return [known.reduce((n, f) => n + f.size, 0), known.length === files.length];
+}
+
+/**
+ * Draw the box. m: {source, files: [{name, size}], stored (summary or null), progress (snapshot or
+ * null), error, model ({backend} or {error} or null), status, detail, weightsSentence}; on: {download,
+ * cancel, useDefault}.
+ */
+export function drawModelBox(m, on) {
+  const body = $("model-body");
+  const [bytes, exact] = sizeOf(m.files || []);
+  const size = bytes ? `${exact ? "" : "at least "}${formatBytes(bytes)}` : "an unknown size";
+  const where = m.source ? `${m.source.label} (${new URL(m.source.url).host})` : "the model source";
+  const parts = [];
+  if (m.status === "error") {
+    // The source could not be read: say so, and offer the way back to the default model.
+    parts.push(el("p", { class: "error", id: "source-error", role: "alert", text: `The model source could not be used: ${m.detail}` }));
+    if (m.source?.origin === "url" || !m.source) {
+      parts.push(el("button", { type: "button", id: "use-default", onclick: on.useDefault, text: "Use the default model" }));
+    }
+    return body.replaceChildren(...parts);
+  }
+  if (m.weightsSentence) parts.push(el("p", { class: "about-download weights", text: m.weightsSentence }));
+  if (m.progress) {
+    parts.push(progressView(m.progress), el("button", { type: "button", id: "download-cancel", onclick: on.cancel, text: "Cancel" }));
+  } else if (m.stored?.complete) {
+    const check = m.stored.verified
+      ? "every file matched its published sha256"
+      : "some files have no published hash: they were hashed on arrival and are not verified against a published value";
+    parts.push(el("p", { class: `about-download ${m.stored.verified ? "" : "unverified"}`, dataset: { stored: "complete" } },
+      `Stored in this browser: ${formatBytes(m.stored.bytes)} from ${where}; ${check}. Later visits read it from here, with no download.`));
+    parts.push(el("p", { class: "about-download", id: "model-backend", text: backendText(m) }));
+  } else {
+    parts.push(el("p", { class: "about-download", id: "about-download" },
+      `Replies need the model's weights: SmolLM2-135M-Instruct, ${size} of files from ${where}. `,
+      "They are downloaded once and kept in this browser for later visits. Everything runs on your device; ",
+      "nothing you type is sent anywhere."));
+    if (m.stored && m.stored.bytes > 0) {
+      parts.push(el("p", { class: "about-download", text: `${formatBytes(m.stored.bytes)} of it is stored already: the download goes on from there.` }));
+    }
+    parts.push(el("button", { type: "button", id: "download", onclick: on.download, disabled: !m.source, text: "Download" }));
+  }
+  if (m.error) parts.push(el("p", { class: "error", id: "download-error", role: "alert", text: m.error }));
+  body.replaceChildren(...parts);
+}
+
+function backendText(m) {
+  if (m.model?.error) return `Replies are not available: ${m.model.error}`;
+  if (m.model?.backend) return `Replies are computed on ${m.model.backend}.`;
+  return m.status === "weights" ? `Loading the weights: ${m.detail || ""}` : "The weights load next.";
+}
+
+function progressView(p) {
+  const o = p.overall;
+  const line = (label, x, cls) =>
+    el("div", { class: `file-progress ${cls}` },
+      el("span", { text: label }),
+      el("progress", { max: x.total ?? 1, value: x.total == null ? undefined : x.done }),
+      el("span", { text: [`${formatBytes(x.done)}${x.total == null ? "" : ` of ${formatBytes(x.total)}`}`, pct(x.percent),
+                          speedText(x.speed), timeLeft(x.eta)].filter(Boolean).join(" · ") }));
+  return el("div", { class: "progress", id: "download-progress", role: "status" },
+    line("All files", o, "overall"),
+    ...p.files.map((f) => line(f.name, { ...f, percent: f.total ? (100 * f.done) / f.total : null }, `file state-${f.state}`)));
+}
+
+/** "Manage downloads": the stored models, the estimate, and delete buttons. */
+export function drawManage(models, estimate, on) {
+  const rows = models.map((s) =>
+    el("tr", { dataset: { model: s.id } },
+      el("td", {}, el("b", { text: s.source?.label || s.id }), el("br"), el("small", { text: s.id })),
+      el("td", { text: s.files.map((f) => `${f.name} ${formatBytes(f.bytes ?? f.size ?? 0)}`).join(", ") }),
+      el("td", { text: `${formatBytes(s.bytes)}${s.complete ? "" : " (incomplete)"}` }),
+      el("td", { text: s.stored_at ? new Date(s.stored_at).toLocaleString() : "" }),
+      el("td", { text: s.complete ? (s.verified ? "verified" : "not verified against a published value") : "partial" }),
+      el("td", {}, el("button", { type: "button", class: "delete-model", onclick: () => on.delete(s.id), text: "Delete" }))));
+  const usage = estimate?.usage == null ? "unknown" : formatBytes(estimate.usage);
+  const quota = estimate?.quota == null ? "unknown" : formatBytes(estimate.quota);
+  $("manage-body").replaceChildren(
+    el("p", { id: "storage-estimate", text: `This site uses ${usage} of the ${quota} the browser allows it${estimate?.persisted ? " (kept under storage pressure)" : ""}.` }),
+    models.length
+      ? el("table", {}, el("thead", {}, el("tr", {}, ...["model", "files", "size", "stored", "check", ""].map((t) => el("th", { text: t })))),
+        el("tbody", {}, rows))
+      : el("p", { text: "Nothing is stored." }),
+    models.length ? el("button", { type: "button", id: "delete-all", onclick: on.deleteAll, text: "Delete all" }) : null,
+  );
+}

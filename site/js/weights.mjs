@@ -1,0 +1,90 @@
+// Which weights speak, said once for the whole page: recorded mode, the model-source line and
+// the download box all use weightsSentence(), so a 4-bit copy is never passed off as the
+// original download and the wording lives in one place.
+//
+// weightsOf(x) takes either a model source (chatlens.source: {kind, url, label, origin,
+// manifest?}) or the recorded file (site/recorded.json: {model: {file, source, sha256}}).
+
+const ORIGINAL_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct";
+const RERECORD = "chatlens record --model M";
+
+/** The quantization a file or folder name states ("Q4_1", "Q8_0", "F16"), or null. */
+export function quantOf(name = "") {
+  const m = /(?:^|[^a-z0-9])(q\d(?:_[a-z0-9]+)*|bf16|f16|f32)(?:[^a-z0-9]|$)/i.exec(name);
+  return m ? m[1].toUpperCase() : null;
+}
+
+const bitsOf = (quant) => {
+  const m = /^Q(\d)/.exec(quant || "");
+  if (m) return Number(m[1]);
+  return { BF16: 16, F16: 16, F32: 32 }[quant] ?? null;
+};
+
+/**
+ * What a source or the recorded file holds:
+ *   {kind: "copy" | "original" | "unknown", quant, bits, name, from}
+ * "copy": a quantized copy (the Q4_1 GGUF, or the bf16 folder exported from it); "original":
+ * the bf16 weights Hugging Face publishes; "unknown": someone else's file.
+ */
+export function weightsOf(x) {
+  if (!x) return { kind: "unknown", quant: null, bits: null, name: "", from: "" };
+  if (x.model && !x.origin) {
+    // the recorded file
+    const name = x.model.file || "";
+    const quant = quantOf(name);
+    return { kind: quant && quant !== "BF16" ? "copy" : "unknown", quant, bits: bitsOf(quant), name, from: x.model.source || "" };
+  }
+  if (x.origin === "mirror") {
+    const m = x.manifest || {};
+    const quant = quantOf(m.gguf || "") || quantOf(m.revision || "") || quantOf(x.label || "");
+    return { kind: "copy", quant, bits: bitsOf(quant), name: m.gguf || x.label || "", from: "this site's mirror" };
+  }
+  if (x.origin === "hub") return { kind: "original", quant: "BF16", bits: 16, name: ORIGINAL_REPO, from: "Hugging Face" };
+  // A URL someone gave: the original only when it is the original repository on the Hub.
+  const url = String(x.url || "");
+  const quant = quantOf(url.split("/").pop() || "");
+  if (x.kind === "hf" && url.startsWith(`https://huggingface.co/${ORIGINAL_REPO}/`)) {
+    return { kind: "original", quant: "BF16", bits: 16, name: ORIGINAL_REPO, from: "Hugging Face" };
+  }
+  return { kind: quant ? "copy" : "unknown", quant, bits: bitsOf(quant), name: x.label || url, from: url };
+}
+
+// TODO(ux): views/status.mjs (the model-source line) and views/downloads.mjs (the download box):
+//   show weightsSentence(api.source) beside the source, so the mirror's folder is never read
+//   as the original download.
+/**
+ * One plain sentence: which weights are in use, and that replies differ between copies.
+ *   weightsSentence(recordedDoc)    for recorded mode
+ *   weightsSentence(chatlens.source) for the model-source line and the download box
+ */
+export function weightsSentence(x) {
+  const w = weightsOf(x);
+  const recorded = Boolean(x?.model && !x.origin);
+  if (recorded) {
+    if (w.kind === "copy") {
+      const from = w.from ? ` from ${w.from.replace(/==[\w.]+$/, "")}` : "";
+      return `These replies were recorded with a ${w.bits}-bit copy of the model (the ${w.quant} GGUF${from}), ` +
+        "not the original bf16 weights the lesson quotes, so they differ from the lesson's: " +
+        "“Blackbeak Betty” and “The year is 2026.” do not appear here.";
+    }
+    return `These replies were recorded with ${w.name || "weights the file does not name"}, which may not be the ` +
+      "original bf16 weights the lesson quotes, so they can differ from the lesson's.";
+  }
+  if (w.kind === "original") {
+    return "These are the original bf16 weights from Hugging Face, the ones the lesson quotes; " +
+      "the recorded replies come from a 4-bit copy and differ from them.";
+  }
+  if (w.kind === "copy" && x?.origin === "mirror") {
+    return `This site's mirror holds a ${w.bits ?? "quantized"}-bit copy of the model (the ${w.quant || "quantized"} GGUF ` +
+      "and a bf16 folder exported from it), not the original bf16 weights from Hugging Face, so its replies differ from the lesson's.";
+  }
+  if (w.kind === "copy") {
+    return `These weights are a ${w.bits ? `${w.bits}-bit` : "quantized"} copy (${w.name}), not the original bf16 ` +
+      "weights from Hugging Face, so replies can differ from the lesson's.";
+  }
+  return `These weights come from ${w.name || "an address you gave"}; whether they are the original bf16 weights ` +
+    "cannot be told from here, and replies from other weights differ.";
+}
+
+/** How to re-record recorded mode from other weights (shown beside the recorded sentence). */
+export const RERECORD_HINT = `To record from other weights, run ${RERECORD}.`;

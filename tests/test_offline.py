@@ -1,0 +1,138 @@
+"""The site once visited: the model stored, a reload that fetches no weights, the whole site
+with no network after a browser restart, and a new build that replaces the shell cleanly.
+
+Each test has its own server (it is stopped or rebuilt) and its own browser profile on disk,
+as a returning visitor's would be.
+"""
+
+import shutil
+
+import pytest
+
+from webapp import BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS
+from chatlens.host import build as site
+from chatlens.host.mirror import prepare_mirror
+from chatlens.host.serve import SiteServer
+
+pytestmark = pytest.mark.browser
+
+WEIGHTS = (".safetensors", ".gguf")
+
+
+class Visit:
+    """A browser with a profile on disk, on one server, keeping every request it makes."""
+
+    def __init__(self, playwright, profile, url):
+        self.context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True,
+            viewport={"width": 1400, "height": 1000})
+        self.requests, self.errors = [], []
+        self.context.on("request", lambda r: self.requests.append(r.url))
+        self.page = self.context.pages[0] if self.context.pages else self.context.new_page()
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.url = url
+
+    def open(self, query=""):
+        self.page.goto(self.url + query)
+        self.page.wait_for_function("() => window.chatlens && ['text', 'weights', 'ready', 'error'].includes(chatlens.status.state)",
+                                    timeout=BOOT_MS)
+        assert self.page.evaluate("chatlens.status.state") != "error", self.page.evaluate("chatlens.status")
+        return self.page
+
+    def cached(self):
+        """Wait until the service worker has cached this build and controls the page."""
+        self.page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        if not self.page.evaluate("Boolean(navigator.serviceWorker.controller)"):
+            self.page.wait_for_function("() => Boolean(navigator.serviceWorker.controller)", timeout=60_000)
+
+    def close(self):
+        self.context.close()
+        assert not self.errors, self.errors
+
+
+def serve(out):
+    return SiteServer(out, mirror=prepare_mirror(quiet=True)).start()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return site.build_site(tmp_path_factory.mktemp("site") / "out", log=lambda m: None, root=ROOT)
+
+
+def test_a_stored_model_loads_without_a_download_then_works_with_no_network(playwright, built, tmp_path):
+    srv = serve(built)
+    profile = tmp_path / "profile"
+    visit = Visit(playwright, profile, srv.url)
+    page = visit.open()
+    visit.cached()
+    summary = page.evaluate("chatlens.downloadModel()")
+    assert summary["complete"]
+    assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+
+    # A reload reads the model from the store: no weight file is requested.
+    visit.requests.clear()
+    page = visit.open()
+    assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+    assert not [u for u in visit.requests if u.endswith(WEIGHTS)], visit.requests
+    assert page.evaluate("chatlens.ready.then(r => r.stored.complete)")
+    visit.close()
+
+    # The server is gone and the browser restarted on the same profile.
+    port = srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+    visit = Visit(playwright, profile, f"http://127.0.0.1:{port}/")
+    page = visit.open()
+    assert page.evaluate("chatlens.source.origin") == "mirror"
+    record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Hi!'}], window: 256})")
+    assert record["used"] > 0
+    assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+    reply = page.evaluate("chatlens.run({system: 'Be brief.', messages: [{role: 'user', content: 'Hi!'}], "
+                          "window: 256, maxTokens: 1})")
+    assert len(reply["reply_ids"]) == 1 and reply["backend"].startswith("webgpu: ")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "offline-after-restart.png"), full_page=True)
+    visit.close()
+
+
+def test_a_new_build_replaces_the_shell_when_the_page_reloads(playwright, tmp_path):
+    # A checkout of its own, so that a source file can change between two builds.
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copytree(ROOT / "site", checkout / "site")
+    shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    (checkout / "py").symlink_to(ROOT / "py")
+    (checkout / "build").mkdir()
+    for name in ("package.json", "package-lock.json", "node_modules", "wheels"):
+        (checkout / "build" / name).symlink_to(ROOT / "build" / name)
+    out = tmp_path / "out"
+    site.build_site(out, log=lambda m: None, root=checkout)
+    srv = serve(out)
+    visit = Visit(playwright, tmp_path / "profile", srv.url)
+    try:
+        page = visit.open()
+        visit.cached()
+        first = page.evaluate("caches.keys()")
+        assert [k for k in first if k.startswith("chatlens-") and k != "chatlens-runtime"]
+
+        html = checkout / "site" / "index.html"
+        html.write_text(html.read_text().replace("<h1>chatlens</h1>", "<h1>chatlens, the next version</h1>"))
+        site.build_site(out, log=lambda m: None, root=checkout)
+        page.reload()
+        page.wait_for_function("() => window.chatlens !== undefined")
+        # The old build still serves this page whole; the new one waits until asked.
+        assert page.text_content("h1") == "chatlens"
+        page.evaluate("navigator.serviceWorker.getRegistration().then(r => r.update())")
+        page.wait_for_selector("#update:not([hidden])", timeout=60_000)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "update-ready.png"))
+        with page.expect_navigation():
+            page.click("#update-reload")
+        page.wait_for_function("() => document.querySelector('h1').textContent === 'chatlens, the next version'")
+        keys = page.evaluate("caches.keys()")
+        builds = [k for k in keys if k.startswith("chatlens-") and k != "chatlens-runtime"]
+        assert len(builds) == 1 and builds != [k for k in first if k.startswith("chatlens-") and k != "chatlens-runtime"]
+    finally:
+        visit.close()
+        srv.shutdown()
+        srv.server_close()

@@ -1,0 +1,109 @@
+"""What the browser tests share: Debian's Chromium and its flags, and App, a fresh browser context
+on the site that records its requests and fails on page errors and CSP violations.
+
+The session's `server`, `playwright` and `browser` fixtures are in conftest.py: one Playwright
+for the whole session (a second sync Playwright in the same thread fails).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run", "--enable-unsafe-webgpu"]  # SwiftShader's WebGPU adapter
+SHOTS = ROOT / "artifacts" / "screenshots"
+BOOT_MS = 120_000
+
+
+class App:
+    """A fresh browser context on the site, recording every request it makes (worker included)."""
+
+    def __init__(self, browser, server):
+        self.server = server
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.requests = []
+        self.context.on("request", lambda r: self.requests.append(r))
+        self.errors = []
+        self.page = None
+
+    def _console(self, message):
+        # A Content-Security-Policy violation (in the page or a worker) fails the test.
+        if "Content Security Policy" in message.text or "Content-Security-Policy" in message.text:
+            self.errors.append(f"CSP: {message.text}")
+
+    def open(self, query="", ready=True):
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", self._console)
+        self.page.goto(self.server.url + query)
+        self.page.wait_for_function("() => window.chatlens !== undefined")
+        if ready:
+            self.wait_ready()
+        return self.page
+
+    def wait_ready(self):
+        """Until previews work: the tokenizer and template are read ("text"; the weights may follow)."""
+        self.page.wait_for_function("() => ['text', 'weights', 'ready', 'error'].includes(document.getElementById('status').dataset.state)",
+                                    timeout=BOOT_MS)
+        state = self.page.get_attribute("#status", "data-state")
+        assert state in ("text", "weights", "ready"), self.page.text_content("#status")
+
+    def evaluate(self, js, arg=None):
+        return self.page.evaluate(js, arg)
+
+    def urls(self):
+        return [r.url for r in self.requests]
+
+    def prompt_text(self):
+        return self.page.eval_on_selector("#prompt-text", "e => e.textContent")
+
+    def pieces(self):
+        return self.page.eval_on_selector_all(
+            "tr.piece-row", "rows => rows.map(r => [r.querySelector('.label').textContent, Number(r.querySelector('.num').textContent)])")
+
+    def dropped(self):
+        return self.page.eval_on_selector_all(
+            "tr.dropped-row", "rows => rows.map(r => [Number(r.dataset.index), Number(r.dataset.count)])")
+
+    def send(self, text):
+        n = self.page.locator("#chat .msg.user").count()
+        self.page.fill("#draft", text)
+        self.page.press("#draft", "Enter")
+        # the message is in the chat, and the run call has answered (a reply, or marked "no reply")
+        self.page.wait_for_function(
+            "n => document.querySelectorAll('#chat .msg.user').length === n && "
+            "document.querySelectorAll('#chat .msg.user.no-reply, #chat .msg.assistant:not(.is-streaming)').length === n",
+            arg=n + 1)
+
+    def type_draft(self, text):
+        self.page.fill("#draft", text)
+        self.page.wait_for_function(
+            "t => document.getElementById('reads-caption')?.textContent.startsWith('Preview') && "
+            "document.getElementById('prompt-text')?.textContent.includes(t)", arg=text)
+
+    def shot(self, name):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+    def close(self):
+        self.context.close()
+
+
+def cli_run(messages, window, preset):
+    """Start `python -m chatlens run` for the same conversation: the reference the page must
+    match. It runs while the browser works; call the result to wait for its turn record."""
+    proc = subprocess.Popen([sys.executable, "-m", "chatlens", "run", "--window", str(window), "--preset", preset],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
+    proc.stdin.write(json.dumps({"messages": messages}))
+    proc.stdin.close()
+
+    def result():
+        out, err = proc.stdout.read(), proc.stderr.read()
+        assert proc.wait(timeout=600) == 0, err
+        return json.loads(out)
+    return result
