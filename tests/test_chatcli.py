@@ -3,6 +3,7 @@
 import argparse
 import datetime
 import json
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,133 @@ def test_record_command(gguf_path, tmp_path, monkeypatch):
     assert (conv["preset"], conv["window"]) == ("date", 256)
     assert conv["system"] == presets.system_for("date") and len(conv["turns"]) == 1
     assert conv["turns"][0]["max_tokens"] == 4 and RECORD_KEYS <= set(conv["turns"][0])
+
+
+# -- render with a template, tools, documents, a continued message and the assistant mask, against transformers ---
+
+TEMPLATES = Path(__file__).parent / "templates"
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                           "parameters": {"type": "object", "required": ["city"],
+                                                          "properties": {"city": {"type": "string"}}}}}]
+DOCUMENTS = [{"title": "Paris", "text": "Paris is the capital of France."}]
+CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi! My name is Priya."},
+        {"role": "assistant", "content": "Hello, Priya!"}, {"role": "user", "content": "What is my name?"}]
+
+
+@pytest.fixture(scope="module")
+def hf_smol(gguf_path):
+    """transformers' fast tokenizer over the GGUF's vocabulary, with the special tokens the GGUF names."""
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    from chatlens.gguf import read_metadata
+    from chatlens.host.export import tokenizer_json_from_gguf
+
+    meta = read_metadata(gguf_path)
+    tok = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json_from_gguf(meta)))
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>",
+                                                eos_token="<|im_end|>", unk_token="<|endoftext|>",
+                                                pad_token="<|im_end|>")
+
+
+def reference(hf, template, messages, **kwargs):
+    hf.chat_template = template
+    masked = kwargs.pop("return_assistant_tokens_mask", False)
+    text = hf.apply_chat_template(messages, tokenize=False, **kwargs)
+    if masked:
+        out = hf.apply_chat_template(messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True,
+                                     **kwargs)
+        return {"text": text, "ids": list(out["input_ids"]), "assistant_mask": list(out["assistant_masks"])}
+    return {"text": text, "ids": hf(text, add_special_tokens=False)["input_ids"]}
+
+
+def render_json(gguf_path, *args, messages=CHAT):
+    out = chatlens("render", *args, stdin=json.dumps(messages), model=gguf_path)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_render_a_template_file_with_its_assistant_mask(gguf_path, hf_smol):
+    template = TEMPLATES / "qwen2.5-training.jinja"
+    got = render_json(gguf_path, "--template", str(template), "--assistant-mask")
+    want = reference(hf_smol, template.read_text(), CHAT, add_generation_prompt=True,
+                     return_assistant_tokens_mask=True)
+    assert got == want and 0 < sum(got["assistant_mask"]) < len(got["ids"])
+
+
+def test_render_tools_and_documents(gguf_path, hf_smol, tmp_path):
+    (tmp_path / "tools.json").write_text(json.dumps(TOOLS))
+    (tmp_path / "documents.json").write_text(json.dumps(DOCUMENTS))
+    template = TEMPLATES / "command-r7b-tool_use.jinja"
+    got = render_json(gguf_path, "--template", str(template), "--tools", str(tmp_path / "tools.json"),
+                      "--documents", str(tmp_path / "documents.json"))
+    assert got == reference(hf_smol, template.read_text(), CHAT, tools=TOOLS, documents=DOCUMENTS,
+                            add_generation_prompt=True)
+    assert "get_weather" in got["text"] and "Paris is the capital of France." in got["text"]
+
+
+def test_render_continues_the_final_message(gguf_path, hf_smol, text):
+    messages = CHAT[:2] + [{"role": "assistant", "content": "Hello, Pri"}]
+    got = render_json(gguf_path, "--continue-final-message", messages=messages)
+    assert got == reference(hf_smol, text.template.source, messages, continue_final_message=True)
+    assert got["text"].endswith("<|im_start|>assistant\nHello, Pri")
+
+
+def test_render_the_models_template_marks_nothing(gguf_path, hf_smol, text):
+    out = chatlens("render", "--assistant-mask", stdin=json.dumps(CHAT), model=gguf_path)
+    assert json.loads(out.stdout) == reference(hf_smol, text.template.source, CHAT, add_generation_prompt=True,
+                                               return_assistant_tokens_mask=True)
+    assert "no {% generation %} blocks" in out.stderr
+
+
+def test_render_errors(gguf_path, tmp_path):
+    broken = tmp_path / "broken.jinja"
+    broken.write_text("{% for m in messages %}\n{{ m.content }}\n{% if %}\n{% endfor %}")
+    out = chatlens("render", "--template", str(broken), stdin=json.dumps(CHAT), model=gguf_path)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.startswith("chatlens: chat template syntax error (line 3): ") and "Traceback" not in out.stderr
+    escape = tmp_path / "escape.jinja"
+    escape.write_text("{{ messages.__class__.__mro__ }}")
+    out = chatlens("render", "--template", str(escape), stdin=json.dumps(CHAT), model=gguf_path)
+    assert out.returncode == 1 and "tried to reach '__class__' of a list, which the sandbox forbids" in out.stderr
+    out = chatlens("render", "--continue-final-message", "--assistant-mask", stdin=json.dumps(CHAT), model=gguf_path)
+    assert out.returncode == 1 and "cannot be combined" in out.stderr
+    out = chatlens("render", "--tools", str(tmp_path / "missing.json"), stdin=json.dumps(CHAT), model=gguf_path)
+    assert out.returncode == 1 and "--tools" in out.stderr and "cannot be read" in out.stderr
+    (tmp_path / "tools.json").write_text('{"name": "get_weather"}')
+    out = chatlens("render", "--tools", str(tmp_path / "tools.json"), stdin=json.dumps(CHAT), model=gguf_path)
+    assert out.returncode == 1 and "tools must be a list of JSON schemas (dicts), not dict" in out.stderr
+
+
+# -- bad input in the chat commands ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t \u3000"])
+def test_run_refuses_a_blank_new_message(gguf_path, blank):
+    msgs = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+                         {"role": "user", "content": blank}]}
+    out = chatlens("run", stdin=json.dumps(msgs), model=gguf_path)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.strip() == "chatlens: the new user message is empty: there is nothing to send"
+
+
+def test_chat_never_sends_whitespace(gguf_path):
+    lines = ["   ", "\t", "\u3000\u2003", "Hi!", " ", "/show"]
+    out = chatlens("chat", "--max-tokens", "2", stdin="\n".join(lines) + "\n", model=gguf_path)
+    assert out.returncode == 0, out.stderr
+    show = out.stdout.split("--- what the model read", 1)[1]
+    assert show.count("[new message") == 1 and "[turn" not in show  # one message was sent: "Hi!"
+
+
+def test_a_message_that_cannot_fit_says_every_count(gguf_path):
+    long = "Tell me about sleep. " * 60
+    out = chatlens("run", "--window", "256", "--system", "Be brief.",
+                   stdin=json.dumps({"messages": [{"role": "user", "content": long}]}), model=gguf_path)
+    assert out.returncode == 1 and out.stdout == ""
+    message = out.stderr.strip().splitlines()[-1]
+    assert message.startswith("chatlens: the new message needs ") and " and the system prompt " in message
+    assert "but a window of 256 tokens with 96 kept free for the reply leaves 160." in message
+    lines = ["Hi!", long, "/show"]
+    out = chatlens("chat", "--max-tokens", "2", "--window", "64", stdin="\n".join(lines) + "\n", model=gguf_path)
+    assert "chatlens: the new message needs " in out.stderr and "leaves 62." in out.stderr
+    show = out.stdout.split("--- what the model read", 1)[1]
+    assert "Hi!" in show and "sleep" not in show  # the turn before is what /show still shows

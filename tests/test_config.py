@@ -60,3 +60,17 @@ def test_gguf_rope_scaling_refused(gguf_path):
     meta = {**g.metadata, "llama.rope.scaling.type": "yarn"}
     with pytest.raises(ModelFormatError, match="RoPE scaling"):
         ModelConfig.from_gguf(meta, g.tensors)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("llama.embedding_length", "576"), ("llama.attention.layer_norm_rms_epsilon", "tiny"),
+    ("llama.rope.freq_base", [1, 2]), ("llama.attention.layer_norm_rms_epsilon", 1e400),
+    ("llama.block_count", 2.5), ("llama.context_length", None),
+])
+def test_gguf_metadata_of_the_wrong_type_is_a_model_format_error(gguf_path, key, value):
+    """A broken or hostile file's metadata (a string for a count, a list for a float) is refused
+    as the model's fault, never as a TypeError from inside the reader."""
+    g = GGUFFile(gguf_path)
+    meta = {**g.metadata, key: value}
+    with pytest.raises(ModelFormatError):
+        ModelConfig.from_gguf(meta, g.tensors)

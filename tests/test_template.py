@@ -7,13 +7,16 @@ check that ChatTemplate raises TemplateError (and, for the template's own `raise
 
 import copy
 import json
+import time
 from datetime import datetime
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
 from chatlens.errors import ChatlensError, TemplateError
-from chatlens.template import ChatTemplate
+from conftest import ROOT
+from chatlens.template import DEFAULT_LIMITS, ChatTemplate, RenderLimits, assistant_mask, has_generation_tag
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
@@ -664,39 +667,183 @@ def test_render_time_errors_match():
     both_raise("{{ documents }}", CHAT, documents=["not a dict"])
 
 
-SANDBOX_ESCAPES = [
-    "{{ messages.__class__.__mro__ }}",
-    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
-    "{{ messages[0].__class__.__init__.__globals__ }}",
-    "{{ raise_exception.__globals__ }}",
-    "{{ cycler.__init__.__globals__.os }}",
-    "{% set x = messages.append({'role': 'user'}) %}",
-    "{% set x = messages[0].update({'role': 'x'}) %}",
-    "{% set x = messages.pop() %}",
-    "{% set ns = namespace(__class__=1) %}",
-    "{% set ns = namespace() %}{% set ns._x = 1 %}",
-    "{{ dict.__call__.__globals__ }}",
-    "{{ (messages|first).content.format.__self__.__class__ }}",
-]
+# --- the sandbox --------------------------------------------------------------------------------------------------
+
+SANDBOX_ESCAPES = {  # a template reaching for Python's insides -> what chatlens says it reached
+    "{{ messages.__class__.__mro__ }}": "'__class__' of a list",
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}": "'__class__' of a str",
+    "{{ messages[0].__class__.__init__.__globals__ }}": "'__class__' of a dict",
+    "{{ messages['__class__'] }}": "'__class__' of a list",
+    "{{ messages | attr('__class__') }}": "'__class__' of a list",
+    "{{ '{0.__class__}'.format(messages) }}": "'__class__' of a list",
+    "{{ raise_exception.__globals__ }}": "'__globals__' of a function",
+    "{{ lipsum.__globals__['os'] }}": "'__globals__' of a function",
+    "{{ cycler.__init__.__globals__.os }}": "'__init__' of a type",
+    "{{ self.__init__.__globals__ }}": "'__init__' of a TemplateReference",
+    "{{ dict.__call__.__globals__ }}": "'__call__' of a TemplateDict",
+    "{{ messages.__len__() }}": "'__len__' of a list",
+    "{{ (messages|first).content.format.__self__.__class__ }}": "'__class__' of an Undefined",
+    "{% set x = messages.append({'role': 'user'}) %}": "'append' of a list",
+    "{% set x = messages[0].update({'role': 'x'}) %}": "'update' of a dict",
+    "{% set x = messages.pop() %}": "'pop' of a list",
+}
 
 
-@pytest.mark.parametrize("source", SANDBOX_ESCAPES)
-def test_sandbox_escapes_blocked_like_transformers(source):
-    """Each attempt either raises in both (a SecurityError or an undefined-value error) or renders the same
-    harmless text in both (an unsafe attribute prints as an empty undefined value); nothing leaks."""
+@pytest.mark.parametrize("source", sorted(SANDBOX_ESCAPES))
+def test_sandbox_escapes_fail_with_a_sentence(source):
+    """transformers' sandbox either raises SecurityError or hands back an empty undefined value (so nothing
+    leaks); chatlens refuses at the first step and says what the template reached for."""
     try:
         theirs = hf_render(source, copy.deepcopy(CHAT))
-    except Exception:
-        ours, theirs = both_raise(source, copy.deepcopy(CHAT))
-        assert type(theirs).__name__ == "SecurityError" and "unsafe" in str(ours)
+    except Exception as e:
+        assert type(e).__name__ in ("SecurityError", "UndefinedError")
     else:
-        assert our_render(source, copy.deepcopy(CHAT)) == theirs
         assert "class" not in theirs and "module" not in theirs and "function" not in theirs
+    with pytest.raises(TemplateError) as ours:
+        our_render(source, copy.deepcopy(CHAT))
+    assert f"the template tried to reach {SANDBOX_ESCAPES[source]}, which the sandbox forbids" in str(ours.value)
+    assert str(ours.value).startswith("chat template error (line 1): ")
 
 
-def test_sandbox_unsafe_attribute_renders_empty_like_transformers():
-    # The sandbox hands back an undefined value for unsafe attributes; printing it is empty, using it raises
-    assert compare("[{{ messages.__class__ }}][{{ messages[0].__class__ }}]", CHAT) == "[][]"
+def test_printing_an_unsafe_attribute_is_refused_where_transformers_prints_nothing():
+    assert hf_render("[{{ messages.__class__ }}]", CHAT) == "[]"
+    with pytest.raises(TemplateError, match=r"tried to reach '__class__' of a list, which the sandbox forbids "
+                                            r"\(Python's internals are out of a template's reach\)"):
+        our_render("[{{ messages.__class__ }}]", CHAT)
+
+
+@pytest.mark.parametrize("source", ["{% include 'secrets.txt' %}", "{% import 'os' as os %}{{ os.getcwd() }}",
+                                    "{% extends '/etc/passwd' %}", "{% from 'macros.jinja' import turn %}"])
+def test_templates_cannot_read_files(source):
+    with pytest.raises(Exception):  # transformers' environment has no loader at all
+        hf_render(source, CHAT)
+    with pytest.raises(TemplateError, match=r"the template tried to read the file '[^']+' \(with include, import "
+                                            r"or extends\), which the sandbox forbids"):
+        our_render(source, CHAT)
+
+
+@pytest.mark.parametrize("source", ["{% set ns = namespace(__class__=1) %}",
+                                    "{% set ns = namespace() %}{% set ns._x = 1 %}"])
+def test_underscore_namespace_attributes_fail_like_transformers(source):
+    ours, theirs = both_raise(source, CHAT)
+    assert type(theirs).__name__ == "SecurityError" and "the sandbox forbids this" in str(ours)
+
+
+def test_render_errors_name_the_template_line():
+    source = "{% for m in messages %}\n{{ m.role }}\n{{ m.content + 1 }}\n{% endfor %}"
+    ours, theirs = both_raise(source, CHAT)
+    assert type(theirs) is TypeError and str(ours).startswith("chat template error (line 3): TypeError: ")
+    ours, _ = both_raise("line one\n{{ nothing.here }}", CHAT)
+    assert str(ours) == "chat template error (line 2): 'nothing' is undefined"
+    with pytest.raises(TemplateError, match=r"^chat template syntax error \(line 2\): "):
+        ChatTemplate("{% for m in messages %}\n{% if %}\n{% endfor %}")
+
+
+# --- render limits: templates that never end or grow without bound -------------------------------------------------
+# transformers has no limits (these would run for hours or exhaust memory there), so there is no reference render:
+# what is checked is that each stops, soon, with a TemplateError that says which limit it reached.
+
+QUICK = RenderLimits(seconds=0.25)
+
+RUNAWAY_LOOPS = {
+    "nested_range_loops": "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
+    "nested_loops_over_a_list": ("{% set xs = range(100000) | list %}"
+                                 "{% for a in xs %}{% for b in xs %}{% endfor %}{% endfor %}"),
+    "branching_macro": ("{% macro grow(n) %}{% if n < 60 %}{{ grow(n + 1) }}{{ grow(n + 1) }}{% endif %}"
+                        "{% endmacro %}{{ grow(0) }}"),
+    "loop_with_a_namespace_counter": ("{% set ns = namespace(n=0) %}{% for a in range(100000) %}"
+                                      "{% for b in range(100000) %}{% set ns.n = ns.n + 1 %}{% endfor %}"
+                                      "{% endfor %}{{ ns.n }}"),
+    "filters_over_ranges": ("{% for a in range(100000) %}{{ range(100000) | map('string') | select('equalto', 'x')"
+                            " | list | length }}{% endfor %}"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNAWAY_LOOPS))
+def test_a_template_that_loops_without_end_stops_at_the_time_limit(name):
+    start = time.monotonic()
+    with pytest.raises(TemplateError, match=r"^chat template stopped \(line 1\): the render took longer than its "
+                                            r"limit of 0\.25 s \(a loop or a recursion without end\?\)$"):
+        ChatTemplate(RUNAWAY_LOOPS[name], limits=QUICK).render(CHAT)
+    assert time.monotonic() - start < 5
+
+
+def test_the_default_time_limit_is_two_seconds():
+    start = time.monotonic()
+    with pytest.raises(TemplateError, match="longer than its limit of 2 s"):
+        ChatTemplate(RUNAWAY_LOOPS["nested_range_loops"]).render(CHAT)
+    assert 2 <= time.monotonic() - start < 10
+    assert DEFAULT_LIMITS == RenderLimits(seconds=2.0, chars=4 * 1024 * 1024, input_multiple=4)
+
+
+@pytest.mark.parametrize("source", ["{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+                                    "{% for x in [[1]] recursive %}{{ loop([x]) }}{% endfor %}"])
+def test_endless_recursion_is_a_template_error(source):
+    with pytest.raises(TemplateError, match=r"^chat template stopped \(line 1\): it recursed too deeply"):
+        ChatTemplate(source).render(CHAT)
+
+
+DEEP = {
+    "parentheses": "{{ " + "(" * 400 + "1" + ")" * 400 + " }}",
+    "blocks": "{% if true %}" * 400 + "x" + "{% endif %}" * 400,
+    "a chain of plus": "{{ 1" + " + 1" * 2000 + " }}",
+    "a chain of filters": "{{ 'x'" + "|upper" * 2000 + " }}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_deep_nesting_is_refused_before_it_can_exhaust_the_stack(name):
+    """transformers fails on these too (RecursionError, or Python's limit of 100 indentation levels); in Pyodide
+    the same recursion would overflow the JavaScript stack and kill the worker, so chatlens refuses them first."""
+    with pytest.raises(Exception):
+        hf_render(DEEP[name], CHAT)
+    with pytest.raises(TemplateError, match=r"^chat template syntax error \(line 1\): .* nested more than (40|80) deep$"):
+        ChatTemplate(DEEP[name])
+
+
+ENORMOUS = {
+    "output": "{% for a in range(100000) %}{% for b in range(100) %}0123456789{% endfor %}{% endfor %}",
+    "output_of_a_macro": "{% macro m() %}{% for a in range(1000) %}{{ 'x' * 100000 }}{% endfor %}{% endmacro %}{{ m() }}",
+    "repeated_string": "{{ 'x' * 1000000000 }}",
+    "repeated_list": "{{ (['x' * 1000000] * 1000) | join }}",
+    "doubling_with_tilde": ("{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
+                            "{% endfor %}{{ ns.s | length }}"),
+    "doubling_with_plus": ("{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}"
+                           "{% endfor %}{{ ns.s | length }}"),
+    "doubling_with_replace": ("{% set ns = namespace(s='ab') %}{% for i in range(64) %}"
+                              "{% set ns.s = ns.s | replace('a', 'aa') | replace('b', 'bb') %}{% endfor %}"),
+    "doubling_by_recursion": "{% macro f(s) %}{{ f(s ~ s) }}{% endmacro %}{{ f('x') }}",
+    "doubling_in_a_set_block": ("{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set t %}{{ ns.s }}"
+                                "{{ ns.s }}{% endset %}{% set ns.s = t %}{% endfor %}"),
+    "wide_percent_format": "{{ '%999999999d' % 1 }}",
+    "wide_format_filter": "{{ '%999999999d' | format(1) }}",
+    "wide_str_format": "{{ '{:>999999999}'.format(1) }}",
+    "wide_str_format_from_an_argument": "{{ '{:>{w}}'.format(1, w=999999999) }}",
+    "wide_ljust": "{{ 'x'.ljust(999999999) }}",
+    "wide_center_filter": "{{ 'x' | center(999999999) }}",
+    "huge_power": "{{ 9 ** 999999999 }}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENORMOUS))
+def test_a_template_that_builds_enormous_text_stops_at_the_size_limit(name):
+    start = time.monotonic()
+    with pytest.raises(TemplateError) as e:
+        ChatTemplate(ENORMOUS[name]).render(CHAT)
+    message = str(e.value)
+    assert message.startswith("chat template stopped")
+    assert "more than 4,194,304 characters" in message or "more than the limit of 4,194,304" in message
+    assert time.monotonic() - start < 5
+
+
+def test_long_inputs_raise_the_size_limit_with_them():
+    """A template may copy its inputs a few times over: the size limit grows with them."""
+    document = {"title": "big", "text": "All work and no play. " * 250_000}  # 5.5 M characters
+    source = "{% for d in documents %}{{ d.text }}{{ d.text | upper }}{% endfor %}{{ messages[-1].content }}"
+    assert compare(source, CHAT, documents=[document]).startswith("All work")
+    with pytest.raises(TemplateError, match="more than 22,000,"):
+        ChatTemplate(source + "{% for i in range(9) %}{{ documents[0].text }}{% endfor %}").render(
+            CHAT, documents=[document])
 
 
 def test_render_does_not_mutate_inputs():
@@ -718,3 +865,346 @@ def test_compiled_once():
     t.render(CHAT, tools=TOOLS)
     assert t._compiled_for(NAMED["default"]) is first
     assert ChatTemplate(NAMED)._compiled_for(NAMED["default"]) is first  # shared across instances of the same text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (3) Malformed arguments: where transformers raises (often a bare TypeError from deep inside), chatlens raises
+# TemplateError with a sentence; where transformers renders, chatlens renders the same text
+# ---------------------------------------------------------------------------------------------------------------
+
+PLAIN = ("{{ tools | tojson }}|{{ documents | tojson }}|{% for m in messages %}{{ m.role }}:{{ m.content }}\n"
+         "{% endfor %}")
+
+MALFORMED = {  # name -> (messages, keyword arguments of the render)
+    "messages_none": (None, {}),
+    "messages_a_string": ("Hello there", {}),
+    "messages_one_dict": ({"role": "user", "content": "Hi"}, {}),
+    "messages_a_number": (5, {}),
+    "message_a_string": ([Q, "Hi"], {}),
+    "message_none": ([Q, None], {}),
+    "message_a_list": ([Q, ["user", "Hi"]], {}),
+    "tools_a_dict": ([Q], {"tools": TOOLS[0]}),
+    "tools_a_string": ([Q], {"tools": "get_weather"}),
+    "tools_a_number": ([Q], {"tools": 3}),
+    "tool_a_string": ([Q], {"tools": ["get_weather"]}),
+    "tool_none": ([Q], {"tools": [None]}),
+    "documents_a_dict": ([Q], {"documents": DOCS[0]}),
+    "documents_a_string": ([Q], {"documents": "Paris is the capital"}),
+    "documents_a_number": ([Q], {"documents": 7}),
+    "document_a_string": ([Q], {"documents": ["Paris is the capital"]}),
+    "continue_number_content": ([Q, {"role": "assistant", "content": 42}], {"continue_final_message": True}),
+    "continue_dict_content": ([Q, {"role": "assistant", "content": {"text": "Paris"}}],
+                              {"continue_final_message": True}),
+    "continue_bool_content": ([Q, {"role": "assistant", "content": True}], {"continue_final_message": True}),
+    "continue_block_a_string_with_text": ([Q, {"role": "assistant", "content": ["some text"]}],
+                                          {"continue_final_message": True}),
+    "continue_block_a_string_without_it": ([Q, {"role": "assistant", "content": ["Paris"]}],
+                                           {"continue_final_message": True}),
+    "continue_block_a_number": ([Q, {"role": "assistant", "content": [5]}], {"continue_final_message": True}),
+    "continue_block_text_a_number": ([Q, {"role": "assistant", "content": [{"type": "text", "text": 5}]}],
+                                     {"continue_final_message": True}),
+    "continue_no_blocks": ([Q, {"role": "assistant", "content": []}], {"continue_final_message": True}),
+    "continue_unknown_field": ([Q, A], {"continue_final_message": "reasoning_content"}),
+    "continue_and_generation_prompt": ([Q, A], {"continue_final_message": True, "add_generation_prompt": True}),
+    "empty_conversation": ([], {}),
+}
+
+RENDERS_IN_BOTH = {  # odd but accepted by transformers: rendered identically
+    "messages_a_tuple": ((Q, A), {}),
+    "tools_a_tuple": ([Q], {"tools": tuple(TOOLS)}),
+    "tools_empty": ([Q], {"tools": []}),
+    "documents_a_tuple": ([Q], {"documents": tuple(DOCS)}),
+    "content_a_number": ([{"role": "user", "content": 42}], {}),
+    "content_a_list": ([{"role": "user", "content": ["a", 1, None]}], {}),
+    "content_none_is_dropped": ([Q, {"role": "assistant", "content": None}], {}),
+    "extra_keys": ([{"role": "user", "content": "Hi", "name": "Priya", "weird": {"x": [1, 2]}}], {}),
+    "role_a_number": ([{"role": 3, "content": "Hi"}], {}),
+    "continue_a_user_message": ([Q], {"continue_final_message": True}),
+    "continue_blocks_skip_those_without_text": ([Q, {"role": "assistant", "content": [
+        {"type": "text", "text": "Paris is "}, "no such key", {"type": "image"}]}], {"continue_final_message": True}),
+    "add_generation_prompt_a_string": ([Q], {"add_generation_prompt": "yes"}),
+    "content_missing": ([{"role": "user"}], {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_arguments_raise_template_error(name):
+    messages, kwargs = MALFORMED[name]
+    ours, theirs = both_raise(PLAIN, messages, same_text=False, **kwargs)
+    assert isinstance(ours, ChatlensError) and "Traceback" not in str(ours)
+    assert not str(ours).startswith("chat template error") or "(line" in str(ours)  # a sentence, never bare
+
+
+@pytest.mark.parametrize("name", sorted(RENDERS_IN_BOTH))
+def test_odd_arguments_that_transformers_accepts_render_the_same(name):
+    messages, kwargs = RENDERS_IN_BOTH[name]
+    compare(PLAIN, messages, **kwargs)
+
+
+@pytest.mark.parametrize("content", [42, ["a list"], {"text": "a dict"}], ids=["number", "list", "dict"])
+def test_non_text_content_in_smollm2s_template_fails_like_transformers(smol, content):
+    ours, theirs = both_raise(smol.source, [{"role": "user", "content": content}], SMOL_SPECIAL, same_text=False)
+    assert type(theirs) is TypeError and str(ours).startswith("chat template error (line 4): TypeError: ")
+
+
+def test_malformed_messages_say_what_they_are():
+    t = ChatTemplate(PLAIN)
+    with pytest.raises(TemplateError, match="not a dict \\(one message\\? put it in a list\\)"):
+        t.render({"role": "user", "content": "Hi"})
+    with pytest.raises(TemplateError, match="messages must be a list of message dicts, not None"):
+        t.render(None)
+    with pytest.raises(TemplateError, match="tools must be a list of JSON schemas \\(dicts\\), not dict"):
+        t.render([Q], tools=TOOLS[0])
+    with pytest.raises(TemplateError, match='the final message\'s "content" must be text or a list of content '
+                                            'blocks to continue, not int'):
+        t.render([Q, {"role": "assistant", "content": 42}], continue_final_message=True)
+    with pytest.raises(TemplateError, match="not a batch of conversations"):
+        t.render([[Q], [Q]])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (4) Real templates of other model families (tests/templates/, sources in its README), with tools, documents,
+# continue_final_message and assistant masks, against transformers on the same text
+# ---------------------------------------------------------------------------------------------------------------
+
+TEMPLATES = Path(__file__).parent / "templates"
+REAL = {path.stem: path.read_text(encoding="utf-8") for path in sorted(TEMPLATES.glob("*.jinja"))}
+
+TOOL_CALL = {"id": "call12345", "type": "function",
+             "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}
+REAL_CONVERSATIONS = {
+    "chat": [Q, A, {"role": "user", "content": "And of Germany? 🇩🇪"}],
+    "system_chat": [SYS, Q, A, {"role": "user", "content": "Tell me more"}],
+    "tool_round": [SYS, {"role": "user", "content": "Weather in Paris for two days?"},
+                   {"role": "assistant", "content": "", "tool_calls": [TOOL_CALL]},
+                   {"role": "tool", "tool_call_id": "call12345", "name": "get_weather",
+                    "content": '{"temp": 21, "sky": "clear"}'},
+                   {"role": "assistant", "content": "It will be 21 °C and clear."},
+                   {"role": "user", "content": "Thanks!"}],
+    "content_blocks": [{"role": "user", "content": [{"type": "text", "text": "Describe "}, {"type": "image"},
+                                                    {"type": "text", "text": " briefly."}]}],
+}
+ENDS_WITH_ASSISTANT = {"chat": [Q, {"role": "assistant", "content": "The capital of France is "}],
+                       "system_chat": [SYS, Q, {"role": "assistant", "content": "Arr, 'tis "}]}
+
+REAL_SPECIAL = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
+
+
+@pytest.fixture
+def frozen_clock(monkeypatch):
+    """strftime_now reads the same moment in transformers and in chatlens (Llama 3.1 prints today's date)."""
+
+    class FrozenDatetime(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return FIXED_NOW
+
+    monkeypatch.setattr(chat_template_utils, "datetime", FrozenDatetime)
+    return lambda: FIXED_NOW
+
+
+def same_or_both_raise(template, messages, clock, **kwargs):
+    """transformers' render and ours are identical, or both raise (with the same message when the template's own
+    raise_exception speaks). Returns the text, or None when both raised."""
+    try:
+        theirs = hf_render(template, copy.deepcopy(messages), REAL_SPECIAL, **kwargs)
+    except Exception as e:
+        with pytest.raises(TemplateError) as ours:
+            our_render(template, copy.deepcopy(messages), REAL_SPECIAL, clock, **kwargs)
+        if type(e).__name__ == "TemplateError":  # raise_exception in the template
+            assert str(ours.value) == str(e)
+        return None
+    assert our_render(template, copy.deepcopy(messages), REAL_SPECIAL, clock, **kwargs) == theirs
+    return theirs
+
+
+def test_the_real_templates_are_here():
+    assert {"llama-3.1-instruct", "qwen2.5-instruct", "mistral-nemo-instruct-2407", "phi-3.5-mini-instruct",
+            "gemma-2-it", "gemma-3-it", "command-r7b-tool_use", "lfm2.5", "qwen2.5-training"} <= set(REAL)
+    assert all(len(text) < 12_000 for text in REAL.values())
+
+
+@pytest.mark.parametrize("conversation", sorted(REAL_CONVERSATIONS))
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_templates_render_like_transformers(name, conversation, frozen_clock):
+    messages = REAL_CONVERSATIONS[conversation]
+    rendered = [same_or_both_raise(REAL[name], messages, frozen_clock, add_generation_prompt=gen)
+                for gen in (False, True)]
+    with_tools = same_or_both_raise(REAL[name], messages, frozen_clock, tools=TOOLS, add_generation_prompt=True)
+    if conversation == "chat":  # every family renders a plain chat
+        assert rendered[0] is not None and rendered[1] is not None
+        assert with_tools is not None or name in ("gemma-2-it", "phi-3.5-mini-instruct")
+
+
+@pytest.mark.parametrize("conversation", sorted(ENDS_WITH_ASSISTANT))
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_templates_continue_the_final_message_like_transformers(name, conversation, frozen_clock):
+    same_or_both_raise(REAL[name], ENDS_WITH_ASSISTANT[conversation], frozen_clock, continue_final_message=True)
+
+
+def test_real_templates_with_tools_and_documents(frozen_clock):
+    command_r = REAL["command-r7b-tool_use"]
+    assert same_or_both_raise(command_r, REAL_CONVERSATIONS["system_chat"], frozen_clock, documents=DOCS) is None
+    text = same_or_both_raise(command_r, REAL_CONVERSATIONS["system_chat"], frozen_clock, documents=DOCS,
+                              tools=[], add_generation_prompt=True)  # it loops over tools, so it needs a list
+    assert "Berlin — capital of Germany." in text and "direct-injected-document" in text
+    text = same_or_both_raise(command_r, REAL_CONVERSATIONS["tool_round"], frozen_clock, documents=DOCS,
+                              tools=TOOLS, add_generation_prompt=True)
+    assert "get_weather" in text and "Paris is the capital of France." in text
+    llama = same_or_both_raise(REAL["llama-3.1-instruct"], REAL_CONVERSATIONS["tool_round"][:4], frozen_clock,
+                               tools=TOOLS, add_generation_prompt=True, date_string="28 Feb 2026")
+    assert "Today Date: 28 Feb 2026" in llama and '"name": "get_weather"' in llama
+    qwen = same_or_both_raise(REAL["qwen2.5-instruct"], REAL_CONVERSATIONS["tool_round"], frozen_clock, tools=TOOLS)
+    assert "<tool_call>" in qwen and "<tool_response>" in qwen
+    mistral = same_or_both_raise(REAL["mistral-nemo-instruct-2407"], REAL_CONVERSATIONS["tool_round"][1:],
+                                 frozen_clock, tools=TOOLS)
+    assert "[AVAILABLE_TOOLS]" in mistral and "[TOOL_CALLS]" in mistral
+
+
+def test_real_templates_raise_their_own_errors_like_transformers(frozen_clock):
+    gemma_system = same_or_both_raise(REAL["gemma-2-it"], [SYS, Q], frozen_clock)
+    assert gemma_system is None
+    ours, _ = both_raise(REAL["gemma-2-it"], [SYS, Q], REAL_SPECIAL)
+    assert str(ours) == "System role not supported"
+    ours, _ = both_raise(REAL["mistral-nemo-instruct-2407"], [Q, Q], REAL_SPECIAL)
+    assert "alternate" in str(ours)
+
+
+# --- assistant masks: {% generation %} spans on SmolLM2's tokenizer ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smol_tokenizers(smol_metadata):
+    """(chatlens' tokenizer, transformers' fast tokenizer) for the GGUF's vocabulary."""
+    from chatlens.host.export import tokenizer_json_from_gguf
+    from chatlens.tokenizer import Tokenizer
+
+    hf = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json_from_gguf(smol_metadata))),
+        **SMOL_SPECIAL)
+    return Tokenizer.from_gguf(smol_metadata), hf
+
+
+def hf_mask(hf, template, messages, **kwargs):
+    hf.chat_template = template
+    out = hf.apply_chat_template(copy.deepcopy(messages), tokenize=True, return_dict=True,
+                                 return_assistant_tokens_mask=True, **kwargs)
+    return list(out["input_ids"]), list(out["assistant_masks"])
+
+
+def our_mask(tok, template, messages, **kwargs):
+    rendered = ChatTemplate(template, special_tokens=SMOL_SPECIAL).render_with_spans(messages, **kwargs)
+    ids, offsets = tok.encode_with_offsets(rendered.text)
+    return ids, assistant_mask(offsets, rendered.generation_spans)
+
+
+MASKED = {"qwen2.5-training": ["chat", "system_chat", "tool_round"], "lfm2.5": ["chat", "system_chat", "tool_round"]}
+
+
+@pytest.mark.parametrize("name", sorted(MASKED))
+def test_assistant_masks_match_transformers(name, smol_tokenizers):
+    tok, hf = smol_tokenizers
+    for conversation in MASKED[name]:
+        for kwargs in ({}, {"add_generation_prompt": True}, {"tools": TOOLS}):
+            messages = REAL_CONVERSATIONS[conversation]
+            ids, mask = our_mask(tok, REAL[name], messages, **kwargs)
+            assert (ids, mask) == hf_mask(hf, REAL[name], messages, **kwargs)
+            assert 0 < sum(mask) < len(mask)
+
+
+def test_assistant_mask_marks_exactly_the_generation_blocks(smol_tokenizers):
+    tok, hf = smol_tokenizers
+    template = CONTINUE_TEMPLATES["generation_tag"]
+    messages = [Q, {"role": "assistant", "content": "Paris 🇫🇷, of course."}, Q]
+    rendered = ChatTemplate(template, special_tokens=SMOL_SPECIAL).render_with_spans(messages)
+    (start, end), = rendered.generation_spans
+    assert rendered.text[start:end] == "Paris 🇫🇷, of course.<|im_end|>"
+    assert our_mask(tok, template, messages) == hf_mask(hf, template, messages)
+
+
+def test_a_template_without_generation_blocks_masks_nothing(smol, smol_tokenizers):
+    tok, hf = smol_tokenizers
+    messages = REAL_CONVERSATIONS["system_chat"]
+    ids, mask = our_mask(tok, smol.source, messages)
+    assert (ids, mask) == hf_mask(hf, smol.source, messages) and set(mask) == {0}
+    assert not has_generation_tag(smol.source) and has_generation_tag(REAL["lfm2.5"])
+
+
+def test_generation_spans_inside_macros_follow_transformers(smol_tokenizers):
+    """transformers starts a span at the length of the output yielded so far; inside a macro that buffers text
+    before its {% generation %} block that start lies early. chatlens records the same spans, so masks agree."""
+    tok, hf = smol_tokenizers
+    template = ("{% macro answer(m) %}Answer: {% generation %}{{ m.content }}{% endgeneration %}{% endmacro %}"
+                "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}{{ answer(m) }}"
+                "{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}")
+    messages = REAL_CONVERSATIONS["chat"]
+    assert our_mask(tok, template, messages) == hf_mask(hf, template, messages)
+
+
+# --- the limits in Pyodide, where there are no threads or signals and the stack is the browser's --------------------
+
+PYODIDE = ROOT / "build" / "node_modules" / "pyodide" / "pyodide.mjs"
+
+PYODIDE_RUNNER = r"""
+import { loadPyodide } from "%(pyodide)s";
+import { readFileSync, readdirSync } from "node:fs";
+const py = await loadPyodide({ indexURL: "%(index)s" });
+for (const wheel of JSON.parse(process.argv[2])) py.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel");
+py.FS.mkdirTree("/home/pyodide/chatlens");
+for (const f of readdirSync("%(package)s")) {
+  if (f.endsWith(".py")) py.FS.writeFile(`/home/pyodide/chatlens/${f}`, new Uint8Array(readFileSync(`%(package)s/${f}`)));
+}
+process.stdout.write(await py.runPythonAsync(readFileSync(0, "utf8")));
+"""
+
+PYODIDE_CHECKS = r"""
+import json, sys, time
+sys.path.insert(0, "/home/pyodide")
+from chatlens.errors import TemplateError
+from chatlens.template import ChatTemplate, RenderLimits
+cases = json.loads(%r)
+out = {}
+for name, source in cases.items():
+    start = time.monotonic()
+    try:
+        ChatTemplate(source, limits=RenderLimits(seconds=0.5)).render([{"role": "user", "content": "Hi"}])
+        out[name] = ["rendered", time.monotonic() - start]
+    except TemplateError as e:
+        out[name] = [str(e), time.monotonic() - start]
+json.dumps(out)
+"""
+
+
+def test_the_limits_hold_in_pyodide(tmp_path):
+    """The same template module in Pyodide (the page's worker, here under Node): endless loops stop on the clock,
+    endless recursion and deep nesting stop before they overflow the JavaScript stack (which would end the worker
+    with a fatal error instead of an exception)."""
+    import shutil
+    import subprocess
+
+    built = ROOT / "build" / "site" / "wheels"
+    wheels = sorted(str(p) for name in ("jinja2-*.whl", "markupsafe-*.whl") for p in built.glob(name))
+    if shutil.which("node") is None or not PYODIDE.is_file() or len(wheels) != 2:
+        pytest.skip("needs node and a built site (python -m chatlens build): Pyodide and the jinja2 wheels")
+    cases = {"loop": RUNAWAY_LOOPS["nested_range_loops"], "macro": RUNAWAY_LOOPS["branching_macro"],
+             "recursion": "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+             "recursive_loop": "{% for x in [1] recursive %}{{ loop([x]) }}{% endfor %}",
+             "output": ENORMOUS["repeated_string"], "doubling": ENORMOUS["doubling_with_tilde"],
+             "escape": "{{ messages.__class__.__mro__ }}", **DEEP}
+    runner = tmp_path / "run.mjs"
+    runner.write_text(PYODIDE_RUNNER % {"pyodide": PYODIDE.as_uri(), "index": f"{PYODIDE.parent}/",
+                                        "package": ROOT / "py" / "chatlens"})
+    done = subprocess.run(["node", str(runner), json.dumps(wheels)], input=PYODIDE_CHECKS % json.dumps(cases),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout)
+    for name in ("loop", "macro"):
+        assert got[name][0].endswith("longer than its limit of 0.5 s (a loop or a recursion without end?)")
+        assert got[name][1] < 5
+    for name in ("recursion", "recursive_loop"):
+        assert "it recursed too deeply: calls nested more than 64 deep" in got[name][0]
+    assert "more than the limit of 4,194,304" in got["output"][0]
+    assert "more than the limit of 4,194,304" in got["doubling"][0]
+    assert "tried to reach '__class__' of a list, which the sandbox forbids" in got["escape"][0]
+    for name in DEEP:
+        assert "syntax error (line 1)" in got[name][0] and "nested more than" in got[name][0]

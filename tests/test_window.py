@@ -109,8 +109,12 @@ def test_nothing_left_to_drop(text):
     with pytest.raises(WindowError) as e:
         fit(text, LESSON, 34 + 32, reserve=32)
     msg = str(e.value)
-    assert "35 tokens" in msg and "system (template default) 21" in msg and "new message 10" in msg
-    assert "window of 66" in msg and "32" in msg and "leaves 34" in msg
+    # The lesson's counts: the new message 10, the default system prompt 21, the generation header 4
+    assert msg.startswith("the new message needs 10 tokens and the template's default system prompt 21: with the "
+                          "4-token reply header, the system prompt and the new message alone need 35 tokens ")
+    assert "(system (template default) 21, new message 10, generation header 4)" in msg
+    assert "but a window of 66 tokens with 32 kept free for the reply leaves 34" in msg
+    assert msg.endswith("Every earlier turn is dropped already: shorten the message or choose a larger window")
     assert LESSON == before  # the conversation is left untouched
     with pytest.raises(WindowError):
         fit(text, LESSON[-1:], 60, reserve=32)
@@ -124,6 +128,34 @@ def test_long_new_message(text):
         fit(text, LESSON[:-1] + [long], 1024)
     f = fit(text, LESSON[:-1] + [long], 4096)
     assert f.dropped == [] and f.pieces[-2]["kind"] == "new" and f.pieces[-2]["count"] > 800
+
+
+def test_a_message_too_long_for_the_window_names_every_count(text):
+    """The error a learner sees: the message's tokens, the system prompt's, the reply reserve and the window, each
+    as the pieces of the same conversation count them in a window large enough to hold it."""
+    msgs = LESSON[:-1] + [{"role": "user", "content": "Tell me about sleep. " * 60}]
+    whole = fit(text, msgs, 4096, system="Be brief.")
+    counts = {p["kind"]: p["count"] for p in whole.pieces if p["kind"] in ("system", "new", "header")}
+    total = sum(counts.values())
+    assert total > 160
+    before = copy.deepcopy(msgs)
+    with pytest.raises(WindowError) as e:
+        fit(text, msgs, 256, system="Be brief.")
+    assert str(e.value).startswith(
+        f"the new message needs {counts['new']} tokens and the system prompt {counts['system']}: with the "
+        f"{counts['header']}-token reply header, the system prompt and the new message alone need {total} tokens ")
+    assert "but a window of 256 tokens with 96 kept free for the reply leaves 160." in str(e.value)
+    assert msgs == before
+
+
+def test_too_long_without_any_system_prompt():
+    msgs = [{"role": "user", "content": "a long message"}]
+    with pytest.raises(WindowError) as e:
+        window.fit(FakeTokenizer(), BosOnlyTemplate(), system=None, messages=msgs, window=20, reserve=5)
+    new, header = len("<s>[user:a long message]"), len("[A:")  # one token a character; the BOS goes with the message
+    assert str(e.value).startswith(f"the new message needs {new} tokens: with the {header}-token reply header, the "
+                                   f"prompt would alone need {new + header} tokens (new message {new}, generation "
+                                   f"header {header})")
 
 
 def test_long_turn_in_the_middle(text):

@@ -151,3 +151,64 @@ def test_the_worker_module_needs_no_numpy_until_the_weights(gguf_path):
 WORKBENCH_TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city",
     "parameters": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}}}]
+
+
+@pytest.fixture(scope="module")
+def hf_smol(loaded):
+    """transformers' fast tokenizer over the same vocabulary, with the special tokens the GGUF names."""
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    from chatlens.host.export import tokenizer_json_from_gguf
+
+    tok = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json_from_gguf(loaded.metadata)))
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, **loaded.template.special_tokens)
+
+
+def test_render_requests_give_what_transformers_gives(loaded, hf_smol):
+    tok = loaded.tokenizer
+    qwen = (Path(ROOT) / "tests" / "templates" / "qwen2.5-training.jinja").read_text(encoding="utf-8")
+    requests = [  # the JSON the workbench sends, and the arguments transformers takes for it
+        ({"messages": HISTORY}, {"add_generation_prompt": True}),
+        ({"messages": HISTORY, "add_generation_prompt": False}, {}),
+        ({"messages": HISTORY + [{"role": "assistant", "content": "Your name is"}], "continue_final_message": True},
+         {"continue_final_message": True}),
+        ({"messages": HISTORY, "template": qwen, "tools": WORKBENCH_TOOLS, "assistant_mask": True},
+         {"chat_template": qwen, "tools": WORKBENCH_TOOLS, "add_generation_prompt": True,
+          "return_assistant_tokens_mask": True}),
+        ({"messages": HISTORY, "template": "{{ greeting }} {{ bos_token }}{{ messages[-1].content }}",
+          "variables": {"greeting": "Ahoy", "bos_token": "<s>"}},
+         {"chat_template": "{{ greeting }} {{ bos_token }}{{ messages[-1].content }}", "greeting": "Ahoy",
+          "bos_token": "<s>", "add_generation_prompt": True}),
+    ]
+    hf_smol.chat_template = loaded.template.source
+    for request, kwargs in requests:
+        got = answer("render", json.dumps(request))
+        masked = kwargs.pop("return_assistant_tokens_mask", False)
+        text = hf_smol.apply_chat_template(request["messages"], tokenize=False, **kwargs)
+        assert got["text"] == text
+        assert got["ids"] == hf_smol(text, add_special_tokens=False)["input_ids"]
+        assert got["tokens"] == [tok.token_text(i) for i in got["ids"]]
+        assert got["special_ids"] == sorted(set(got["ids"]) & tok.special_ids)
+        if masked:
+            out = hf_smol.apply_chat_template(request["messages"], tokenize=True, return_dict=True,
+                                              return_assistant_tokens_mask=True, **kwargs)
+            assert got["assistant_mask"] == list(out["assistant_masks"]) and 1 in got["assistant_mask"]
+        else:
+            assert "assistant_mask" not in got
+
+
+@pytest.mark.parametrize("request_args, message", [
+    ({"messages": HISTORY, "template": "line 1\n{% for m in messages %}\n{% if %}"}, "syntax error (line 3)"),
+    ({"messages": HISTORY, "template": "{{ messages.__class__ }}"},
+     "the template tried to reach '__class__' of a list, which the sandbox forbids"),
+    ({"messages": HISTORY, "template": "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}"
+                                       "{% endfor %}"}, "longer than its limit of 2 s"),
+    ({"messages": HISTORY, "continue_final_message": True, "assistant_mask": True}, "not compatible"),
+    ({"messages": HISTORY, "variables": {"messages": []}}, "'messages' is set by the render itself"),
+    ({"messages": HISTORY, "tools": {"name": "get_weather"}}, "tools must be a list of JSON schemas"),
+    ({"messages": {"role": "user", "content": "Hi"}}, "put it in a list"),
+    ({"messages": []}, "Cannot apply chat template to an empty conversation"),
+])
+def test_render_requests_that_fail_are_template_errors(loaded, request_args, message):
+    name, got = error_of("render", json.dumps(request_args))
+    assert name == "TemplateError" and message in got and "Traceback" not in got

@@ -29,12 +29,24 @@ class ModelConfig:
             raise ModelFormatError(f"{self.n_heads} attention heads cannot be grouped over {self.n_kv_heads} KV heads")
         if self.head_dim % 2:
             raise ModelFormatError(f"head dimension {self.head_dim} is odd; RoPE needs pairs")
+        for name in ("rope_base", "norm_eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ModelFormatError(f"model config: {name} must be a positive finite number, not {value!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_gguf(cls, meta: dict, tensor_names) -> "ModelConfig":
+        try:
+            return cls._from_gguf(meta, tensor_names)
+        except (TypeError, ValueError, OverflowError, struct.error) as e:
+            # A hostile or broken file: metadata of the wrong type (a string for a count, ...).
+            raise ModelFormatError(f"GGUF metadata of the wrong type: {e}") from None
+
+    @classmethod
+    def _from_gguf(cls, meta: dict, tensor_names) -> "ModelConfig":
         arch = meta.get("general.architecture")
         if arch != "llama":
             raise ModelFormatError(f"architecture {arch!r} is not supported (only llama)")

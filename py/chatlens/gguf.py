@@ -6,6 +6,7 @@ that remain before anything is allocated for it, so a malformed file fails with
 ModelFormatError instead of a MemoryError or a silent short read.
 """
 
+import io
 import os
 import struct
 from dataclasses import dataclass
@@ -116,7 +117,8 @@ class GGUFFile:
     def __init__(self, path):
         self.path = str(path)
         size = os.path.getsize(self.path)
-        with open(self.path, "rb", buffering=1 << 20) as f:
+        # a large read buffer for the real header (megabytes of vocabulary), none bigger than the file
+        with open(self.path, "rb", buffering=min(1 << 20, max(size, io.DEFAULT_BUFFER_SIZE))) as f:
             self._parse(_Cursor(f, size, self.path))
 
     def _parse(self, c: _Cursor):

@@ -26,6 +26,8 @@ def read_header(path) -> tuple[dict, int]:
             header = json.loads(f.read(n))
         except ValueError as e:
             raise ModelFormatError(f"{path}: header is not JSON: {e}") from None
+        except RecursionError:  # thousands of nested brackets: no real header nests deeper than two
+            raise ModelFormatError(f"{path}: header is JSON nested too deeply") from None
     if not isinstance(header, dict):
         raise ModelFormatError(f"{path}: header must be a JSON object")
     data_size = size - 8 - n

@@ -636,15 +636,22 @@ def gguf_parts(metadata: dict):
     if model != "gpt2":
         raise ModelFormatError(f"GGUF: tokenizer.ggml.model {model!r} is not supported (only gpt2, byte-level BPE)")
     pre = metadata.get("tokenizer.ggml.pre", "default")
-    if pre not in _GGUF_PRE:
+    if not isinstance(pre, str) or pre not in _GGUF_PRE:
         raise ModelFormatError(f"GGUF: tokenizer.ggml.pre {pre!r} is not supported (smollm, gpt2, default)")
     tokens = metadata.get("tokenizer.ggml.tokens")
     if not isinstance(tokens, list) or not tokens:
         raise ModelFormatError("GGUF: tokenizer.ggml.tokens is missing")
+    # A GGUF's arrays may hold any value type: check each is what a tokenizer reads before building one
+    if not all(type(t) is str for t in tokens):
+        raise ModelFormatError("GGUF: tokenizer.ggml.tokens must all be strings")
     types = metadata.get("tokenizer.ggml.token_type") or [NORMAL] * len(tokens)
+    if not isinstance(types, list) or not all(type(t) is int for t in types):
+        raise ModelFormatError("GGUF: tokenizer.ggml.token_type must be a list of whole numbers")
     if len(types) != len(tokens):
         raise ModelFormatError("GGUF: tokenizer.ggml.token_type and tokenizer.ggml.tokens differ in length")
     raw = metadata.get("tokenizer.ggml.merges") or []
+    if not isinstance(raw, list) or not all(type(m) is str for m in raw):
+        raise ModelFormatError("GGUF: tokenizer.ggml.merges must be a list of strings")
     merges = [m.split(" ") for m in raw]
     if any(len(m) != 2 for m in merges):
         merges = []

@@ -218,6 +218,29 @@ def _check(messages):
         raise ChatlensError(f"the last message must be the new user message, not {messages[-1]['role']!r}")
 
 
+def does_not_fit(pieces, total, window, reserve) -> str:
+    """What WindowError says when the system prompt and the new message alone overflow the window: each count
+    for a learner first, then the sentence the page's reads panel parses (site/js/views/reads.mjs, OVERFLOW)."""
+    counts = {}
+    for p in pieces:
+        counts[p["kind"]] = counts.get(p["kind"], 0) + p["count"]
+    parts = ", ".join(f"{p['label']} {p['count']}" for p in pieces)
+    header = counts.get("header", 0)
+    with_header = f"with the {header}-token reply header, " if header else ""
+    if "new" not in counts:  # the template's pieces could not be told apart
+        lead = f"{with_header}the system prompt and the new message alone need"
+    elif "system" in counts or "default_system" in counts:
+        which = "the system prompt" if "system" in counts else "the template's default system prompt"
+        system = counts.get("system", 0) + counts.get("default_system", 0)
+        lead = (f"the new message needs {counts['new']} tokens and {which} {system}: {with_header}"
+                "the system prompt and the new message alone need")
+    else:
+        lead = f"the new message needs {counts['new']} tokens: {with_header}the prompt would alone need"
+    return (f"{lead} {total} tokens ({parts}), but a window of {window} tokens with {reserve} kept free for the "
+            f"reply leaves {window - reserve}. Every earlier turn is dropped already: shorten the message or "
+            "choose a larger window")
+
+
 def fit(tokenizer, template, *, system, messages, window, reserve=96):
     """Fit the conversation into `window` tokens, keeping `reserve` free for the reply.
 
@@ -262,10 +285,7 @@ def fit(tokenizer, template, *, system, messages, window, reserve=96):
 
     if count(0) > budget:
         text, ids, pieces = pieces_of(tokenizer, template, slots_keeping(0), text=counts[0][1])
-        parts = ", ".join(f"{p['label']} {p['count']}" for p in pieces)
-        raise WindowError(
-            f"the system prompt and the new message alone need {len(ids)} tokens ({parts}), but a window of "
-            f"{window} tokens with {reserve} kept free for the reply leaves {budget}")
+        raise WindowError(does_not_fit(pieces, len(ids), window, reserve))
 
     # Fit is monotone in the number of turns kept: gallop up from the newest turns, then
     # bisect. Each probe renders about a window's worth, however long the history.

@@ -25,6 +25,14 @@ requests (`args` is what the page sends, as JSON):
                decoded incrementally so no character is ever split; token: the id's token as the
                vocabulary writes it; a last call with id -1 may end a character), should_stop()
                asked between tokens.
+  render       {"messages": [...], "template"?: Jinja text (default: the model's), "tools"?: [...],
+                "documents"?: [...], "add_generation_prompt"?: bool (default true, false when
+                continuing), "continue_final_message"?: bool or the field to continue,
+                "variables"?: {name: value} (extra template variables), "assistant_mask"?: bool}
+               -> {"text", "ids", "tokens" (each id's text), "special_ids", and with assistant_mask
+               "assistant_mask" (1 for each token inside a {% generation %} block)}: for a template
+               workbench, what transformers' apply_chat_template gives; a template that fails is a
+               TemplateError (a syntax error names its line)
 
 The history is the page's: each request carries the whole conversation, and the cache reuses
 whatever prefix it still holds, so a new worker (after a crash) only recomputes.
@@ -35,8 +43,13 @@ import json
 from . import defaults, presets
 from .cache import PromptCache
 from .chat import preview as preview_record, reply_of
-from .errors import ChatlensError
+from .errors import ChatlensError, TemplateError
 from .source import load_text_side
+
+# Names the render sets itself: as template variables they would collide with its own arguments
+_RENDER_ARGUMENTS = ("messages", "tools", "documents", "add_generation_prompt", "continue_final_message",
+                     "template_name")
+
 
 class _Worker:
     def __init__(self):
@@ -109,6 +122,45 @@ class _Worker:
                 on_token(-1, tail, "")  # the end of a character the last ids left incomplete
         return reply_of(record, tok, eos, reused, gen, self.cache.backend.name).to_json()
 
+    def render(self, a):
+        from .template import ChatTemplate, assistant_mask
+
+        self._loaded()
+        template = self.text.template
+        source = a.get("template")
+        if source is not None:
+            if not isinstance(source, str):
+                raise TemplateError(f"template must be the template's text, not {type(source).__name__}")
+            # the model's special tokens (bos_token, eos_token, ...) stay the template's variables
+            template = ChatTemplate(source, special_tokens=template.special_tokens, clock=template.clock)
+        continue_final = a.get("continue_final_message", False)
+        if not isinstance(continue_final, (bool, str)):
+            raise TemplateError("continue_final_message must be true, false or the name of the field to continue")
+        add_generation_prompt = a.get("add_generation_prompt", not continue_final)
+        if not isinstance(add_generation_prompt, bool):
+            raise TemplateError("add_generation_prompt must be true or false")
+        variables = a.get("variables") or {}
+        if not isinstance(variables, dict):
+            raise TemplateError("variables must be an object of template variables")
+        for name in variables:
+            if name in _RENDER_ARGUMENTS:
+                raise TemplateError(f"variables: {name!r} is set by the render itself; send it as its own argument")
+        options = {"add_generation_prompt": add_generation_prompt, "tools": a.get("tools"),
+                   "documents": a.get("documents"), **variables}
+        tok = self.text.tokenizer
+        if a.get("assistant_mask"):
+            if continue_final:
+                raise TemplateError("continue_final_message is not compatible with return_assistant_tokens_mask.")
+            rendered = template.render_with_spans(a.get("messages"), **options)
+            ids, offsets = tok.encode_with_offsets(rendered.text)
+            out = {"text": rendered.text, "ids": ids, "assistant_mask": assistant_mask(offsets, rendered.generation_spans)}
+        else:
+            text = template.render(a.get("messages"), continue_final_message=continue_final, **options)
+            out = {"text": text, "ids": tok.encode(text)}
+        out["tokens"] = [tok.token_text(i) for i in out["ids"]]
+        out["special_ids"] = sorted(set(out["ids"]) & tok.special_ids)
+        return out
+
     def _loaded(self):
         if self.text is None:
             raise ChatlensError("no model source is loaded yet")
@@ -150,7 +202,8 @@ def _arg(a, name, kind, default=None):
 
 _worker = _Worker()
 REQUESTS = {"load": _worker.load, "preview": _worker.preview, "run": _worker.run, "use_numpy": _worker.use_numpy,
-            "gpu_program": _worker.gpu_program, "use_gpu": _worker.use_gpu}
+            "gpu_program": _worker.gpu_program, "use_gpu": _worker.use_gpu,
+            "render": _worker.render}
 
 
 def call(name: str, args_json: str, *callbacks) -> str:

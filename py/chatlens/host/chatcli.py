@@ -1,7 +1,8 @@
 """The chat commands: `render`, `run`, `chat` and `record` (dispatched by chatlens.cli).
 
 - render: a JSON array of messages on stdin -> {"text": ..., "ids": [...]}: the template's
-  output and its token ids, nothing trimmed.
+  output and its token ids, nothing trimmed; --template, --tools, --documents,
+  --continue-final-message and --assistant-mask as in transformers' apply_chat_template.
 - run: {"messages": [...]} on stdin (the last is the new user message; earlier ones are the
   history as given) -> the turn record (JSON) on stdout.
 - chat: an interactive chat that streams replies; works with stdin as a pipe.
@@ -60,13 +61,50 @@ def _say_system(session):
 
 
 # -- render ------------------------------------------------------------------------------------
+def _read_file(path, what) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ChatlensError(f"{what} {path}: cannot be read ({e.strerror if isinstance(e, OSError) else e})") from None
+
+
+def _read_json_file(path, what):
+    try:
+        return json.loads(_read_file(path, what))
+    except ValueError as e:
+        raise ChatlensError(f"{what} {path} is not valid JSON: {e}") from None
+
+
 def render(args) -> int:
+    """The template's text for the messages on stdin, its ids, and with --assistant-mask which ids the template
+    marks as the assistant's: what transformers' apply_chat_template gives for the same arguments."""
     from ..source import load_text_side
+    from ..template import ChatTemplate, assistant_mask, has_generation_tag
 
     messages = _messages(_read_json_stdin(), "stdin")
+    tools = _read_json_file(args.tools, "--tools") if args.tools else None
+    documents = _read_json_file(args.documents, "--documents") if args.documents else None
+    source = _read_file(args.template, "--template") if args.template else None
+    if args.assistant_mask and args.continue_final_message:
+        raise ChatlensError("--continue-final-message and --assistant-mask cannot be combined (transformers: "
+                            "continue_final_message is not compatible with return_assistant_tokens_mask)")
     text_side = load_text_side(resolve_model(args.model))
-    text = text_side.template.render(messages, add_generation_prompt=not args.no_generation_prompt)
-    _write_json({"text": text, "ids": text_side.tokenizer.encode(text)})
+    template = text_side.template
+    if source is not None:  # the model's special tokens stay the template's variables
+        template = ChatTemplate(source, special_tokens=template.special_tokens, clock=template.clock)
+    tok = text_side.tokenizer
+    options = {"add_generation_prompt": not (args.no_generation_prompt or args.continue_final_message),
+               "tools": tools, "documents": documents}
+    if not args.assistant_mask:
+        text = template.render(messages, continue_final_message=args.continue_final_message, **options)
+        _write_json({"text": text, "ids": tok.encode(text)})
+        return 0
+    rendered = template.render_with_spans(messages, **options)
+    if not has_generation_tag(template.select(None, tools)):
+        print("chatlens: this template has no {% generation %} blocks, so no token is marked as the assistant's",
+              file=sys.stderr)
+    ids, offsets = tok.encode_with_offsets(rendered.text)
+    _write_json({"text": rendered.text, "ids": ids, "assistant_mask": assistant_mask(offsets, rendered.generation_spans)})
     return 0
 
 
@@ -81,6 +119,9 @@ def run(args) -> int:
     messages = _messages(data, 'stdin\'s "messages"')
     if not messages or messages[-1].get("role") != "user":
         raise ChatlensError("the last message must be the new user message")
+    content = messages[-1].get("content")
+    if isinstance(content, str) and not content.strip():
+        raise ChatlensError("the new user message is empty: there is nothing to send")
     model = open_model(args.model, args.backend)
     session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
                           history=messages[:-1])
@@ -150,7 +191,7 @@ def chat(args) -> int:
         if not interactive and line == "":
             break
         line = line.strip()
-        if not line:
+        if not line:  # nothing but whitespace (any Unicode space) is never sent as a message
             continue
         if line.startswith("/"):
             cmd, _, rest = line.partition(" ")

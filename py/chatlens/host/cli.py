@@ -56,7 +56,15 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("render", help="messages (JSON array) on stdin -> rendered text and ids")
     _model_arg(p)
-    p.add_argument("--no-generation-prompt", action="store_true")
+    p.add_argument("--no-generation-prompt", action="store_true", help="end without the assistant's header")
+    p.add_argument("--template", metavar="FILE", help="a chat template (Jinja text) to render instead of the model's")
+    p.add_argument("--tools", metavar="FILE", help="a JSON array of tool schemas, passed to the template as `tools`")
+    p.add_argument("--documents", metavar="FILE", help="a JSON array of documents, passed as `documents`")
+    p.add_argument("--continue-final-message", action="store_true",
+                   help="leave the last message open for the model to continue (no generation prompt)")
+    p.add_argument("--assistant-mask", action="store_true",
+                   help='add "assistant_mask": 1 for each token inside the template\'s {% generation %} blocks')
+
 
     p = sub.add_parser("run", help='{"messages": [...]} on stdin -> the turn record (JSON)')
     _model_arg(p)
