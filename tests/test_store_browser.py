@@ -16,14 +16,9 @@ import pytest
 
 from faulty_server import FaultyServer
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--no-first-run"]
 NOBLE = ROOT / "build" / "node_modules" / "@noble" / "hashes"
 CS = 256 * 1024  # chunk size in these tests
 WEIGHTS = 3 * 1024 * 1024 + 12345  # 13 chunks, the last one short
@@ -52,16 +47,6 @@ def blobs():
     srv = FaultyServer().start()
     yield srv
     srv.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 class Model:
