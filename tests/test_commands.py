@@ -88,9 +88,34 @@ def test_malformed_model_is_a_clear_error(tmp_path):
 
 
 def test_bench_prints_figures(gguf_path):
-    done = chatlens("bench", "--no-reference", "--new-tokens", "4", "--repeats", "1")
+    done = chatlens("bench", "--no-reference", "--numpy", "1", "--new-tokens", "4", "--repeats", "1")
     assert done.returncode == 0, done.stderr
+    assert "numpy, BLAS 1 thread " in done.stdout and "OPENBLAS_NUM_THREADS=1" in done.stdout
     assert "decode" in done.stdout and "tok/s" in done.stdout and "peak" in done.stdout
+
+
+def test_bench_measures_each_row_in_a_child(tmp_path):
+    """The rows bench would run (none is run here): BLAS thread counts and the no-BLAS interpreter,
+    each again beside a busy process with --busy; another backend is a row of its own."""
+    from argparse import Namespace
+
+    from chatlens.host import bench
+
+    noblas = tmp_path / "python"
+    noblas.touch()
+    args = Namespace(backend="numpy", numpy=["1", "2", "noblas"], noblas_python=str(noblas), busy=True,
+                     no_reference=True, new_tokens=8, repeats=2)
+    rows = bench.runs(args, tmp_path / "model.gguf")
+    assert [r.label for r in rows] == ["numpy, BLAS 1 thread", "numpy, BLAS 1 thread, busy", "numpy, BLAS 2 threads",
+                                       "numpy, BLAS 2 threads, busy", "numpy, no BLAS", "numpy, no BLAS, busy"]
+    assert [r.busy for r in rows] == [False, True] * 3
+    assert rows[2].env == {"OPENBLAS_NUM_THREADS": "2"} and rows[4].argv[0] == str(noblas) and rows[4].env == {}
+    assert all(r.argv[1:5] == ["-m", "chatlens", "bench", "--child"] and "--backend" in r.argv for r in rows)
+    noblas.unlink()  # no such interpreter: no such row
+    assert [r.label for r in bench.runs(Namespace(**{**vars(args), "busy": False}), tmp_path)] == \
+        ["numpy, BLAS 1 thread", "numpy, BLAS 2 threads"]
+    assert [r.label for r in bench.runs(Namespace(**{**vars(args), "backend": "webgpu"}), tmp_path)] == \
+        ["webgpu", "webgpu, busy", "numpy, BLAS 1 thread", "numpy, BLAS 1 thread, busy"]
 
 
 def test_generate_on_the_gpu_chooses_the_ids_numpy_chooses(gguf_path):

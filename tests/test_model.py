@@ -12,6 +12,7 @@ import transformers
 
 from chatlens.generate import greedy
 from chatlens.host import bench
+from chatlens.model import EINSUM, EinsumProducts, NumpyBackend
 from chatlens.source import load_model
 
 GAP = 0.01
@@ -98,6 +99,18 @@ def test_logits_match_transformers(model, reference, text):
     full = reference_logits(reference, ids + following)
     for i, token in enumerate(following):
         np.testing.assert_allclose(decode_logits(backend, token), full[len(ids) + i], atol=LOGIT_TOL, rtol=0)
+
+
+@pytest.mark.parametrize("text", [LOGIT_PROMPTS[0], LOGIT_PROMPTS[-1]], ids=["short", "long"])
+def test_einsum_products_match_transformers(model, reference, text):
+    """The products chosen for a NumPy without BLAS (einsum: Pyodide's), forced here: the same
+    logits after a prefill (the long prompt reaches einsum's many-rows loop) and a decode step."""
+    ids = model.tokenizer.encode(text)
+    assert len(ids) >= EinsumProducts.ROWS_FOR_MULTIPLY_ADD or text is LOGIT_PROMPTS[0]
+    backend = NumpyBackend(model.config, model.weights, len(ids) + 1, products=EINSUM)
+    theirs = reference_logits(reference, ids + [13])
+    np.testing.assert_allclose(prefill_logits(backend, ids), theirs[-2], atol=LOGIT_TOL, rtol=0)
+    np.testing.assert_allclose(decode_logits(backend, 13), theirs[-1], atol=LOGIT_TOL, rtol=0)
 
 
 LONG_TEXT = ("The history of computing is a story of abstraction layered on abstraction. "

@@ -1,17 +1,30 @@
-"""`python -m chatlens bench`: prefill and decode speed and peak memory, chatlens against transformers.
+"""`python -m chatlens bench`: prefill and decode speed and peak memory of the NumPy backend with
+one and two BLAS threads and on a NumPy built without BLAS (as Pyodide's is), against transformers.
 
-Both run the same ~300-token chat prompt and exactly N new tokens (end of turn ignored, so
-every run decodes the same number of steps) on the same float32 weights. The reference runs
-in a child process so each side's peak memory is its own. Figures are medians of repeats:
-this machine is noisy, so read the ratio, not the absolute numbers.
+Every row runs the same ~300-token chat prompt and exactly N new tokens (end of turn ignored, so
+every run decodes the same number of steps) on the same float32 weights, each row in a child
+process of its own: the BLAS thread count is fixed once NumPy is imported, the no-BLAS NumPy
+lives in another interpreter (`scripts/noblas-numpy.sh` builds it into .cache/noblas-venv), and
+each row's peak memory is its own. `--busy` measures every chatlens row again while a CPU-bound
+process spins on the same cores, as another program or a test run does on a shared machine.
+
+A row is a `Run`: a label, the child's command line and environment. `runs()` lists them; a new
+backend adds its rows there. Figures are medians of `--repeats` runs and rows run back to back;
+this machine is noisy, so read the ratios against the first row, not the absolute numbers.
 """
 
+import importlib.util
 import json
+import os
 import resource
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..errors import ChatlensError
 
 # A lesson-like conversation; its rendered prompt is about 300 tokens with SmolLM2's template.
 CONVERSATION = [
@@ -25,6 +38,52 @@ CONVERSATION = [
     {"role": "user", "content": "Give me one tip for sleeping better, and then explain in two sentences why dropping an old turn means less of the cache can be reused."},
 ]
 
+NOBLAS_PYTHON = Path(".cache") / "noblas-venv" / "bin" / "python"  # in the checkout: scripts/noblas-numpy.sh
+BUSY_LOOP = "while True: pass"
+
+
+def _importable() -> str:
+    """Where this chatlens is imported from: the children import the same package."""
+    import chatlens
+
+    return str(Path(chatlens.__file__).resolve().parent.parent)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One row: a child process that reads the prompt ids (JSON) on stdin and prints its figures
+    as one JSON line (`measure_chatlens`, `measure_reference`)."""
+    label: str
+    argv: list
+    env: dict = field(default_factory=dict)  # on top of this process's environment
+    busy: bool = False  # spin a CPU-bound process on the same cores while it runs
+
+
+def runs(args, path) -> list:
+    """The rows `bench` measures, in order; the ratios are against the first."""
+    def child(python=sys.executable, backend=args.backend):
+        return [str(python), "-m", "chatlens", "bench", "--child", "--model", str(path), "--backend", backend,
+                "--new-tokens", str(args.new_tokens), "--repeats", str(args.repeats)]
+
+    rows = []
+    if args.backend == "numpy":
+        for row in args.numpy:
+            if row == "noblas":
+                if Path(args.noblas_python).exists():
+                    rows.append(Run("numpy, no BLAS", child(args.noblas_python)))
+            elif row.isdigit() and int(row) > 0:
+                rows.append(Run(f"numpy, BLAS {row} thread{'s' if int(row) > 1 else ''}", child(), {"OPENBLAS_NUM_THREADS": row}))
+            else:
+                raise ChatlensError(f"bench --numpy: {row!r} is neither a thread count nor noblas")
+    else:  # the GPU, and beside it the NumPy default in the same run
+        rows += [Run(args.backend, child()), Run("numpy, BLAS 1 thread", child(backend="numpy"), {"OPENBLAS_NUM_THREADS": "1"})]
+    if args.busy:
+        rows = [r for row in rows for r in (row, replace(row, label=row.label + ", busy", busy=True))]
+    if not args.no_reference and has_transformers():
+        rows.append(Run("transformers f32", [sys.executable, "-m", "chatlens", "bench", "--reference-child", "--model", str(path),
+                                             "--new-tokens", str(args.new_tokens), "--repeats", str(args.repeats)]))
+    return rows
+
 
 def prompt_ids(text_side) -> list:
     rendered = text_side.template.render(CONVERSATION, add_generation_prompt=True)
@@ -36,7 +95,7 @@ def peak_mb() -> float:
 
 
 def run_chatlens(model, ids, new_tokens, repeats):
-    prefill, decode = [], []
+    prefill, decode, first = [], [], []
     backend = model.backend(len(ids) + new_tokens)
     for _ in range(repeats):
         backend.reset()
@@ -48,8 +107,44 @@ def run_chatlens(model, ids, new_tokens, repeats):
         t2 = time.perf_counter()
         prefill.append(len(ids) / (t1 - t0))
         decode.append((new_tokens - 1) / (t2 - t1))
-    return {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb(),
-            "backend": backend.name}
+        first.append((t1 - t0) * 1000)  # the first reply id comes out of the prefill's last step
+    out = {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb(),
+           "first_token_ms": statistics.median(first), "backend": backend.name}
+    if hasattr(backend, "meta"):  # the GPU: what one token costs it
+        out.update(gpu_figures(backend.meta, model.path))
+    return out
+
+
+def gpu_figures(meta, path) -> dict:
+    """Dispatches a decode step runs (per token, per layer) and the bytes of weights it reads: every
+    matrix once (a tied model's output projection is its embedding, read whole) and one
+    embedding row for the next token's gather."""
+    from ..gpu import weight_plan
+
+    tensors = weight_plan(path)["tensors"]
+    embed = tensors["model.embed_tokens.weight"]
+    tied = "lm_head.weight" not in tensors
+    weight_bytes = sum(t["nbytes"] for t in tensors.values()) + (0 if tied else embed["nbytes"] // embed["shape"][0] - embed["nbytes"])
+    per_token = meta["dispatches"]["decode"] + meta["dispatches"]["head"]
+    return {"dispatches_per_token": per_token, "dispatches_per_layer": (meta["dispatches"]["decode"] - 1) / meta["config"]["n_layers"],
+            "weight_bytes_per_token": weight_bytes}
+
+
+def measure_chatlens(path, backend, ids, new_tokens, repeats) -> dict:
+    """A child's figures for a chatlens backend, and which NumPy computed them."""
+    import numpy as np
+
+    from .. import model as numpy_model
+    from .models import open_model
+
+    out = run_chatlens(open_model(path, backend), ids, new_tokens, repeats)
+    if numpy_model.HAS_BLAS:
+        blas = np.__config__.CONFIG["Build Dependencies"]["blas"].get("name", "BLAS")
+        threads = os.environ.get("OPENBLAS_NUM_THREADS", "all cores")
+        numpy = f"NumPy {np.__version__} with {blas}, OPENBLAS_NUM_THREADS={threads}, products {numpy_model.PRODUCTS.name}"
+    else:
+        numpy = f"NumPy {np.__version__} without BLAS, products {numpy_model.PRODUCTS.name}"
+    return {**out, "detail": numpy if out["backend"] == "numpy" else f"{out['backend']}; {numpy}"}
 
 
 def reference_model(config, tensors):
@@ -71,7 +166,7 @@ def reference_model(config, tensors):
     return ref
 
 
-def run_reference(model_path, ids, new_tokens, repeats):
+def measure_reference(model_path, ids, new_tokens, repeats):
     """transformers float32 on the same weights, streamed from the model file."""
     import torch
 
@@ -101,43 +196,83 @@ def run_reference(model_path, ids, new_tokens, repeats):
             prefill.append(len(ids) / (t1 - t0))
             decode.append((new_tokens - 1) / (t2 - t1))
     return {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb(),
-            "torch": torch.__version__, "threads": torch.get_num_threads()}
+            "detail": f"torch {torch.__version__}, {torch.get_num_threads()} threads"}
+
+
+def measure(run: Run, ids) -> dict:
+    """Run one row's child (beside a busy process when the row asks) and read its figures."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_importable(), os.environ.get("PYTHONPATH")])), **run.env}
+    spinner = subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) if run.busy else None
+    try:
+        child = subprocess.run(run.argv, input=json.dumps(ids), capture_output=True, text=True, env=env)
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+    if child.returncode != 0:
+        raise RuntimeError(child.stderr[-2000:])
+    return json.loads(child.stdout.strip().splitlines()[-1])
 
 
 def main(args) -> int:
+    from ..source import load_text_side
     from .fetch import resolve_model
-    from .models import open_model
 
     path = resolve_model(args.model)
-    if getattr(args, "reference_child", False):
+    if args.child or args.reference_child:
         ids = json.loads(sys.stdin.read())
-        print(json.dumps(run_reference(path, ids, args.new_tokens, args.repeats)))
+        if args.child:
+            print(json.dumps(measure_chatlens(path, args.backend, ids, args.new_tokens, args.repeats)))
+        else:
+            print(json.dumps(measure_reference(path, ids, args.new_tokens, args.repeats)))
         return 0
-    model = open_model(path, args.backend)
-    ids = prompt_ids(model.text)
-    print(f"prompt: {len(ids)} tokens, {args.new_tokens} new tokens, median of {args.repeats} runs, model {path.name}")
-    ours = run_chatlens(model, ids, args.new_tokens, args.repeats)
-    _row(f"chatlens ({ours['backend']})", ours)
-    if args.no_reference:
-        return 0
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
+    ids = prompt_ids(load_text_side(path))
+    args.noblas_python = args.noblas_python or str(NOBLAS_PYTHON)
+    rows = runs(args, path)
+    print(f"prompt: {len(ids)} tokens, {args.new_tokens} new tokens, median of {args.repeats} runs a row, model {path.name}")
+    if args.backend == "numpy" and "noblas" in args.numpy and not Path(args.noblas_python).exists():
+        print(f"no NumPy without BLAS at {args.noblas_python} (scripts/noblas-numpy.sh builds it): no such row")
+    if not args.no_reference and not has_transformers():
         print("transformers is not installed: no reference run")
-        return 0
-    child = subprocess.run(
-        [sys.executable, "-m", "chatlens",
-         "bench", "--model", str(path), "--new-tokens", str(args.new_tokens), "--repeats", str(args.repeats), "--reference-child"],
-        input=json.dumps(ids), capture_output=True, text=True)
-    if child.returncode != 0:
-        print("reference run failed:\n" + child.stderr[-2000:])
-        return 1
-    ref = json.loads(child.stdout.strip().splitlines()[-1])
-    _row(f"transformers {ref['torch']} f32", ref)
-    print(f"ratio chatlens/transformers: prefill {ours['prefill_tok_s'] / ref['prefill_tok_s']:.2f}x, "
-          f"decode {ours['decode_tok_s'] / ref['decode_tok_s']:.2f}x, peak memory {ours['peak_mb'] / ref['peak_mb']:.2f}x")
+    done = []
+    for run in rows:
+        try:
+            figures = measure(run, ids)
+        except RuntimeError as e:
+            print(f"{run.label}: the run failed:\n{e}")
+            return 1
+        done.append((run, figures))
+        _row(run.label, figures, args.bandwidth)
+    if len(done) > 1:
+        print(f"ratios against {done[0][0].label}:")
+        for run, r in done[1:]:
+            _ratio(run.label, r, done[0][1])
+    idle = {run.label: r for run, r in done if not run.busy}
+    busy = [(run, r) for run, r in done if run.busy and run.label.removesuffix(", busy") in idle]
+    if busy:
+        print("busy against idle, row by row:")
+        for run, r in busy:
+            _ratio(run.label, r, idle[run.label.removesuffix(", busy")])
     return 0
 
 
-def _row(name, r):
-    print(f"{name:28s} prefill {r['prefill_tok_s']:7.1f} tok/s   decode {r['decode_tok_s']:6.1f} tok/s   peak {r['peak_mb']:7.0f} MB")
+def has_transformers() -> bool:
+    return importlib.util.find_spec("transformers") is not None
+
+
+def _ratio(name, r, base):
+    print(f"  {name:34s} prefill {r['prefill_tok_s'] / base['prefill_tok_s']:5.2f}x   "
+          f"decode {r['decode_tok_s'] / base['decode_tok_s']:5.2f}x   peak memory {r['peak_mb'] / base['peak_mb']:5.2f}x")
+
+
+def _row(name, r, bandwidth=None):
+    print(f"{name:36s} prefill {r['prefill_tok_s']:7.1f} tok/s   decode {r['decode_tok_s']:6.1f} tok/s   "
+          f"peak {r['peak_mb']:6.0f} MB   ({r['detail']})")
+    if "first_token_ms" in r:
+        print(f"{'':36s} first token after {r['first_token_ms']:.0f} ms")
+    if "weight_bytes_per_token" in r:
+        rate = r["weight_bytes_per_token"] * r["decode_tok_s"] / 1e9
+        share = f"{100 * rate / bandwidth:.0f}% of the {bandwidth:g} GB/s given" if bandwidth else \
+            "share of the GPU's bandwidth: give --bandwidth GB/s (lavapipe and SwiftShader have none to speak of)"
+        print(f"{'':36s} {r['dispatches_per_token']} dispatches a token ({r['dispatches_per_layer']:g} a layer), "
+              f"{r['weight_bytes_per_token'] / 1e6:.1f} MB of weights read a token: {rate:.2f} GB/s, {share}")

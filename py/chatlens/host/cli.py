@@ -1,10 +1,21 @@
 """`python -m chatlens COMMAND`: one sub-command per job; each lives in the host module that does the work."""
 
 import argparse
+import os
 import sys
 
 from .. import defaults, presets
 from ..errors import ChatlensError
+
+# One BLAS thread unless the user's environment says otherwise. OpenBLAS fixes its thread count
+# when NumPy is imported, so this runs before any command imports NumPy (nothing above does).
+# Measured with `bench --busy` on the 2-core machine (303-token prompt, tokens/s, medians of 3):
+#   1 thread  prefill 178, decode 11.0; beside a busy process 155 and 7.2
+#   2 threads prefill  26, decode  1.6; beside a busy process  45 and 2.1
+# and in three more runs 2 threads gave 0.20-0.56x the prefill and 0.21-0.87x the decode speed of
+# one: a second OpenBLAS thread waits for a core that other processes hold, and decoding is bound
+# by memory bandwidth, which a second thread does not add. (The no-BLAS NumPy has no threads.)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 BACKENDS = ("numpy", "webgpu", "auto")
 
@@ -51,7 +62,17 @@ def parser() -> argparse.ArgumentParser:
     _backend_arg(p)
     p.add_argument("--new-tokens", type=int, default=96)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--numpy", nargs="+", default=["1", "2", "noblas"], metavar="ROW",
+                   help="the NumPy backend's rows: a BLAS thread count, or noblas for the NumPy without BLAS "
+                        "(measured when --noblas-python exists); default: 1 2 noblas")
+    p.add_argument("--noblas-python", metavar="PYTHON",
+                   help="an interpreter whose NumPy has no BLAS (default: .cache/noblas-venv/bin/python, "
+                        "from scripts/noblas-numpy.sh)")
+    p.add_argument("--busy", action="store_true", help="measure each chatlens row again beside a CPU-bound process")
+    p.add_argument("--bandwidth", type=float, metavar="GB/S",
+                   help="the GPU's memory bandwidth, to print the share a decode step's weight reads use of it")
     p.add_argument("--no-reference", action="store_true", help="skip the transformers run")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--reference-child", action="store_true", help=argparse.SUPPRESS)
 
     p = sub.add_parser("render", help="messages (JSON array) on stdin -> rendered text and ids")
@@ -64,7 +85,6 @@ def parser() -> argparse.ArgumentParser:
                    help="leave the last message open for the model to continue (no generation prompt)")
     p.add_argument("--assistant-mask", action="store_true",
                    help='add "assistant_mask": 1 for each token inside the template\'s {% generation %} blocks')
-
 
     p = sub.add_parser("run", help='{"messages": [...]} on stdin -> the turn record (JSON)')
     _model_arg(p)
