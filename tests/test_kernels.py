@@ -16,7 +16,7 @@ import gguf
 import numpy as np
 import pytest
 
-from chatlens.backend import top_k_of
+from chatlens.backend import log_z_of, top_k_of
 from chatlens.gguf import GGML_TYPES, unpermute_qk
 from chatlens.gpu import kernels as K
 from chatlens.gpu import native
@@ -322,7 +322,7 @@ def test_top_k_equals_backend_top_k_of(device, vocab):
     for k in (1, 5, 32, 64):
         kern = Kernel(device)
         step = kern.step(top_k=k)
-        out = kern.output("out", 8 * 64)
+        out = kern.output("out", K.top_k_out_bytes(64))
         kern.b.buffer("cand", K.top_k_candidates_bytes(vocab, 64))
         K.top_k(kern.b, "k", step=step, logits=kern.input("logits", logits), candidates="cand", out=out,
                 vocab=vocab, k_max=64)
@@ -331,6 +331,10 @@ def test_top_k_equals_backend_top_k_of(device, vocab):
         want = top_k_of(logits, k)
         assert list(ids) == [i for i, _ in want]
         assert list(vals) == [v for _, v in want]
+        # after the pairs: the max and the sum of exp(logit - max), the softmax's normalizer
+        big, total = got[2 * 64:2 * 64 + 2].view(np.float32)
+        assert big == logits.max()
+        np.testing.assert_allclose(float(big) + np.log(total), log_z_of(logits), rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

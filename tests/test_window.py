@@ -362,3 +362,27 @@ def test_linear_shortcut_agrees_with_every_prefix(text):
             rendered = text.template.render(m, add_generation_prompt=gen)
             local = window._bounds_local(text.template, m, rendered, gen)
             assert local is not None and local == window._bounds_exact(text.template, m, rendered, gen)
+
+
+def test_a_special_token_written_in_a_message_can_be_read_as_its_characters(text, tokenizer_json):
+    """Matched (the default), "<|im_end|>" in a message is the real end-of-message token; read as
+    characters, it is the text HF `tokenizers` makes of it with encode_special_tokens, while the
+    template's own markers stay tokens."""
+    import tokenizers
+
+    content = "Stop here <|im_end|> and then <|im_start|>go on"
+    messages = [{"role": "user", "content": content}]
+    matched = preview(text.tokenizer, text.template, system=None, messages=messages, window=256)
+    plain = preview(text.tokenizer, text.template, system=None, messages=messages, window=256, special_in_text=False)
+    assert plain.prompt_text == matched.prompt_text and (matched.special_in_text, plain.special_in_text) == (True, False)
+    ref = tokenizers.Tokenizer.from_file(str(tokenizer_json))
+    before, after = plain.prompt_text.split(content)
+    ref.encode_special_tokens = True
+    inside = ref.encode(content, add_special_tokens=False).ids
+    ref.encode_special_tokens = False
+    want = ref.encode(before, add_special_tokens=False).ids + inside + ref.encode(after, add_special_tokens=False).ids
+    assert plain.prompt_ids == want
+    assert matched.prompt_ids == ref.encode(matched.prompt_text, add_special_tokens=False).ids
+    end = text.tokenizer.id_of("<|im_end|>")
+    assert matched.prompt_ids.count(end) == plain.prompt_ids.count(end) + 1
+    assert sum(p["count"] for p in plain.pieces) == plain.used

@@ -8,7 +8,13 @@ loop (chatlens.generate) stays one loop for every backend.
 Tie rule, the same for every backend: the chosen id is the argmax of the step's logits, and
 among equal maxima the lowest id (NumPy's `argmax`). `top_k` lists are best first, equal
 logits ordered by lower id.
+
+Probabilities need the softmax's normalizer over the whole vocabulary, which no top-k list
+holds: a step that was asked for top_k also carries `log_z`, the logsumexp of its logits, so
+p(id) = exp(logit - log_z) (`ranked`). A step without top_k computes neither.
 """
+
+import math
 
 from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
@@ -19,6 +25,7 @@ class Step:
     """What one forward step hands back to the loop."""
     id: int  # the chosen next token: argmax of the logits, lowest id among equal maxima
     top_k: tuple = ()  # ((id, logit), ...) best first, when the call asked for top_k > 0
+    log_z: float | None = None  # log(sum(exp(logits))) over the whole vocabulary, with top_k
 
 
 @runtime_checkable
@@ -51,3 +58,34 @@ def top_k_of(logits, k: int) -> tuple:
     # A stable sort of -logits keeps equal logits in id order.
     best = np.argsort(-logits, kind="stable")[:k]
     return tuple((int(i), float(logits[i])) for i in best)
+
+
+def log_z_of(logits) -> float:
+    """The logsumexp of a NumPy logits vector, in float64 (shifted by the maximum, so nothing
+    overflows)."""
+    import numpy as np
+
+    x = np.asarray(logits, dtype=np.float64)
+    m = float(x.max())
+    return m + math.log(float(np.exp(x - m).sum()))
+
+
+def step_of(logits, k: int) -> Step:
+    """The Step a backend that holds its logits in NumPy returns: the argmax, and with k > 0
+    the k best and the normalizer."""
+    import numpy as np
+
+    chosen = int(np.argmax(logits))
+    if k <= 0:
+        return Step(chosen)
+    return Step(chosen, top_k_of(logits, k), log_z_of(logits))
+
+
+def ranked(step: Step) -> list:
+    """The step's candidates as [[id, logit, probability], ...], best first (the record's
+    top_k for one reply token)."""
+    if not step.top_k:
+        return []
+    if step.log_z is None:
+        raise ValueError("a step with top_k must carry log_z to give probabilities")
+    return [[int(i), float(logit), math.exp(float(logit) - step.log_z)] for i, logit in step.top_k]

@@ -16,12 +16,13 @@ from .window import fit as fit_window
 
 
 def preview(tokenizer, template, *, system, messages, window, reserve=defaults.REPLY_LIMIT, preset=None,
-            max_tokens=None) -> TurnRecord:
+            max_tokens=None, special_in_text=True) -> TurnRecord:
     """The turn record for `messages` (history, then the new user message last) without a reply:
     what the model would read, computed from scratch (reused_tokens 0). system None means the
     template's default (or a leading system message in `messages`). Raises WindowError when the
     system prompt and the new message alone do not fit; ChatlensError for malformed messages."""
-    fitted = fit_window(tokenizer, template, system=system, messages=messages, window=window, reserve=reserve)
+    fitted = fit_window(tokenizer, template, system=system, messages=messages, window=window, reserve=reserve,
+                        special_in_text=special_in_text)
     used = len(fitted.ids)
     return TurnRecord(
         prompt_text=fitted.text,
@@ -29,6 +30,7 @@ def preview(tokenizer, template, *, system, messages, window, reserve=defaults.R
         prompt_tokens=[tokenizer.token_text(i) for i in fitted.ids],
         prompt_vocab=[tokenizer.id_to_token(i) for i in fitted.ids],
         special_ids=sorted(set(fitted.ids) & tokenizer.special_ids),
+        special_in_text=special_in_text,
         pieces=fitted.pieces,
         dropped_messages=fitted.dropped,
         window=window,
@@ -54,8 +56,9 @@ def timings(gen) -> dict:
     }
 
 
-def reply_of(record: TurnRecord, tokenizer, eos_id, reused, gen, backend_name) -> TurnRecord:
-    """`record` completed with the reply that `gen` holds."""
+def reply_of(record: TurnRecord, tokenizer, eos_id, reused, gen, backend_name, top_k=0) -> TurnRecord:
+    """`record` completed with the reply that `gen` holds (and its candidates, when the reply
+    was asked for top_k)."""
     ids = list(gen.ids)
     words = ids[:-1] if ids and ids[-1] == eos_id else ids
     record.reused_tokens = reused
@@ -67,7 +70,15 @@ def reply_of(record: TurnRecord, tokenizer, eos_id, reused, gen, backend_name) -
     record.stop_reason = gen.stop_reason
     record.timings = timings(gen)
     record.backend = backend_name
+    if top_k:
+        record.top_k = [list(step) for step in gen.top_k]
+        record.top_k_tokens = candidate_tokens(tokenizer, gen.top_k)
     return record
+
+
+def candidate_tokens(tokenizer, steps) -> list:
+    """Each candidate's token as text, for steps of [[id, logit, probability], ...]."""
+    return [[tokenizer.token_text(c[0]) for c in step] for step in steps]
 
 
 class ChatSession:
@@ -147,17 +158,18 @@ class ChatSession:
             record.computed_tokens = record.used - record.reused_tokens
         return record
 
-    def send(self, text, on_token=None, should_stop=None) -> TurnRecord:
+    def send(self, text, on_token=None, should_stop=None, top_k=0) -> TurnRecord:
         """Send a user message; generate the reply (greedy), calling on_token(id) for each id as
-        it is chosen and stopping early when should_stop() says so. Returns the turn record and
-        appends the turn to the history. Raises WindowError (history and cache untouched) when
-        the message cannot fit."""
+        it is chosen and stopping early when should_stop() says so; top_k > 0 records each reply
+        token's candidates (TurnRecord.top_k). Returns the turn record and appends the turn to
+        the history. Raises WindowError (history and cache untouched) when the message cannot
+        fit."""
         record = self.preview(text)
         if self.cache is None:
             self.cache = PromptCache(self.model.backend(n_ctx=self.window))
         reused, gen = self.cache.generate(record.prompt_ids, eos_id=self.eos_id, max_new_tokens=self.max_tokens,
-                                          on_token=on_token, should_stop=should_stop)
-        reply_of(record, self.tokenizer, self.eos_id, reused, gen, self.cache.backend.name)
+                                          on_token=on_token, should_stop=should_stop, top_k=top_k)
+        reply_of(record, self.tokenizer, self.eos_id, reused, gen, self.cache.backend.name, top_k)
         self.history += [{"role": "user", "content": text}, {"role": "assistant", "content": record.reply_text}]
         self.records.append(record)
         return record

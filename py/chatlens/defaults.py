@@ -8,6 +8,12 @@ REPLY_LIMIT = 96  # new tokens a reply may have; also the reserve kept free in t
 WINDOWS = (256, 512, 1024)  # the windows the lab offers: small, so a learner can watch one fill
 DEFAULT_WINDOW = 1024
 FULL_CONTEXT = "full"  # the page also offers the model's own context (8,192 tokens for SmolLM2)
+TOP_K = 10  # candidates the page shows for each reply token ("why this token")
+# A step is a near-tie when its two best logits are closer than this: there a different but
+# correct float rounding (another GPU, browser or NumPy build) may choose the other token. The
+# same gap the fidelity tests stop comparing greedy replies at (tests/test_model.py); backends
+# agree on logits to about 1e-3 on this model, so a smaller gap is where they can disagree.
+NEAR_TIE_GAP = 0.01
 
 
 def for_page() -> dict:
@@ -19,4 +25,6 @@ def for_page() -> dict:
         "full_context": FULL_CONTEXT,
         "presets": [{"name": name, "label": presets.LABELS[name]} for name in presets.NAMES],
         "default_preset": presets.DEFAULT,
+        "top_k": TOP_K,
+        "near_tie_gap": NEAR_TIE_GAP,
     }

@@ -8,12 +8,14 @@ the stepper holds the fed ids plus every generated id but the last.
 import time
 from dataclasses import dataclass, field
 
+from .backend import ranked
+
 
 @dataclass
 class Generation:
     ids: list = field(default_factory=list)  # new ids, the end-of-turn id included if written
     stop_reason: str = "max_tokens"  # "end_turn", "max_tokens" or "stopped"
-    top_k: list = field(default_factory=list)  # per reply id, its step's ((id, logit), ...) when asked
+    top_k: list = field(default_factory=list)  # per reply id, its step's [[id, logit, probability], ...] when asked
     prefill_tokens: int = 0
     prefill_ms: float = 0.0
     decode_ms: float = 0.0
@@ -25,7 +27,8 @@ def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=N
 
     on_token(id) is called as each id is chosen. should_stop() is asked before each chosen id
     is fed back: when it says yes, the reply ends there with stop_reason "stopped" (the ids
-    chosen so far are kept). top_k > 0 records each step's best ids and logits.
+    chosen so far are kept). top_k > 0 records each step's best ids, logits and probabilities
+    (chatlens.backend.ranked), best first; the chosen id is always the first.
     """
     out = Generation(prefill_tokens=len(ids))
     t0 = time.perf_counter()
@@ -35,7 +38,7 @@ def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=N
     while max_new_tokens > 0:
         out.ids.append(step.id)
         if top_k:
-            out.top_k.append(step.top_k)
+            out.top_k.append(ranked(step))
         if on_token is not None:
             on_token(step.id)
         if step.id == eos_id:

@@ -12,7 +12,7 @@ vectorised loops compute the same products 4 to 6 times faster (`EINSUM`).
 
 import numpy as np
 
-from .backend import Step, top_k_of
+from .backend import Step, step_of
 from .config import ModelConfig
 from .errors import ChatlensError
 
@@ -183,7 +183,7 @@ class NumpyBackend:
 
     def _step(self, x, top_k):
         self.logits = self._logits(x)  # (dim,) -> (vocab,)
-        return Step(int(np.argmax(self.logits)), top_k_of(self.logits, top_k))
+        return step_of(self.logits, top_k)  # the argmax; with top_k also log_z
 
     def truncate(self, n):
         self.length = max(0, min(n, self.length))

@@ -24,6 +24,9 @@ class TurnRecord:
       special_ids      the distinct ids of prompt_ids that are special tokens (the template's
                        markers such as <|im_start|>), sorted: the panel marks these, not text
                        that merely looks like one
+      special_in_text  True (the default): a special token written inside a message, such as
+                       <|im_end|>, is read as that token, a real message boundary; False: it is
+                       read as its characters (the template's own tokens stay tokens)
       pieces           the prompt cut at message boundaries, in order: dicts of kind ("system",
                        "default_system", "user", "assistant", "new", "header", ...), label,
                        message_index (into the messages sent, or None), start and end (token
@@ -56,12 +59,20 @@ class TurnRecord:
       timings          prefill_ms and decode_ms (wall time), prefill_tok_s (computed tokens a
                        second), decode_tok_s (tokens fed back a second)
       backend          what computed the reply: "numpy", or "webgpu: <adapter>"
+    Why each reply token (only when the turn was asked for top-k: `run --top-k K`, the page's
+    "why this token", chatlens.run({topK}); None otherwise):
+      top_k            one list per reply id, in order: the step's K best candidates as
+                       [id, logit, probability], best first (the chosen id is the first; equal
+                       logits by lower id). probability = exp(logit - logsumexp of all the
+                       step's logits), computed where the logits are (the GPU or NumPy)
+      top_k_tokens     the same candidates' tokens as text (as prompt_tokens writes them)
     """
     prompt_text: str
     prompt_ids: list
     prompt_tokens: list
     prompt_vocab: list
     special_ids: list
+    special_in_text: bool
     pieces: list
     dropped_messages: list
     window: int
@@ -80,6 +91,8 @@ class TurnRecord:
     stop_reason: str | None = None
     timings: dict | None = None
     backend: str | None = None
+    top_k: list | None = None
+    top_k_tokens: list | None = None
 
     def to_json(self) -> dict:
         """The record as JSON-able data (what the page, `run` and recorded.json hold)."""

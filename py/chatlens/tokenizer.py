@@ -349,8 +349,13 @@ class Tokenizer:
 
     # --- encoding -------------------------------------------------------------------------
 
-    def _segments(self, text: str) -> list:
-        """(start, end, id) for added tokens and (start, end, None) for the text between."""
+    def _segments(self, text: str, plain=()) -> list:
+        """(start, end, id) for added tokens and (start, end, None) for the text between.
+        plain: (start, end) character spans whose added tokens are read as their characters
+        (a token that reaches into one is not matched), as `tokenizers` does for the whole
+        text with encode_special_tokens."""
+        if not self._matchers:
+            return [(0, len(text), None)]
         segs = [(0, len(text), None)]
         for matcher in self._matchers:
             out = []
@@ -360,16 +365,25 @@ class Tokenizer:
                 else:
                     out.append(s)
             segs = out
+        if plain:
+            kept = []
+            for s in segs:
+                if s[2] is not None and any(a < s[1] and s[0] < b for a, b in plain):
+                    s = (s[0], s[1], None)
+                if s[2] is None and kept and kept[-1][2] is None:
+                    s = (kept.pop()[0], s[1], None)  # text next to text is one run for the pre-tokenizer
+                kept.append(s)
+            segs = kept
         return segs
 
-    def encode(self, text: str) -> list[int]:
-        """Token ids for text; added/special tokens written in it are matched first.  Nothing
-        is added around the text."""
+    def encode(self, text: str, plain=()) -> list[int]:
+        """Token ids for text; added/special tokens written in it are matched first, except
+        inside the `plain` character spans (see _segments).  Nothing is added around the text."""
         out = []
         extend = out.extend
         cache = self._cache
         findall = self._pattern.findall
-        for start, end, tid in (self._segments(text) if self._matchers else ((0, len(text), None),)):
+        for start, end, tid in self._segments(text, plain):
             if tid is not None:
                 out.append(tid)
                 continue
@@ -380,7 +394,7 @@ class Tokenizer:
                 extend(ids)
         return out
 
-    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+    def encode_with_offsets(self, text: str, plain=()) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids and, for each, the (start, end) character span of text it covers (the same
         offsets `tokenizers` reports).  A token holding only part of a multi-byte character gets
         that character's span, so neighbours can overlap; starts and ends never decrease and
@@ -392,7 +406,7 @@ class Tokenizer:
         cache = self._cache
         spans_cache = self._span_cache
         finditer = self._pattern.finditer
-        for start, end, tid in (self._segments(text) if self._matchers else ((0, len(text), None),)):
+        for start, end, tid in self._segments(text, plain):
             if tid is not None:
                 ids_out.append(tid)
                 offs.append((start, end))

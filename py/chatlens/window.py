@@ -146,12 +146,33 @@ def _segments(template, messages, text, add_generation_prompt):
     return [tuple(s) for s in segs]
 
 
-def pieces_of(tokenizer, template, slots, *, add_generation_prompt=True, text=None):
+def content_spans(text, messages) -> list:
+    """Where each message's content lies in `text`, their render: (start, end) character spans,
+    found in order (a content the template changed, or that is empty, has none)."""
+    spans, pos = [], 0
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str) and content:
+            at = text.find(content, pos)
+            if at >= 0:
+                spans.append((at, at + len(content)))
+                pos = at + len(content)
+    return spans
+
+
+def tokenize(tokenizer, text, messages, special_in_text=True, offsets=False):
+    """The prompt's ids (and offsets). special_in_text False: a special token written inside a
+    message's content is read as its characters, not as the token; the template's own stay."""
+    extra = () if special_in_text else (content_spans(text, messages),)  # any tokenizer takes (text)
+    return tokenizer.encode_with_offsets(text, *extra) if offsets else tokenizer.encode(text, *extra)
+
+
+def pieces_of(tokenizer, template, slots, *, add_generation_prompt=True, text=None, special_in_text=True):
     """Render `slots` (a list of Slot) and return (text, ids, pieces)."""
     messages = [s.message for s in slots]
     if text is None:
         text = _render(template, messages, add_generation_prompt)
-    ids, offsets = tokenizer.encode_with_offsets(text)
+    ids, offsets = tokenize(tokenizer, text, messages, special_in_text, offsets=True)
     segs = _segments(template, messages, text, add_generation_prompt)
     if segs is None:
         return text, ids, [{"kind": "prompt", "label": "whole prompt (the template's pieces could not be told apart)",
@@ -241,15 +262,16 @@ def does_not_fit(pieces, total, window, reserve) -> str:
             "choose a larger window")
 
 
-def fit(tokenizer, template, *, system, messages, window, reserve=96):
+def fit(tokenizer, template, *, system, messages, window, reserve=96, special_in_text=True):
     """Fit the conversation into `window` tokens, keeping `reserve` free for the reply.
 
     messages: history then the new user message (last). A leading system message is the
     system prompt unless `system` is given; system None (and no system message) means the
     template's default. Drops the oldest whole turns until the prompt, rendered with the
     generation header and tokenized, has at most window - reserve tokens.
-    Raises WindowError, naming the counts, if the system prompt and the new message alone
-    do not fit. Returns a Fit.
+    special_in_text False reads special tokens written inside the messages as their characters
+    (see tokenize). Raises WindowError, naming the counts, if the system prompt and the new
+    message alone do not fit. Returns a Fit.
     """
     _check(messages)
     window, reserve = int(window), int(reserve)
@@ -279,12 +301,14 @@ def fit(tokenizer, template, *, system, messages, window, reserve=96):
 
     def count(m):
         if m not in counts:
-            text = _render(template, [s.message for s in slots_keeping(m)], True)
-            counts[m] = (len(tokenizer.encode(text)), text)
+            kept = [s.message for s in slots_keeping(m)]
+            text = _render(template, kept, True)
+            counts[m] = (len(tokenize(tokenizer, text, kept, special_in_text)), text)
         return counts[m][0]
 
     if count(0) > budget:
-        text, ids, pieces = pieces_of(tokenizer, template, slots_keeping(0), text=counts[0][1])
+        text, ids, pieces = pieces_of(tokenizer, template, slots_keeping(0), text=counts[0][1],
+                                      special_in_text=special_in_text)
         raise WindowError(does_not_fit(pieces, len(ids), window, reserve))
 
     # Fit is monotone in the number of turns kept: gallop up from the newest turns, then
@@ -311,19 +335,20 @@ def fit(tokenizer, template, *, system, messages, window, reserve=96):
     keep = lo
 
     slots = slots_keeping(keep)
-    text, ids, pieces = pieces_of(tokenizer, template, slots, text=counts[keep][1])
+    text, ids, pieces = pieces_of(tokenizer, template, slots, text=counts[keep][1], special_in_text=special_in_text)
     dropped_groups = groups[: len(groups) - keep]
-    dropped = dropped_messages(tokenizer, template, head, [slot(i) for g in dropped_groups for i in g])
+    dropped = dropped_messages(tokenizer, template, head, [slot(i) for g in dropped_groups for i in g], special_in_text)
     return Fit(text=text, ids=ids, pieces=pieces, kept=[s.message_index for s in slots if s.message_index is not None],
                dropped=dropped, system=system)
 
 
-def dropped_messages(tokenizer, template, head, slots):
+def dropped_messages(tokenizer, template, head, slots, special_in_text=True):
     """The dropped messages with their token counts, as pieces of the conversation that
     ends with them (so a first message's count excludes a default system prompt)."""
     if not slots:
         return []
-    _, _, pieces = pieces_of(tokenizer, template, head + slots, add_generation_prompt=False)
+    _, _, pieces = pieces_of(tokenizer, template, head + slots, add_generation_prompt=False,
+                             special_in_text=special_in_text)
     by_index = {p["message_index"]: p["count"] for p in pieces if p["kind"] not in ("system", "default_system")}
     out = []
     for s in slots:

@@ -9,7 +9,8 @@ requests (`args` is what the page sends, as JSON):
                -> {"eos_token", "n_ctx", "vocab_size", "source"}: the text side is ready
   preview      {"messages": [{role, content}, ...], "window": N, "reserve": N, "maxTokens"?: N,
                 and the system prompt as "preset" (+ "custom" text) or as "system" (text, or null
-                for the template's default)}
+                for the template's default); "specialInText"?: false reads special tokens written
+                in the messages as their characters}
                -> the chatlens.record.TurnRecord of what the model would read, with the reuse that
                running it now would get from the cache
   use_numpy    {} -> {"backend": "numpy"}: the weights are read from `path` (the whole files in
@@ -24,12 +25,30 @@ requests (`args` is what the page sends, as JSON):
                text, token) for each reply id as it is chosen (text: what it adds to the reply,
                decoded incrementally so no character is ever split; token: the id's token as the
                vocabulary writes it; a last call with id -1 may end a character), should_stop()
-               asked between tokens.
+               asked between tokens. "topK"?: K > 0 fills the record's top_k (each reply token's K
+               best candidates as [id, logit, probability]) and top_k_tokens.
+  predict      the same as preview, "topK"?: K (default defaults.TOP_K) -> {"top_k": [[id, logit,
+               probability], ...], "top_k_tokens", "used", "reused_tokens", "backend"}: the K most
+               likely first tokens of the reply, computed now; the cache is left as it was
+               (PromptCache.first_step), so the reuse a preview and a send report is unchanged
+  tokenize     {"text"} -> {"prompt_ids", "prompt_tokens", "prompt_vocab", "special_ids"}: the
+               text's tokens without any template (special tokens written in it matched)
+  complete     {"text", "maxTokens"?: N (default the reply limit), "topK"?: K} -> the greedy
+               continuation of the plain text (chatlens.complete.complete: ids, text, stop_reason,
+               top_k, ...); on_token and should_stop as for run
+  chat_template {} -> {"source": the model's chat template (the default one of several), "names":
+               the named templates or null, "special_tokens": the template variables it names}
+  lab_source   {} -> {"name", "source"}: the lab's hand-written template and window code
+               (chatlens/by_hand.py, as the installed package holds it)
+  run_python   {"code", "seconds"?: the time limit (default 3), "results"?: [names]} -> the code
+               run as __main__ with `count_tokens(text)` (the model's tokenizer) among its globals
+               (chatlens.usercode.run_code: stdout, stderr, error, timed_out, results)
   render       {"messages": [...], "template"?: Jinja text (default: the model's), "tools"?: [...],
                 "documents"?: [...], "add_generation_prompt"?: bool (default true, false when
                 continuing), "continue_final_message"?: bool or the field to continue,
                 "variables"?: {name: value} (extra template variables), "assistant_mask"?: bool}
-               -> {"text", "ids", "tokens" (each id's text), "special_ids", and with assistant_mask
+               -> {"text", "ids", "tokens" (each id's text), "vocab" (each id's token as the
+               vocabulary writes it), "special_ids", and with assistant_mask
                "assistant_mask" (1 for each token inside a {% generation %} block)}: for a template
                workbench, what transformers' apply_chat_template gives; a template that fails is a
                TemplateError (a syntax error names its line)
@@ -100,13 +119,90 @@ class _Worker:
 
     def run(self, a, on_token=None, should_stop=None):
         record = self._record(a)
+        top_k = _top_k(a, 0)
+        cache = self._cache_for(record.window, f"a window of {record.window} tokens")
+        tok, eos = self.text.tokenizer, self.text.eos_id
+        token, flush = self._streamer(on_token)
+        reused, gen = cache.generate(record.prompt_ids, eos_id=eos, max_new_tokens=record.max_tokens,
+                                     on_token=token, should_stop=should_stop, top_k=top_k)
+        flush()
+        return reply_of(record, tok, eos, reused, gen, cache.backend.name, top_k).to_json()
+
+    def predict(self, a):
+        from .backend import ranked
+        from .chat import candidate_tokens
+
+        record = self._record(a)
+        top_k = _top_k(a, defaults.TOP_K) or defaults.TOP_K
+        cache = self._cache_for(record.window, f"a window of {record.window} tokens")
+        reused, step = cache.first_step(record.prompt_ids, top_k)
+        best = ranked(step)
+        return {"top_k": best, "top_k_tokens": candidate_tokens(self.text.tokenizer, [best])[0],
+                "used": record.used, "reused_tokens": reused, "backend": cache.backend.name}
+
+    def tokenize(self, a):
+        from .complete import tokenized
+
+        self._loaded()
+        return tokenized(self.text.tokenizer, _arg(a, "text", str))
+
+    def complete(self, a, on_token=None, should_stop=None):
+        from .complete import complete, tokenized
+
+        self._loaded()
+        text = _arg(a, "text", str)
+        max_tokens = _arg(a, "maxTokens", int, defaults.REPLY_LIMIT)
+        top_k = _top_k(a, 0)
+        n = len(tokenized(self.text.tokenizer, text)["prompt_ids"]) + max_tokens
+        cache = self._cache_for(n, f"the text and {max_tokens} new tokens ({n} tokens)")
+        token, flush = self._streamer(on_token)
+        out = complete(self.text.tokenizer, self.text.eos_id, cache, text, max_new_tokens=max_tokens, top_k=top_k,
+                       on_token=token, should_stop=should_stop)
+        flush()
+        return out
+
+    def chat_template(self, a):
+        self._loaded()
+        t = self.text.template
+        return {"source": t.source, "names": sorted(t.templates) if t.templates else None,
+                "special_tokens": dict(t.special_tokens)}
+
+    def lab_source(self, a):
+        from importlib import resources
+
+        return {"name": "by_hand.py", "source": resources.files(__package__).joinpath("by_hand.py").read_text("utf-8")}
+
+    def run_python(self, a):
+        from .usercode import DEFAULT_SECONDS, run_code
+
+        self._loaded()
+        tok = self.text.tokenizer
+        seconds = a.get("seconds", DEFAULT_SECONDS)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise ChatlensError(f"seconds must be a number, not {seconds!r}")
+        results = a.get("results") or []
+        if not isinstance(results, list) or not all(isinstance(n, str) for n in results):
+            raise ChatlensError("results must be a list of names")
+        try:
+            return run_code(_arg(a, "code", str), seconds=seconds, results=results,
+                            names={"count_tokens": lambda text: len(tok.encode(str(text)))})
+        except ValueError as e:
+            raise ChatlensError(str(e)) from None
+
+    def _cache_for(self, n: int, what: str) -> PromptCache:
+        """The cache over the loaded backend, one that holds at least n tokens."""
         if self.new_backend is None:
             raise ChatlensError("the model's weights are not loaded yet: replies need them")
-        if record.window > self.capacity:
-            raise ChatlensError(f"a window of {record.window} tokens is larger than the {self.capacity} the loaded "
-                                "backend was built for")
-        if self.cache is None or record.window > self.cache.capacity:
-            self.cache = PromptCache(self.new_backend(record.window))
+        if n > self.capacity:
+            raise ChatlensError(f"{what} is larger than the {self.capacity} the loaded backend was built for")
+        if self.cache is None or n > self.cache.capacity:
+            self.cache = PromptCache(self.new_backend(n))
+        return self.cache
+
+    def _streamer(self, on_token):
+        """(token, flush): token(id) reports each id to on_token(id, text, token) with the text
+        it adds, decoded incrementally so no character is ever split; flush() reports what the
+        last ids left of a character (id -1)."""
         tok, eos = self.text.tokenizer, self.text.eos_id
         decoder = tok.incremental_decoder()
 
@@ -114,13 +210,12 @@ class _Worker:
             if on_token is not None:
                 on_token(i, "" if i == eos else decoder.add(i), tok.token_text(i))
 
-        reused, gen = self.cache.generate(record.prompt_ids, eos_id=eos, max_new_tokens=record.max_tokens,
-                                          on_token=token, should_stop=should_stop)
-        if on_token is not None:
+        def flush():
             tail = decoder.flush()
-            if tail:
+            if on_token is not None and tail:
                 on_token(-1, tail, "")  # the end of a character the last ids left incomplete
-        return reply_of(record, tok, eos, reused, gen, self.cache.backend.name).to_json()
+
+        return token, flush
 
     def render(self, a):
         from .template import ChatTemplate, assistant_mask
@@ -158,6 +253,7 @@ class _Worker:
             text = template.render(a.get("messages"), continue_final_message=continue_final, **options)
             out = {"text": text, "ids": tok.encode(text)}
         out["tokens"] = [tok.token_text(i) for i in out["ids"]]
+        out["vocab"] = [tok.id_to_token(i) for i in out["ids"]]  # exact bytes: the page lays tokens on the text
         out["special_ids"] = sorted(set(out["ids"]) & tok.special_ids)
         return out
 
@@ -178,13 +274,23 @@ class _Worker:
             raise ChatlensError(f"a window of {window} tokens is longer than the model's context of "
                                 f"{self.text.config.n_ctx}")
         preset, custom = presets.normalize(a.get("preset"), a.get("custom", a.get("system")))
+        special_in_text = a.get("specialInText", True)
+        if not isinstance(special_in_text, bool):
+            raise ChatlensError(f"specialInText must be true or false, not {special_in_text!r}")
         record = preview_record(self.text.tokenizer, self.text.template, system=presets.system_for(preset, custom),
                                 messages=messages, window=window, reserve=reserve, preset=preset,
-                                max_tokens=max_tokens)
+                                max_tokens=max_tokens, special_in_text=special_in_text)
         if self.cache is not None:
             record.reused_tokens = self.cache.reusable(record.prompt_ids)
             record.computed_tokens = record.used - record.reused_tokens
         return record
+
+
+def _top_k(a, default):
+    k = _arg(a, "topK", int, default)
+    if k < 0:
+        raise ChatlensError(f"topK must be 0 (none) or more candidates, not {k}")
+    return k
 
 
 def _arg(a, name, kind, default=None):
@@ -203,7 +309,9 @@ def _arg(a, name, kind, default=None):
 _worker = _Worker()
 REQUESTS = {"load": _worker.load, "preview": _worker.preview, "run": _worker.run, "use_numpy": _worker.use_numpy,
             "gpu_program": _worker.gpu_program, "use_gpu": _worker.use_gpu,
-            "render": _worker.render}
+            "render": _worker.render, "predict": _worker.predict, "tokenize": _worker.tokenize,
+            "complete": _worker.complete, "lab_source": _worker.lab_source,
+            "chat_template": _worker.chat_template, "run_python": _worker.run_python}
 
 
 def call(name: str, args_json: str, *callbacks) -> str:

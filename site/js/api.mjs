@@ -3,9 +3,22 @@
 //   await chatlens.ready                        -> {source, info, pyodide} once the worker is up
 //   await chatlens.preview({system, messages, window})  -> the turn record, without generating
 //        (or {preset, custom} instead of system: the system text of a preset, taken now)
-//   await chatlens.run({system, messages, window, maxTokens}, {onToken}) -> the turn record with
-//        the reply; onToken({token, text, piece}) streams each reply id as it is chosen (token: the
-//        id, text: what it adds to the reply, piece: its token as the vocabulary writes it)
+//   await chatlens.run({system, messages, window, maxTokens, topK}, {onToken}) -> the turn record
+//        with the reply; onToken({token, text, piece}) streams each reply id as it is chosen (token:
+//        the id, text: what it adds to the reply, piece: its token as the vocabulary writes it);
+//        topK: K fills the record's top_k, each reply token's K best [id, logit, probability]
+//   await chatlens.predict({system, messages, window, topK}) -> {top_k, top_k_tokens, ...}: the
+//        reply's most likely first tokens, computed now (the cache is left as it was)
+//   await chatlens.complete({text, topK, maxTokens}, {onToken}) -> plain text continued with no
+//        template: {prompt_ids, ids, text, stop_reason, top_k, ...} (chatlens.stop() stops it)
+//   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, special_ids}: no template
+//   await chatlens.render({messages, template, tools, documents, add_generation_prompt,
+//        continue_final_message, variables, assistant_mask}) -> {text, ids, tokens, special_ids,
+//        assistant_mask?}: transformers' apply_chat_template, for the template workbench
+//   await chatlens.chatTemplate()               -> {source, names, special_tokens}: the model's template
+//   await chatlens.labSource()                  -> {name, source}: the lab's hand-written Python
+//   await chatlens.runPython({code, seconds, results}) -> {stdout, stderr, error, timed_out, results}
+//        (the worker's request py/chatlens/worker.py documents; each field of these answers too)
 //   chatlens.stop()                             -> stop the reply being written (stop_reason "stopped")
 //   await chatlens.downloadModel({onProgress, signal}) -> the stored model once the current source is
 //        stored and verified (then the worker loads its weights: chatlens.model, status "ready")
@@ -135,6 +148,34 @@ export function createApi() {
       if (running === id) running = 0;
     }
   };
+  api.predict = async (args) => {
+    checkMessages(args);
+    await api.ready;
+    return call("predict", plain(args, api.settings)).answer;
+  };
+  api.complete = async (args, { onToken } = {}) => {
+    if (!args || typeof args.text !== "string") throw new TypeError("chatlens: complete needs {text}");
+    await api.ready;
+    const request = { text: args.text, maxTokens: args.maxTokens ?? api.settings.reply_limit };
+    if (args.topK !== undefined) request.topK = args.topK;
+    const { id, answer } = call("complete", request, onToken);
+    running = id;
+    try {
+      return await answer;
+    } finally {
+      if (running === id) running = 0;
+    }
+  };
+  // The text side's requests: the tokenizer and the template, no weights needed.
+  const textRequest = (type) => async (args = {}) => {
+    await api.ready;
+    return call(type, JSON.parse(JSON.stringify(args))).answer;
+  };
+  api.tokenize = textRequest("tokenize");
+  api.render = textRequest("render");
+  api.chatTemplate = textRequest("chat_template");
+  api.labSource = textRequest("lab_source");
+  api.runPython = textRequest("run_python");
   const downloads = createDownloads(() => api.source);
   /** Store the current source (verified), then have the worker load its weights. */
   api.downloadModel = async (options) => {

@@ -5,9 +5,11 @@
 import { createApi } from "./api.mjs";
 import * as challenges from "./challenges.mjs";
 import { addFullContext, buildControls } from "./controls.mjs";
-import { send, showLive, stop } from "./live.mjs";
+import { setUpByHand } from "./byhand.mjs";
+import { send, showLive, stop, whyOf } from "./live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
+import { drawPlain, setUpPlain, tokenizePlain } from "./plain.mjs";
 import { showRecorded } from "./recorded.mjs";
 import * as prefs from "./prefs.mjs";
 import { createState } from "./state.mjs";
@@ -15,6 +17,7 @@ import { drawChallenges, drawSuggestions } from "./views/challenges.mjs";
 import { $, debounce } from "./views/dom.mjs";
 import { renderRecord } from "./views/reads.mjs";
 import { drawStatus } from "./views/status.mjs";
+import { setUpWorkbench } from "./workbench.mjs";
 
 const api = createApi();
 window.chatlens = api;
@@ -26,11 +29,14 @@ const page = {
   api,
   state,
   changed: () => remember(), // the live conversation changed: keep it for the next visit
-  draw(record, caption) {
-    page.drawn = [record, caption];
+  /** Draw a record in the panel; extra: {prediction} (live previews). */
+  draw(record, caption, extra = {}) {
+    page.drawn = [record, caption, extra];
     renderRecord($("reads"), record, {
       caption,
       view: state.view,
+      why: whyOf(state),
+      ...extra,
       onView: (v) => {
         state.view = v;
         page.draw(...page.drawn);
@@ -50,6 +56,7 @@ const page = {
 
 const refresh = () => {
   remember();
+  if (state.mode === "plain") return tokenizePlain(page);
   return state.mode === "live" ? showLive(page) : showRecorded(page);
 };
 
@@ -72,6 +79,7 @@ function setMode(mode) {
   document.body.dataset.mode = mode;
   $("mode-live").setAttribute("aria-pressed", String(mode === "live"));
   $("mode-recorded").setAttribute("aria-pressed", String(mode === "recorded"));
+  $("mode-plain").setAttribute("aria-pressed", String(mode === "plain"));
   $("composer").hidden = mode !== "live";
   $("suggestions-box").hidden = mode !== "live";
   $("recorded-controls").hidden = mode !== "recorded";
@@ -99,6 +107,7 @@ api.onStatus(({ state: s }) => {
   else if (s === "text") state.replies = { state: "none", why: "replies need the model's weights: the box above downloads them" };
   else state.replies = { state: "unknown", why: "" };
   if (s === "error" || state.replies.state !== before) showLive(page);
+  if (state.mode === "plain" && !state.plain?.tokens) tokenizePlain(page); // Python is up: the text's tokens
 });
 api.ready
   .then(({ info }) => {
@@ -127,6 +136,15 @@ $("new-conversation").addEventListener("click", () => {
 });
 $("mode-live").addEventListener("click", () => setMode("live"));
 $("mode-recorded").addEventListener("click", () => setMode("recorded"));
+$("mode-plain").addEventListener("click", () => setMode("plain"));
+$("why").checked = state.why; // off at every visit: a form the browser restores would say otherwise
+$("why").addEventListener("change", () => {
+  state.why = $("why").checked;
+  state.prediction = null;
+  if (state.mode === "live") showLive(page);
+  else if (state.mode === "plain") drawPlain(page);
+  else if (page.drawn) page.draw(...page.drawn);
+});
 $("rec-prev").addEventListener("click", () => stepTo(state.step - 1));
 $("rec-next").addEventListener("click", () => stepTo(state.step + 1));
 
@@ -187,8 +205,12 @@ drawSuggestions((text) => {
 drawChallenges(state.progress);
 let pendingWindow;
 let startNotes = [];
+setUpWorkbench(api);
+setUpByHand(api);
 api.settingsReady.then(() => {
   buildControls(api.settings);
+  state.nearTieGap = api.settings.near_tie_gap ?? state.nearTieGap;
+  setUpPlain(page);
   const p = prefs.conversationPrefs(api.settings);
   if (p.preset) $("preset").value = p.preset;
   if (p.custom !== undefined) $("custom-system").value = p.custom;

@@ -1,5 +1,8 @@
 // Live mode: the conversation the user types, previewed as they type (what the model would
-// read if they sent it now), and sent one message at a time.
+// read if they sent it now), and sent one message at a time. With "why this token" on, replies
+// carry each token's candidates (the worker's topK), and once the weights are in, the preview
+// also shows what the model would most likely write first: one step of the model on the draft,
+// asked for after a pause in typing, at most one at a time, and only for the newest draft.
 
 import { callArgs } from "./controls.mjs";
 import { liveMessages } from "./state.mjs";
@@ -17,6 +20,12 @@ function recordOf(turn) {
   return { ...turn.record, reply_text: s.text, reply_ids: s.ids, reply_tokens: s.tokens, stop_reason: null };
 }
 
+/** "Why this token" for the views: {gap: the near-tie gap}, or null when it is off. */
+export const whyOf = (state) => (state.why ? { gap: state.nearTieGap } : null);
+
+/** The arguments of a run: topK only when "why this token" is on (off costs nothing). */
+const runArgs = (page, args) => (page.state.why ? { ...args, topK: page.api.settings.top_k } : args);
+
 /** The live chat; messages the shown record no longer reads (by index) are marked dropped. */
 function drawLiveChat(state, dropped = new Set()) {
   const items = [];
@@ -27,7 +36,48 @@ function drawLiveChat(state, dropped = new Set()) {
     else if (t.streaming) items.push({ role: "assistant", text: t.streaming.text, record: null, streaming: true });
     else if (t.note) items.push({ note: t.note, noteClass: t.noteClass });
   }
-  drawChat($("chat"), items, EMPTY_LIVE, { banner: liveBanner(state) });
+  drawChat($("chat"), items, EMPTY_LIVE, { banner: liveBanner(state), why: whyOf(state) });
+}
+
+// -- the prediction ------------------------------------------------------------------------------------
+
+const PREDICT_AFTER_MS = 300; // a pause in typing before the model is asked
+let predictTimer = null;
+let predicting = false; // one prediction at a time; a newer draft waits for it, older ones are skipped
+let sending = false;
+
+/** The prediction to draw with the preview of `args` (starting it when it is new), or null when
+ * there is none to make: "why this token" is off, or the weights are not in yet. */
+function predictionFor(page, args) {
+  const { api, state } = page;
+  if (!state.why || !api.model?.backend) return null;
+  const key = JSON.stringify(args);
+  if (state.prediction?.key !== key) {
+    state.prediction = { key, args, state: "pending" };
+    clearTimeout(predictTimer);
+    predictTimer = setTimeout(() => predictNewest(page), PREDICT_AFTER_MS);
+  }
+  return state.prediction;
+}
+
+async function predictNewest(page) {
+  const { api, state } = page;
+  const wanted = state.prediction;
+  if (predicting || sending || !wanted || wanted.state !== "pending") return; // the one in flight asks again
+  predicting = true;
+  let answer;
+  try {
+    answer = { state: "done", result: await api.predict({ ...wanted.args, topK: api.settings.top_k }) };
+  } catch (e) {
+    answer = { state: "error", message: e.message };
+  } finally {
+    predicting = false;
+  }
+  if (state.prediction === wanted) {
+    Object.assign(wanted, answer);
+    const [record, caption, extra] = page.drawn || [];
+    if (state.mode === "live" && extra?.prediction === wanted) page.draw(record, caption, { prediction: wanted });
+  } else predictNewest(page); // a newer draft came while this one was computed: it is next
 }
 
 export async function showLive(page) {
@@ -55,10 +105,11 @@ export async function showLive(page) {
     renderMessage(reads, "Waiting for Python to start before the preview…");
   }
   try {
-    const record = await api.preview(callArgs(liveMessages(state, draft), api.settings));
+    const args = callArgs(liveMessages(state, draft), api.settings);
+    const record = await api.preview(args);
     if (seq !== state.draftSeq || state.mode !== "live") return; // a newer preview is on its way
     drawLiveChat(state, droppedOf(record));
-    page.draw(record, "Preview: what the model would read if you sent this now");
+    page.draw(record, "Preview: what the model would read if you sent this now", { prediction: predictionFor(page, args) });
   } catch (e) {
     if (seq !== state.draftSeq || state.mode !== "live") return;
     drawLiveChat(state);
@@ -69,7 +120,6 @@ export async function showLive(page) {
 // One message at a time: a second Enter while the first waits (for Python to boot, or for its
 // reply) sends nothing. The draft is cleared at once, so text typed during the wait is kept
 // for the next message; the sent text lives in its turn, shown before Python has read it.
-let sending = false;
 export async function send(page) {
   const { api, state } = page;
   const text = $("draft").value;
@@ -101,7 +151,7 @@ export async function send(page) {
     $("stop").hidden = false;
     showLive(page);
     try {
-      const full = await api.run(args, {
+      const full = await api.run(runArgs(page, args), {
         onToken: ({ token, text, piece }) => {
           const s = turn.streaming;
           if (!s) return;

@@ -8,7 +8,7 @@ export const LIVE_KEY = "chatlens.live"; // [{user, reply}]: the live conversati
 export const MODEL_KEY = "chatlens.model"; // a model source URL (source.mjs)
 export const BACKEND_KEY = "chatlens.backend";
 export const BACKENDS = ["auto", "webgpu", "numpy"];
-const MODES = ["live", "recorded"];
+const MODES = ["live", "recorded", "plain"];
 
 function read(storage, key, json = true) {
   try {
@@ -80,7 +80,7 @@ export function conversationPrefs(settings, { location = globalThis.location, st
   };
   const names = settings.presets.map((p) => p.name);
   const out = {
-    mode: pick("mode", (v) => (MODES.includes(v) ? v : undefined), `the modes are ${MODES.join(" and ")}`),
+    mode: pick("mode", (v) => (MODES.includes(v) ? v : undefined), `the modes are ${MODES.slice(0, -1).join(", ")} and ${MODES.at(-1)}`),
     preset: pick("preset", (v) => (names.includes(v) ? v : undefined), `the system prompts are ${names.join(", ")}`),
     custom: typeof stored.custom === "string" ? stored.custom : undefined,
     window: undefined,

@@ -18,6 +18,12 @@ export function createState() {
     // weights are not downloaded; one banner says so and messages are marked "no reply"), or
     // "ready" (the model answers).
     replies: { state: "unknown", why: "" },
+    // "Why this token": replies carry each token's candidates, and the preview predicts the
+    // first one (live.mjs). Off by default: off costs nothing.
+    why: false,
+    nearTieGap: 0.01, // replaced by the site's settings (build.json's near_tie_gap) once read
+    prediction: null, // {key, args, state: "pending" | "done" | "error", result?, message?}
+    plain: null, // plain-text mode's state (plain.mjs)
   };
 }
 

@@ -6,6 +6,7 @@ site/js/gpu/executor.mjs in Pyodide); both offer
 so this class runs unchanged in both. Pure Python; NumPy only for last_logits().
 """
 
+import math
 import struct
 
 from ..backend import Step
@@ -74,11 +75,16 @@ class WebGPUBackend:
         if on_gpu:
             pairs = struct.unpack(f"<{2 * k}I", raw[:8 * k])
             best = tuple((pairs[2 * i], struct.unpack("<f", struct.pack("<I", pairs[2 * i + 1]))[0]) for i in range(k))
+            # after the K_MAX pairs: the vocabulary's max and sum of exp(logit - max), in float32
+            at = 8 * self.meta["top_k_max"]
+            big, total = struct.unpack("<ff", raw[at:at + 8])
             self._chosen = best[0][0]  # the argmax and top-k share the tie rule: the same id
-            return Step(self._chosen, best)
+            return Step(self._chosen, best, big + math.log(total))
         self._chosen = struct.unpack("<I", raw[:4])[0]
         if k:  # more than the GPU's top-k holds: sort the whole vocabulary here
             logits = struct.unpack(f"<{self.vocab}f", self.executor.run([], b"", "logits")[:4 * self.vocab])
             best = sorted(range(self.vocab), key=lambda i: (-logits[i], i))[:k]
-            return Step(self._chosen, tuple((i, logits[i]) for i in best))
+            big = max(logits)
+            log_z = big + math.log(math.fsum(math.exp(x - big) for x in logits))
+            return Step(self._chosen, tuple((i, logits[i]) for i in best), log_z)
         return Step(self._chosen)

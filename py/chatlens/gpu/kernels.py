@@ -212,6 +212,8 @@ TOPK_CHUNK = 1024
 
 
 def top_k(b, sequence: str, *, step: str, logits: str, candidates: str, out: str, vocab: int, k_max: int):
+    """out (top_k_out_bytes) <- the step.top_k best (id, logit) of logits, then (max, sum of
+    exp(logit - max)) over the whole vocabulary; candidates (top_k_candidates_bytes) is scratch."""
     wg = 256
     n_chunks = math.ceil(vocab / TOPK_CHUNK)
     consts = {"V": vocab, "WG": wg, "WG_POW2": wg, "CHUNK": TOPK_CHUNK, "K_MAX": k_max, "N_CHUNKS": n_chunks}
@@ -223,4 +225,10 @@ def top_k(b, sequence: str, *, step: str, logits: str, candidates: str, out: str
 
 
 def top_k_candidates_bytes(vocab: int, k_max: int) -> int:
-    return math.ceil(vocab / TOPK_CHUNK) * k_max * 8
+    """Each chunk's k_max candidates, then each chunk's (max, sum of exp) pair."""
+    return math.ceil(vocab / TOPK_CHUNK) * (k_max + 1) * 8
+
+
+def top_k_out_bytes(k_max: int) -> int:
+    """k_max (id, logit) pairs, then the vocabulary's (max, sum of exp(logit - max))."""
+    return (k_max + 1) * 8

@@ -7,7 +7,8 @@ the activations, the KV cache, and four sequences of dispatches:
     prefill  embedding + every layer for a chunk of up to `chunk` tokens (tiled matmuls)
     decode   embedding + every layer for one token (matvecs), its id from the step or the last argmax
     head     final norm + output projection of the chunk's last token, argmax
-    top_k    the best step.top_k (id, logit) pairs of the logits
+    top_k    the best step.top_k (id, logit) pairs of the logits, and the softmax's normalizer
+             (run only when a step asks for top-k: the argmax path never pays for it)
 
 A step runs e.g. ["decode", "head"] in one compute pass after writing `step_params(...)`.
 Pure Python (no NumPy, no wgpu): Pyodide builds the same program for the browser's executor.
@@ -70,7 +71,7 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     b.buffer("logits", 4 * vocab)
     b.buffer("chosen", 16)
     b.buffer("top_k_candidates", K.top_k_candidates_bytes(vocab, TOP_K_MAX))
-    b.buffer("top_k", 8 * TOP_K_MAX)
+    b.buffer("top_k", K.top_k_out_bytes(TOP_K_MAX))
     b.buffer("rope", 0, data=rope_table(cfg, n_ctx))
 
     embed = matrix("embed", ["model.embed_tokens.weight"])
@@ -124,7 +125,7 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     K.project(b, "head", target, step=step, x="x", w=lm_head, epilogue=K.store("logits", vocab),
               gain=final_norm, eps=eps, last_row=True)
     K.argmax(b, "head", logits="logits", out="chosen", vocab=vocab)
-    # logits (vocab) -> candidates (chunks, k_max) -> top_k (k_max) of (id, logit)
+    # logits (vocab) -> candidates (chunks, k_max + 1) -> top_k (k_max) of (id, logit), then (max, sum exp)
     K.top_k(b, "top_k", step=step, logits="logits", candidates="top_k_candidates", out="top_k", vocab=vocab,
             k_max=TOP_K_MAX)
 

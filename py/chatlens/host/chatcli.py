@@ -126,8 +126,15 @@ def run(args) -> int:
     session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
                           history=messages[:-1])
     _say_system(session)
-    _write_json(session.send(messages[-1].get("content")).to_json())
+    _write_json(session.send(messages[-1].get("content"), top_k=_top_k(args.top_k)).to_json())
     return 0
+
+
+def _top_k(k) -> int:
+    """--top-k and /topk: 0 (off) or more candidates a reply token."""
+    if k < 0:
+        raise ChatlensError("top-k must be 0 (off) or more candidates")
+    return k
 
 
 # -- chat --------------------------------------------------------------------------------------
@@ -136,6 +143,7 @@ HELP = """commands:
   /window N       set the context window to N tokens
   /preset NAME    system prompt preset: none, pirate, brief, date
   /system TEXT    a custom system prompt
+  /topk K         record each reply token's K best candidates (/show lists them); /topk 0 turns it off
   /clear          start a new conversation (the cache is emptied)
   /quit, /exit    leave"""
 
@@ -164,6 +172,10 @@ def show_record(rec) -> str:
         if t:
             out.append(f"prefill {t['prefill_ms']:.0f} ms ({t['prefill_tok_s'] or 0:.0f} tokens/s), "
                        f"decode {t['decode_ms']:.0f} ms ({t['decode_tok_s'] or 0:.1f} tokens/s) on {rec.backend}")
+    if rec.top_k:
+        from .why import show_top_k
+
+        out.extend(show_top_k(rec.reply_tokens, rec.top_k, rec.top_k_tokens))
     return "\n".join(out)
 
 
@@ -179,6 +191,7 @@ def chat(args) -> int:
           f"system prompt: {session.describe_system()}. /help lists the commands.", file=sys.stderr, flush=True)
     tok = model.tokenizer
     eos = session.eos_id
+    top_k = _top_k(args.top_k)
 
     while True:
         try:
@@ -221,6 +234,12 @@ def chat(args) -> int:
                 elif cmd == "/system":
                     session.set_system(system=rest)
                     print(f"(system prompt: {session.describe_system()})")
+                elif cmd == "/topk":
+                    try:
+                        top_k = _top_k(int(rest))
+                    except ValueError:
+                        raise ChatlensError("usage: /topk K (candidates a reply token; 0 turns it off)") from None
+                    print(f"(top-k: {top_k} candidates a reply token)" if top_k else "(top-k: off)")
                 else:
                     raise ChatlensError(f"unknown command {cmd}; /help lists the commands")
             except ChatlensError as e:
@@ -237,7 +256,7 @@ def chat(args) -> int:
                     sys.stdout.flush()
 
         try:
-            session.send(line, on_token=on_token)
+            session.send(line, on_token=on_token, top_k=top_k)
             sys.stdout.write(decoder.flush() + "\n")
             sys.stdout.flush()
         except ChatlensError as e:  # the window, a bad setting: say so and keep chatting

@@ -36,6 +36,12 @@ def _chat_args(p):
     g = p.add_mutually_exclusive_group()
     g.add_argument("--system", help="custom system prompt (blank: the template's default)")
     g.add_argument("--preset", help=f"system prompt preset: {', '.join(presets.PRESETS)}")
+    _top_k_arg(p)
+
+
+def _top_k_arg(p):
+    p.add_argument("--top-k", type=int, default=0, metavar="K",
+                   help="record each reply token's K best candidates with their probabilities (the record's top_k)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -90,6 +96,12 @@ def parser() -> argparse.ArgumentParser:
     _model_arg(p)
     _chat_args(p)
 
+    p = sub.add_parser("complete", help="plain text on stdin, no chat template -> its greedy continuation (JSON)")
+    _model_arg(p)
+    _backend_arg(p)
+    p.add_argument("--max-new-tokens", type=int, default=defaults.REPLY_LIMIT)
+    _top_k_arg(p)
+
     p = sub.add_parser("chat", help="interactive chat in the terminal")
     _model_arg(p)
     _chat_args(p)
@@ -125,6 +137,9 @@ def main(argv=None) -> int:
         elif args.command == "bench":
             from .bench import main as bench
             return bench(args)
+        elif args.command == "complete":
+            from .complete import complete
+            return complete(args)
         elif args.command in ("render", "run", "chat", "record"):
             from . import chatcli
             return getattr(chatcli, args.command)(args)

@@ -45,5 +45,5 @@ def generate(args) -> int:
     backend = model.backend(len(ids) + args.max_new_tokens)
     out = greedy(backend, ids, eos_id=model.eos_id, max_new_tokens=args.max_new_tokens, top_k=5)
     print(json.dumps({"ids": out.ids, "stop_reason": out.stop_reason, "backend": backend.name,
-                      "top5": [[i, logit] for i, logit in out.top_k[0]]}))
+                      "top5": [[i, logit] for i, logit, _ in out.top_k[0]]}))
     return 0

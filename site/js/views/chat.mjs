@@ -7,7 +7,9 @@
 // the learner types. New messages are announced through #chat-announce, a visually hidden live
 // region that gets nothing else.
 
+import { vocabBytes } from "../bytes.mjs";
 import { el } from "./dom.mjs";
+import { bindWhy, markNearTies, whyBox } from "./why.mjs";
 
 // TODO(ux): live.mjs drawLiveChat: drawChat($("chat"), items, EMPTY_LIVE) instead of its own text
 //   ("The right side shows..." is wrong in one column), and in showLive "Start typing: this panel
@@ -62,6 +64,57 @@ function setMeta(node, text) {
   meta.hidden = !text;
 }
 
+/** With the reply's candidates (record.top_k, "why this token"): the bubble's text as one span a
+ * token, each showing its step's candidates when pointed at, and the end-of-turn token after it.
+ * The text stays exactly the reply (the spans spell it); without top_k, plain text again. */
+function setReplyTokens(node, record, why) {
+  const content = node.querySelector(".content");
+  const want = why && record?.top_k?.length ? record : null;
+  if ((node._whyRecord || null) === want) return;
+  node._whyRecord = want;
+  node.querySelector(".bubble-why")?.remove();
+  if (!want) {
+    content.textContent = node._text;
+    return;
+  }
+  const tokens = record.reply_tokens;
+  const ended = record.stop_reason === "end_turn";
+  const words = ended ? tokens.length - 1 : tokens.length;
+  const pieces = replyPieces(record, words);
+  if (!pieces) return; // the record cannot say which text each token adds: plain text stays
+  content.replaceChildren(...pieces.map((piece, i) => el("span", { class: "rt", dataset: { step: i }, text: piece })));
+  const end = ended
+    ? el("span", { class: "rt special", dataset: { step: words }, title: "the end-of-turn token the model wrote", text: tokens[words] })
+    : null;
+  const box = whyBox("Point at a word of the reply (or tap it) to see which tokens the model weighed there.");
+  const extra = el("div", { class: "bubble-why" }, end ? el("div", { class: "end-token" }, "ended with ", end) : null, box);
+  content.after(extra);
+  const special = new Set(record.special_ids || []);
+  if (ended) special.add(record.reply_ids[words]);
+  for (const target of [content, extra]) {
+    bindWhy(target, box, record, { tokens, ids: record.reply_ids, special, gap: why.gap });
+    markNearTies(target, record.top_k, why.gap);
+  }
+  extra.tabIndex = -1; // the end token is reached through the content's arrow keys
+}
+
+/** The text each of the first `words` reply tokens adds, decoded as the worker streams it (bytes
+ * in order, a character only once whole, invalid bytes as U+FFFD), or null when they do not spell
+ * the reply's text. */
+function replyPieces(record, words) {
+  const decoder = new TextDecoder("utf-8");
+  const pieces = [];
+  for (const token of (record.reply_vocab || []).slice(0, words)) {
+    const bytes = vocabBytes(token);
+    if (!bytes) return null;
+    pieces.push(decoder.decode(bytes, { stream: true }));
+  }
+  if (pieces.length !== words) return null;
+  const tail = decoder.decode();
+  if (tail) pieces[pieces.length - 1] += tail;
+  return pieces.join("") === record.reply_text ? pieces : null;
+}
+
 function ensure(id, make) {
   return document.getElementById(id) || make();
 }
@@ -110,9 +163,10 @@ export function liveBanner(state) {
  * Draw `items` ([{role, text, record, dropped, current, streaming, note, noteClass}]) into the
  * chat box. A note of class "no-reply" (a turn without a reply) is not drawn under its message:
  * the message is marked "no reply" and one banner above the chat says why. `banner` ({text} or
- * null) sets the banner directly.
+ * null) sets the banner directly. `why` ({gap}: the near-tie gap) makes the words of replies
+ * whose record has top_k show their candidates.
  */
-export function drawChat(box, items, empty, { banner } = {}) {
+export function drawChat(box, items, empty, { banner, why = null } = {}) {
   // The specs to draw: user and assistant messages, other notes, or the empty hint.
   const specs = [];
   const whyNone = [];
@@ -175,6 +229,7 @@ export function drawChat(box, items, empty, { banner } = {}) {
     n.classList.toggle("current", Boolean(s.current));
     n.classList.toggle("no-reply", Boolean(s.noReply));
     setMeta(n, metaOf(s));
+    if (s.kind === "assistant" && !s.streaming) setReplyTokens(n, s.record, why);
   });
 
   // One banner for the whole conversation.

@@ -11,6 +11,7 @@ import { hex, layout } from "../bytes.mjs";
 import { replyLimitNote, stopReasonText, TERMS } from "../terms.mjs";
 import { el } from "./dom.mjs";
 import { focusTab, tabList } from "./tabs.mjs";
+import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
 
 const SEGMENTS = [
   // window bar: [name, css class, which piece kinds count]
@@ -389,7 +390,7 @@ function speed(record) {
   return el("div", { class: "reply-speed", dataset: { stat: "speed" } }, parts.join(" · "));
 }
 
-function replyTokens(record) {
+function replyTokens(record, why) {
   const tokens = record.reply_tokens;
   const ids = record.reply_ids;
   if (!tokens || !ids || !tokens.length) return null;
@@ -398,10 +399,37 @@ function replyTokens(record) {
   const lay = layout(tokens, text, record.reply_vocab || null);
   const box = el("div", { class: "tokens reply-tokens", "aria-label": "The reply's tokens" });
   chips(box, { tokens, ids, lay, classOf: (i) => `kind-reply${ended && i === tokens.length - 1 ? " special" : ""}` });
-  return box;
+  if (!why || !record.top_k?.length || record.top_k.length !== ids.length) return box;
+  // "why this token": each chip shows its step's candidates
+  box.querySelectorAll(".tok").forEach((chip, i) => (chip.dataset.step = i));
+  const special = new Set(record.special_ids || []);
+  if (ended) special.add(ids[ids.length - 1]);
+  const candidates = whyBox("Point at a token of the reply (or tap it, or use the arrow keys) to see the candidates the model weighed at that step.");
+  bindWhy(box, candidates, record, { tokens, ids, special, gap: why.gap });
+  markNearTies(box, record.top_k, why.gap);
+  return [box, candidates];
 }
 
-function replyBox(record) {
+/** The prediction while the user types: the model's most likely first tokens for this draft.
+ * prediction: {state: "pending" | "done" | "error", result?: the predict answer, message?}. */
+function predictionBox(record, prediction, why) {
+  if (!prediction) return null;
+  const { state, result, message } = prediction;
+  const body =
+    state === "done"
+      ? candidatesTable(result.top_k, result.top_k_tokens, { chosen: result.top_k[0][0], special: new Set(record.special_ids), gap: why?.gap })
+      : el("p", { class: state === "error" ? "error" : "note", text: state === "error" ? `No prediction: ${message}` : "Predicting the first token…" });
+  return el(
+    "div",
+    { class: `prediction is-${state}`, id: "prediction", "aria-live": "polite" },
+    el("div", { class: "prediction-title", text: "What the model would most likely write first" }),
+    term("A prediction: the model's first step on this draft, computed now on your device. Nothing is sent; " +
+      "if you send this message, greedy decoding starts the reply with the first of these."),
+    body,
+  );
+}
+
+function replyBox(record, why) {
   if (record.reply_text === null || record.reply_text === undefined) return null;
   const n = record.reply_ids ? record.reply_ids.length : 0;
   const writing = !record.stop_reason;
@@ -418,7 +446,7 @@ function replyBox(record) {
       writing ? null : ` (${stopReasonText(record.stop_reason)})`,
     ),
     el("div", { class: "reply-text", dir: "auto", text: record.reply_text }),
-    replyTokens(record),
+    replyTokens(record, why),
     el(
       "div",
       { class: "reply-facts" },
@@ -445,9 +473,10 @@ let focusAfterDraw = null; // the tab to focus once the panel is drawn again (af
 
 /** Draw `record` into `root`. view: "text" | "tokens"; onView(view) when a tab is chosen (the
  * caller keeps the choice and draws again). While a reply streams, the record's reply_text is
- * the reply so far and stop_reason is null. */
+ * the reply so far and stop_reason is null. why ({gap}: the near-tie gap) makes a reply with
+ * top_k show each token's candidates; prediction (see predictionBox) draws the first token's. */
 export function renderRecord(root, record, options = {}) {
-  const { caption = "", view = "text", onView } = options;
+  const { caption = "", view = "text", onView, why = null, prediction = null } = options;
   // Drawing again keeps the focus (a tab, the text box) and the scroll of the text box.
   const active = document.activeElement;
   const focusId = focusAfterDraw ? `reads-tab-${focusAfterDraw}` : root.contains(active) && active.id ? active.id : null;
@@ -493,8 +522,9 @@ export function renderRecord(root, record, options = {}) {
     droppedList(record),
     tabs,
     panel,
+    predictionBox(record, prediction, why),
     pieceTable(record),
-    replyBox(record),
+    replyBox(record, why),
   ];
   root.replaceChildren(...parts.filter(Boolean));
   if (scrolled) {

@@ -9,6 +9,11 @@
 //          lock: a Web Lock the worker holds while it lives (site/js/connection.mjs)
 //     {id, type: "attach"}                              load the weights (the store holds the model now)
 //     {id, type: "preview" | "run", args}               (see py/chatlens/worker.py)
+//     {id, type: "render" | "tokenize" | "chat_template" | "lab_source" | "run_python", args}
+//                                                       the text side's requests (no weights needed)
+//     {id, type: "predict" | "complete", args}          steps of the model, as run's (complete streams
+//                                                       tokens and stops as run does)
+//     {id, type: "debug"}                               {wasm_heap}: Python's wasm memory in bytes (benchmarks)
 //   signals, handled at once, even while a request runs:
 //     {type: "stop", args: {id}}                        stop the run with request id `id`
 // Worker -> page:
@@ -34,7 +39,10 @@ let attached = null; // {backend, n_ctx, kind, executor?} once replies can be co
 let stopShared = null; // Int32Array [id of the run to stop], written by the page
 let stopAsked = 0; // the same, from a stop signal (seen whenever Python waits for the GPU)
 
-const status = (state, detail = "") => self.postMessage({ type: "status", state, detail });
+const status = (state, detail = "") => {
+  performance.mark(`chatlens:${state}`, { detail }); // where the time goes (scripts/bench_browser.py)
+  self.postMessage({ type: "status", state, detail });
+};
 
 async function boot({ source, build, backend }) {
   status("booting", "starting Python (Pyodide)");
@@ -96,6 +104,8 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
 }
 
 const requests = {
+  /** For scripts/bench_browser.py: the size of Python's wasm memory, in bytes. */
+  debug: () => ({ wasm_heap: py?._module.HEAP8.length ?? null }),
   async init(args) {
     stopShared = args.stop || null;
     // Held as long as this worker lives: the page learns it is gone when the lock is free.
@@ -129,7 +139,24 @@ const requests = {
       return python.callAsync("run", args, onToken, shouldStop);
     }
   },
+  async predict(args) {
+    await booting;
+    return python.callAsync("predict", args);
+  },
+  async complete(args, id) {
+    await booting;
+    const onToken = (token, text, piece) => self.postMessage({ type: "token", id, token, text, piece });
+    const shouldStop = () => stopAsked === id || (stopShared !== null && Atomics.load(stopShared, 0) === id);
+    return python.callAsync("complete", args, onToken, shouldStop);
+  },
 };
+// The text side's requests: answered from the tokenizer and template alone.
+for (const name of ["render", "tokenize", "chat_template", "lab_source", "run_python"]) {
+  requests[name] = async (args) => {
+    await booting;
+    return python.call(name, args);
+  };
+}
 
 const signals = {
   stop({ id }) {

@@ -3,6 +3,10 @@
 // (grid: one workgroup per chunk), `merge` picks the best step.top_k of all those (one workgroup).
 // CAND is (chunks, K_MAX) and OUT is (K_MAX) of (id, bitcast logit); a missing entry has id
 // 0xffffffff and the lowest float, so it sorts last.
+// The softmax's normalizer comes with them (probabilities need the whole vocabulary): each chunk
+// also writes its max m and sum of exp(logit - m) to CAND[N_CHUNKS * K_MAX + chunk], and `merge`
+// writes the vocabulary's (M, S), S = sum over chunks of s * exp(m - M), to OUT[K_MAX]:
+// log_z = M + log(S), taken on the host in double precision.
 const NONE: u32 = 0xffffffffu;
 const LOWEST: f32 = -0x1.fffffep+127f;  // the lowest finite f32
 
@@ -33,11 +37,48 @@ fn reduce_best(lid: u32, v: f32, i: u32, slot: u32) {
     }
 }
 
+// the workgroup's max (op 0) or sum (op 1) of v into red_v[0]
+fn reduce_f32(lid: u32, v: f32, op: u32) {
+    red_v[lid] = v;
+    workgroupBarrier();
+    for (var s = WG_POW2 / 2u; s > 0u; s = s / 2u) {
+        if (lid < s && lid + s < WG) {
+            if (op == 0u) {
+                red_v[lid] = max(red_v[lid], red_v[lid + s]);
+            } else {
+                red_v[lid] = red_v[lid] + red_v[lid + s];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
 @compute @workgroup_size(WG)
 fn chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let base = wid.x * CHUNK;
     for (var j = lid; j < CHUNK; j += WG) {
         vals[j] = select(LOWEST, LOGITS[base + j], base + j < V);
+    }
+    workgroupBarrier();
+    // the chunk's max and sum of exp(logit - max), before the rounds below strike picks out
+    var m = LOWEST;
+    for (var j = lid; j < CHUNK; j += WG) {
+        if (base + j < V) {
+            m = max(m, vals[j]);
+        }
+    }
+    reduce_f32(lid, m, 0u);
+    let chunk_max = red_v[0];
+    workgroupBarrier();  // every invocation has read red_v[0] before it is reused
+    var e = 0.0;
+    for (var j = lid; j < CHUNK; j += WG) {
+        if (base + j < V) {
+            e += exp(vals[j] - chunk_max);
+        }
+    }
+    reduce_f32(lid, e, 1u);
+    if (lid == 0u) {
+        CAND[N_CHUNKS * K_MAX + wid.x] = vec2<u32>(bitcast<u32>(chunk_max), bitcast<u32>(red_v[0]));
     }
     workgroupBarrier();
     let k = min(step.top_k, K_MAX);
@@ -63,6 +104,18 @@ fn chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
 
 @compute @workgroup_size(WG)
 fn merge(@builtin(local_invocation_index) lid: u32) {
+    if (lid == 0u) {  // N_CHUNKS is small (48 for a 49,152-token vocabulary): one invocation
+        var big = LOWEST;
+        for (var c = 0u; c < N_CHUNKS; c++) {
+            big = max(big, bitcast<f32>(CAND[N_CHUNKS * K_MAX + c].x));
+        }
+        var total = 0.0;
+        for (var c = 0u; c < N_CHUNKS; c++) {
+            let st = CAND[N_CHUNKS * K_MAX + c];
+            total += bitcast<f32>(st.y) * exp(bitcast<f32>(st.x) - big);
+        }
+        OUT[K_MAX] = vec2<u32>(bitcast<u32>(big), bitcast<u32>(total));
+    }
     let k = min(step.top_k, K_MAX);
     for (var r = 0u; r < k; r++) {
         var v = LOWEST;

@@ -1,0 +1,68 @@
+"""Plain text against the template: the model continues any text, with no chat template around it.
+
+The lesson's experiment: "What is the capital of France?" as plain text makes `<|im_end|>` the
+most likely next token (the model has learnt that such a line is a whole message), while the
+same words inside the template get an answer. The text is tokenized as it is (special tokens
+written in it are matched as the tokens they name, nothing is added), then the greedy loop
+continues it until the end-of-turn token, the limit or a stop request, exactly as a reply.
+
+One function for the command line (`python -m chatlens complete`) and the page's worker.
+No numpy here: the backend computes.
+"""
+
+from .cache import PromptCache
+from .chat import candidate_tokens, timings
+from .errors import ChatlensError
+
+
+def tokenized(tokenizer, text) -> dict:
+    """The text's tokens without a template: ids, each id's text and vocabulary form, and the
+    distinct special ids among them (the page draws those as chips)."""
+    if not isinstance(text, str):
+        raise ChatlensError(f"the text must be a string, not {type(text).__name__}")
+    ids = tokenizer.encode(text)
+    return {"prompt_ids": ids, "prompt_tokens": [tokenizer.token_text(i) for i in ids],
+            "prompt_vocab": [tokenizer.id_to_token(i) for i in ids],
+            "special_ids": sorted(set(ids) & tokenizer.special_ids)}
+
+
+def complete(tokenizer, eos_id, cache: PromptCache, text, *, max_new_tokens, top_k=0, on_token=None,
+             should_stop=None) -> dict:
+    """Continue `text` greedily with the model behind `cache` (reusing what it holds of the
+    prompt). Returns JSON-able data:
+      prompt_ids, prompt_tokens, prompt_vocab, special_ids   the text's tokens (`tokenized`)
+      ids            the continuation's ids, the end-of-turn id included when written
+      tokens, vocab  each continuation id's text and vocabulary form
+      text           the continuation as text, without the end-of-turn token
+      stop_reason    "end_turn", "max_tokens" or "stopped"; eos_id the end-of-turn id
+      top_k          one list per continuation id of [id, logit, probability], best first, when
+                     top_k > 0 (else None); top_k_tokens their tokens as text
+      reused_tokens, backend, timings   as in the turn record
+    on_token(id) is called as each id is chosen."""
+    out = tokenized(tokenizer, text)
+    ids = out["prompt_ids"]
+    if not ids:
+        raise ChatlensError("the text is empty: there is nothing to continue")
+    max_new_tokens = int(max_new_tokens)
+    if max_new_tokens < 1:
+        raise ChatlensError("the continuation needs at least 1 new token")
+    if len(ids) + max_new_tokens > cache.capacity:
+        raise ChatlensError(f"{len(ids)} tokens of text + {max_new_tokens} new tokens exceed the {cache.capacity} "
+                            "the model's cache holds")
+    reused, gen = cache.generate(ids, eos_id=eos_id, max_new_tokens=max_new_tokens, on_token=on_token,
+                                 should_stop=should_stop, top_k=top_k)
+    words = gen.ids[:-1] if gen.ids and gen.ids[-1] == eos_id else gen.ids
+    out.update({
+        "ids": list(gen.ids),
+        "tokens": [tokenizer.token_text(i) for i in gen.ids],
+        "vocab": [tokenizer.id_to_token(i) for i in gen.ids],
+        "text": tokenizer.decode(words),
+        "stop_reason": gen.stop_reason,
+        "eos_id": eos_id,
+        "top_k": [list(step) for step in gen.top_k] if top_k else None,
+        "top_k_tokens": candidate_tokens(tokenizer, gen.top_k) if top_k else None,
+        "reused_tokens": reused,
+        "backend": cache.backend.name,
+        "timings": timings(gen),
+    })
+    return out

@@ -1,0 +1,127 @@
+// Plain-text mode: the lesson's experiment. The user types any text; it is tokenized as it is,
+// with no template (special tokens written in it are the tokens they name); "Continue" asks the
+// model for the next-token distribution and a greedy continuation; "Send the same words as a chat
+// message" sends them the other way, as a user message through the template, shown beside it.
+// Neither touches the live conversation.
+
+import { callArgs } from "./controls.mjs";
+import { $, debounce } from "./views/dom.mjs";
+import { renderMessage } from "./views/reads.mjs";
+import { renderPlain } from "./views/plain.mjs";
+
+export const LESSON_TEXT = "What is the capital of France?";
+
+const fresh = (text) => ({ text, tokens: null, plain: null, chat: null, seq: 0 });
+
+function view(page) {
+  const { state } = page;
+  const p = state.plain;
+  return { tokens: p.tokens, plain: p.plain, chat: p.chat, gap: state.nearTieGap, eos: p.plain?.result?.eos_id };
+}
+
+export function drawPlain(page) {
+  if (page.state.mode !== "plain") return;
+  const p = page.state.plain;
+  if (p.error) return renderMessage($("reads"), `Cannot tokenize: ${p.error}`, "error");
+  if (!p.tokens && !p.plain && !p.chat) {
+    return renderMessage($("reads"), page.api.status.state === "booting" || page.api.status.state === "loading"
+      ? "Python is starting in a worker; the text's tokens appear when it is ready."
+      : "Type some text: this panel shows its tokens as the model reads them, with no template.");
+  }
+  renderPlain($("reads"), view(page));
+}
+
+/** The text's tokens, for the newest text only. */
+export async function tokenizePlain(page) {
+  const { state, api } = page;
+  const text = $("plain-text").value;
+  if (!state.plain || state.plain.text !== text) state.plain = fresh(text);
+  const p = state.plain;
+  const seq = ++p.seq;
+  if (!text) {
+    p.tokens = null;
+    return drawPlain(page);
+  }
+  try {
+    const tokens = await api.tokenize({ text });
+    if (state.plain !== p || seq !== p.seq) return;
+    p.tokens = tokens;
+    p.error = null;
+  } catch (e) {
+    if (state.plain !== p) return;
+    p.error = e.message;
+  }
+  drawPlain(page);
+}
+
+const maxTokens = () => Number($("plain-max").value);
+
+/** Run one side: `start(onToken)` calls the API; `key` is "plain" or "chat". */
+async function runSide(page, key, start, toResult) {
+  const { state } = page;
+  await tokenizePlain(page);
+  const p = state.plain;
+  if (!p.text.trim()) return;
+  const streaming = { ids: [], tokens: [], text: "" };
+  p[key] = { streaming };
+  setBusy(true);
+  drawPlain(page);
+  try {
+    const out = await start(({ token, text, piece }) => {
+      if (token >= 0) streaming.ids.push(token), streaming.tokens.push(piece);
+      streaming.text += text;
+      if (state.plain === p) drawPlain(page);
+    });
+    if (state.plain === p) p[key] = toResult(out);
+  } catch (e) {
+    if (state.plain === p) p[key] = { error: `No ${key === "plain" ? "continuation" : "reply"}: ${e.message}` };
+  } finally {
+    setBusy(false);
+  }
+  drawPlain(page);
+}
+
+let busy = false;
+function setBusy(on) {
+  busy = on;
+  $("plain-run").disabled = on;
+  $("plain-as-chat").disabled = on;
+  $("plain-stop").hidden = !on;
+}
+
+/** The next-token distribution and the greedy continuation of the text, with no template. */
+export function continuePlain(page) {
+  const { api } = page;
+  if (busy) return;
+  return runSide(page, "plain",
+    (onToken) => api.complete({ text: $("plain-text").value, topK: api.settings.top_k, maxTokens: maxTokens() }, { onToken }),
+    (out) => ({ result: out }));
+}
+
+/** The same words the other way: one user message through the template (the nav's system
+ * prompt and window), its reply with each token's candidates. */
+export function sendAsChat(page) {
+  const { api } = page;
+  if (busy) return;
+  const args = callArgs([{ role: "user", content: $("plain-text").value }], api.settings);
+  return runSide(page, "chat",
+    (onToken) => api.run({ ...args, topK: api.settings.top_k, maxTokens: maxTokens() }, { onToken }),
+    (record) => ({ record, reply: { ids: record.reply_ids, tokens: record.reply_tokens, text: record.reply_text,
+                                    stop_reason: record.stop_reason, top_k: record.top_k, top_k_tokens: record.top_k_tokens } }));
+}
+
+/** Wire the mode's controls (once). */
+export function setUpPlain(page) {
+  $("plain-text").value = LESSON_TEXT;
+  $("plain-max").replaceChildren(...[1, 8, 32, page.api.settings.reply_limit].map((n) => {
+    const o = document.createElement("option");
+    o.value = String(n);
+    o.textContent = `${n} token${n === 1 ? "" : "s"}`;
+    o.selected = n === 8;
+    return o;
+  }));
+  $("plain-text").addEventListener("input", debounce(() => tokenizePlain(page), 150));
+  $("plain-run").addEventListener("click", () => continuePlain(page));
+  $("plain-as-chat").addEventListener("click", () => sendAsChat(page));
+  $("plain-stop").addEventListener("click", () => page.api.stop());
+}

@@ -1,0 +1,135 @@
+// Plain-text mode's panel: the text as the model reads it with no template (its tokens, special
+// tokens as chips), the next-token distribution, the greedy continuation and its stop reason,
+// and beside it the same words sent the other way, as a user message through the template.
+
+import { stopReasonText } from "../terms.mjs";
+import { el } from "./dom.mjs";
+import { visibleToken } from "./reads.mjs";
+import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
+
+/** Token chips for ids/tokens, special ids as dark chips. */
+function tokenChips(ids, tokens, special, label) {
+  const box = el("div", { class: "tokens plain-tokens", "aria-label": label });
+  ids.forEach((id, i) =>
+    box.append(el(
+      "span",
+      { class: `tok${special.has(id) ? " special" : ""}`, title: `token ${i} · id ${id}`, dataset: { id } },
+      el("span", { class: "t", text: special.has(id) ? tokens[i] : visibleToken(tokens[i]) }),
+      el("span", { class: "id", text: id }),
+    )));
+  return box;
+}
+
+/** The text with its special tokens as chips (everything else as it is). */
+function textWithChips(ids, tokens, special) {
+  const pre = el("pre", { class: "prompt-text plain-text-view", dir: "auto" });
+  let run = "";
+  const flush = () => {
+    if (run) pre.append(run);
+    run = "";
+  };
+  ids.forEach((id, i) => {
+    if (special.has(id)) {
+      flush();
+      pre.append(el("span", { class: "special", text: tokens[i] }));
+    } else run += tokens[i];
+  });
+  flush();
+  return pre;
+}
+
+/** The continuation (or the reply): its text, its tokens with their candidates, its stop reason.
+ * out: {ids, tokens, text, stop_reason, top_k, top_k_tokens} (a reply in flight has no stop_reason). */
+function continuation(out, special, gap, what) {
+  if (!out) return null;
+  const writing = !out.stop_reason;
+  const chips = el("div", { class: "tokens reply-tokens" });
+  out.ids.forEach((id, i) =>
+    chips.append(el(
+      "span",
+      { class: `tok kind-reply${special.has(id) ? " special" : ""}`, dataset: { id, step: i } },
+      el("span", { class: "t", text: special.has(id) ? out.tokens[i] : visibleToken(out.tokens[i] ?? "") }),
+      el("span", { class: "id", text: id }),
+    )));
+  const parts = [
+    el(
+      "div",
+      { class: "reply-title" },
+      `${what}: `,
+      el("b", { text: `${out.ids.length} tokens` }),
+      writing ? ", writing…" : ", ended by ",
+      writing ? null : el("code", { class: `stop stop-${out.stop_reason}`, text: out.stop_reason }),
+      writing ? null : ` (${stopReasonText(out.stop_reason)})`,
+    ),
+    el("div", { class: "reply-text", dir: "auto", text: out.text || (writing ? "" : "(no text: the first token ended it)") }),
+    chips,
+  ];
+  if (!writing && out.top_k?.length === out.ids.length) {
+    const box = whyBox("Point at a token (or tap it) to see the candidates the model weighed at that step.");
+    bindWhy(chips, box, out, { tokens: out.tokens, ids: out.ids, special, gap });
+    markNearTies(chips, out.top_k, gap);
+    parts.push(box);
+  }
+  return el("div", { class: "reply plain-continuation" }, parts);
+}
+
+function nextToken(out, special, gap) {
+  if (!out?.top_k?.length) return null;
+  return el(
+    "div",
+    { class: "next-token" },
+    el("div", { class: "prediction-title", text: "The next token: the model's distribution" }),
+    candidatesTable(out.top_k[0], out.top_k_tokens[0], { chosen: out.ids[0], special, gap }),
+  );
+}
+
+function column(title, about, body) {
+  return el("section", { class: "plain-col" }, el("h3", { text: title }), el("p", { class: "term", text: about }), ...body);
+}
+
+/**
+ * Draw plain-text mode into `root`. view: {tokens: tokenize's answer or null, plain: {result |
+ * streaming | error}, chat: {record | streaming | error}, gap, eos}. Each side's `result` holds
+ * ids, tokens, text, stop_reason, top_k, top_k_tokens.
+ */
+export function renderPlain(root, view) {
+  const { tokens, plain, chat, gap } = view;
+  const special = new Set([...(tokens?.special_ids || []), ...(chat?.record?.special_ids || [])]);
+  if (view.eos !== undefined) special.add(view.eos);
+  const left = [];
+  if (tokens) {
+    left.push(
+      el("div", { class: "plain-count", dataset: { stat: "plain-tokens" } }, el("b", { text: tokens.prompt_ids.length }), " tokens, nothing added"),
+      textWithChips(tokens.prompt_ids, tokens.prompt_tokens, special),
+      tokenChips(tokens.prompt_ids, tokens.prompt_tokens, special, "The plain text's tokens"),
+    );
+  }
+  left.push(...sideBody(plain, special, gap, "The continuation"));
+  const right = [];
+  const rec = chat?.record;
+  if (rec) {
+    right.push(
+      el("div", { class: "plain-count", dataset: { stat: "chat-tokens" } }, el("b", { text: rec.used }), " tokens: the template's, around your words"),
+      textWithChips(rec.prompt_ids, rec.prompt_tokens, new Set(rec.special_ids)),
+    );
+  }
+  right.push(...sideBody(chat && { ...chat, result: chat.reply }, special, gap, "The reply"));
+  if (!chat) right.push(el("p", { class: "note", text: "“Send the same words as a chat message” puts them through the template, as a user message, and shows what the model does then." }));
+  root.replaceChildren(
+    el("p", { class: "caption", id: "reads-caption", text: "Plain text: what the model reads with no template around it" }),
+    el(
+      "div",
+      { class: "plain-compare" },
+      column("As plain text", "Your text is all the model reads: no system prompt, no <|im_start|>, no header for a reply.", left),
+      column("As a chat message", "The same words through the chat template: a user message, then the header of the reply the model is to write.", right),
+    ),
+  );
+}
+
+function sideBody(side, special, gap, what) {
+  if (!side) return [];
+  if (side.error) return [el("p", { class: "error", text: side.error })];
+  const out = side.result || side.streaming;
+  if (!out) return [el("p", { class: "note", text: "Computing…" })];
+  return [nextToken(side.result, special, gap), continuation(out, special, gap, what)].filter(Boolean);
+}

@@ -1,0 +1,128 @@
+"""Plain text against the template (`python -m chatlens complete`, the worker's `complete`).
+
+The lesson's experiment, against transformers (float32, on the same dequantized weights): "What
+is the capital of France?" as plain text makes <|im_end|> the most likely next token; the same
+words as a user message inside the template make a word of an answer the most likely. The text's
+ids are HF tokenizers' for the same text (special tokens written in it are tokens).
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from chatlens import worker
+from conftest import run_cli
+
+FRANCE = "What is the capital of France?"
+TOL = 1e-3
+
+
+@pytest.fixture(scope="module")
+def model(gguf_path):
+    from chatlens.source import load_model
+
+    return load_model(gguf_path)
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from chatlens.host.bench import reference_model
+
+    return reference_model(model.config, model.weights.items())
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer(tokenizer_json):
+    tokenizers = pytest.importorskip("tokenizers")
+    return tokenizers.Tokenizer.from_file(str(tokenizer_json))
+
+
+def next_token_probabilities(reference, ids):
+    import torch
+
+    with torch.inference_mode():
+        logits = reference(torch.tensor([ids])).logits[0, -1].numpy().astype(np.float64)
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+def complete_cli(text, *args, model):
+    done = run_cli("complete", *args, stdin=text, model=model)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_capital_of_france_as_plain_text_ends_the_message(gguf_path, model, reference, hf_tokenizer):
+    out = complete_cli(FRANCE, "--top-k", "10", "--max-new-tokens", "4", model=gguf_path)
+    assert out["prompt_ids"] == hf_tokenizer.encode(FRANCE, add_special_tokens=False).ids
+    probs = next_token_probabilities(reference, out["prompt_ids"])
+    first = out["top_k"][0]
+    assert first[0][0] == model.eos_id == int(np.argmax(probs))  # <|im_end|> leads
+    assert out["top_k_tokens"][0][0] == "<|im_end|>"
+    np.testing.assert_allclose([p for _, _, p in first], probs[[i for i, _, _ in first]], atol=TOL, rtol=0)
+    assert [i for i, _, _ in first[:3]] == list(np.argsort(-probs)[:3])
+    # greedy takes it: the continuation is over at once
+    assert out["ids"] == [model.eos_id] and out["text"] == "" and out["stop_reason"] == "end_turn"
+
+
+def test_the_same_words_inside_the_template_get_an_answer(model, reference, numpy_worker):
+    text = model.template.render([{"role": "user", "content": FRANCE}], add_generation_prompt=True)
+    out = worker_complete(text, top_k=10, max_tokens=1)
+    ids = out["prompt_ids"]
+    assert ids == model.tokenizer.encode(text)  # the template's text, its special tokens matched
+    probs = next_token_probabilities(reference, ids)
+    first = out["top_k"][0]
+    assert first[0][0] == int(np.argmax(probs)) and first[0][0] not in model.tokenizer.special_ids
+    assert out["top_k_tokens"][0][0].strip().isalpha()  # a word of an answer ("The")
+    np.testing.assert_allclose([p for _, _, p in first], probs[[i for i, _, _ in first]], atol=TOL, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def numpy_worker(gguf_path):
+    """chatlens.worker as the page's worker has it once the weights are in NumPy."""
+    for name, args in (("load", {"path": str(gguf_path)}), ("use_numpy", {})):
+        assert json.loads(worker.call(name, json.dumps(args)))["ok"]
+
+
+def worker_complete(text, top_k, max_tokens):
+    """The worker's `complete` request, as the page sends it."""
+    streamed = []
+    out = json.loads(worker.call("complete", json.dumps({"text": text, "topK": top_k, "maxTokens": max_tokens}),
+                                 lambda i, t, tok: streamed.append((i, t))))
+    assert out["ok"], out
+    result = out["result"]
+    assert [i for i, _ in streamed if i >= 0] == result["ids"]
+    assert "".join(t for _, t in streamed) == result["text"]
+    return result
+
+
+def test_the_worker_continues_plain_text_as_the_cli_does(gguf_path, numpy_worker):
+    text = "The three primary colours are"
+    cli = complete_cli(text, "--top-k", "3", "--max-new-tokens", "5", model=gguf_path)
+    page = worker_complete(text, top_k=3, max_tokens=5)
+    assert page["ids"] == cli["ids"] and page["text"] == cli["text"] and page["stop_reason"] == cli["stop_reason"]
+    assert [[c[0] for c in s] for s in page["top_k"]] == [[c[0] for c in s] for s in cli["top_k"]]
+    np.testing.assert_allclose([[c[2] for c in s] for s in page["top_k"]], [[c[2] for c in s] for s in cli["top_k"]],
+                               atol=1e-6, rtol=0)
+    assert cli["stop_reason"] == "max_tokens" and len(cli["ids"]) == 5
+    assert complete_cli(text, "--max-new-tokens", "1", model=gguf_path)["top_k"] is None
+
+
+def test_special_tokens_written_in_the_text_are_tokens(numpy_worker, hf_tokenizer):
+    text = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    tokens = json.loads(worker.call("tokenize", json.dumps({"text": text})))["result"]
+    assert tokens["prompt_ids"] == hf_tokenizer.encode(text, add_special_tokens=False).ids
+    assert tokens["special_ids"] == sorted({1, 2}) and tokens["prompt_tokens"][0] == "<|im_start|>"
+
+
+@pytest.mark.parametrize("args, stdin, message", [
+    (["--max-new-tokens", "0"], "Hi", "--max-new-tokens must be at least 1"),
+    (["--top-k", "-1"], "Hi", "--top-k must be 0 or more"),
+    ([], "", "the text is empty"),
+])
+def test_bad_input_is_a_clear_error(gguf_path, args, stdin, message):
+    done = run_cli("complete", *args, stdin=stdin, model=gguf_path)
+    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,89 @@
+"""Plain-text mode with the real model, in Chromium on SwiftShader's WebGPU: the lesson's experiment.
+
+"What is the capital of France?" as plain text: <|im_end|> is the most likely next token; the
+same words sent as a chat message, through the template: a word of an answer leads. The page's
+probabilities (computed on the GPU) are compared with transformers' (float32 on the same
+dequantized GGUF weights) within 1e-3, and its candidates with `python -m chatlens complete`'s.
+SwiftShader takes seconds a step for the real model: one step each way.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from webapp import App  # the `server` and `browser` fixtures: tests/conftest.py
+
+pytestmark = pytest.mark.browser
+
+FRANCE = "What is the capital of France?"
+TOL = 1e-3
+STEP_MS = 600_000
+
+
+@pytest.fixture(scope="module")
+def reference(server):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from chatlens.host.bench import reference_model
+    from chatlens.source import load_model
+
+    model = load_model(server.mirror.files[server.mirror.gguf])
+    return model, reference_model(model.config, model.weights.items())
+
+
+def probabilities(ref, ids):
+    import torch
+
+    with torch.inference_mode():
+        logits = ref(torch.tensor([ids])).logits[0, -1].numpy().astype(np.float64)
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+def rows_of(page, column):
+    return page.eval_on_selector_all(f".plain-col:nth-child({column}) .next-token .why-table tbody tr",
+                                     "rs => rs.map(r => [Number(r.dataset.id), Number(r.dataset.p)])")
+
+
+def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, server, reference):
+    model, ref = reference
+    mirror = server.mirror
+    app = App(browser, server)
+    try:
+        page = app.open(f"?model={server.url}{mirror.base}{mirror.gguf}")
+        assert page.evaluate("chatlens.downloadModel()")["complete"]
+        assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+        page.click("#mode-plain")
+        assert page.input_value("#plain-text") == FRANCE  # the lesson's text is there to start from
+        page.select_option("#plain-max", "1")
+        page.click("#plain-run")
+        page.wait_for_selector(".plain-col:nth-child(1) .next-token .why-table", timeout=STEP_MS)
+        plain = rows_of(page, 1)
+        ids = model.tokenizer.encode(FRANCE)
+        want = probabilities(ref, ids)
+        assert plain[0][0] == model.eos_id == int(np.argmax(want))  # <|im_end|> is first
+        assert page.text_content(".plain-col:nth-child(1) .next-token tr.chosen .cand") == "<|im_end|>"
+        np.testing.assert_allclose([p for _, p in plain], want[[i for i, _ in plain]], atol=TOL, rtol=0)
+        assert "end_turn" in page.text_content(".plain-col:nth-child(1) .plain-continuation .reply-title")
+
+        cli = run_cli("complete", "--top-k", "10", "--max-new-tokens", "1", stdin=FRANCE, model=mirror.files[mirror.gguf])
+        assert cli.returncode == 0, cli.stderr
+        cli_first = json.loads(cli.stdout)["top_k"][0]
+        assert [i for i, _ in plain] == [c[0] for c in cli_first]
+        np.testing.assert_allclose([p for _, p in plain], [c[2] for c in cli_first], atol=TOL, rtol=0)
+
+        page.click("#plain-as-chat")  # the same words the other way: through the template
+        page.wait_for_selector(".plain-col:nth-child(2) .next-token .why-table", timeout=STEP_MS)
+        chat = rows_of(page, 2)
+        prompt = model.tokenizer.encode(model.template.render([{"role": "user", "content": FRANCE}], add_generation_prompt=True))
+        want = probabilities(ref, prompt)
+        assert chat[0][0] == int(np.argmax(want)) and chat[0][0] not in model.tokenizer.special_ids
+        assert model.tokenizer.token_text(chat[0][0]).strip().isalpha()  # a word of an answer
+        np.testing.assert_allclose([p for _, p in chat], want[[i for i, _ in chat]], atol=TOL, rtol=0)
+        assert page.locator(".plain-col:nth-child(1) .next-token").count() == 1  # side by side: the plain side stays
+        app.shot("plain-text-france")
+    finally:
+        app.close()
+    assert not app.errors, app.errors
