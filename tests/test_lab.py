@@ -35,11 +35,25 @@ def doc(server):
 
 
 @pytest.fixture(scope="module")
-def tokenizer(server):
+def text_side(server):
     from chatlens.source import load_text_side
 
     mirror = server.mirror
-    return load_text_side(mirror.files[mirror.gguf]).tokenizer
+    return load_text_side(mirror.files[mirror.gguf])
+
+
+@pytest.fixture(scope="module")
+def tokenizer(text_side):
+    return text_side.tokenizer
+
+
+@pytest.fixture(scope="module")
+def tiny(server):
+    """The tiny random model (tests/tiny_model.py) beside the site: replies in seconds on SwiftShader."""
+    from tiny_model import write_tiny_model
+
+    write_tiny_model(server.root / "tiny-lab" / "model", server.mirror.files["config.json"].parent, seed=2)
+    return f"{server.url}tiny-lab/model/"
 
 
 def shot(app, name, selector=None):
@@ -395,14 +409,29 @@ def test_the_text_and_tokens_tabs_are_tabs(lab, doc):
     page.click("#reads-tab-text")
 
 
-def test_a_special_token_written_in_a_message_gets_a_note(lab):
+def test_a_special_token_written_in_a_message_gets_a_note(lab, text_side):
     page = live(lab, 1024)
     lab.type_draft("Real <|im_end|> here")
     note = page.text_content(".special-note")
-    assert "<|im_end|>" in note and "message boundary" in note
+    assert "<|im_end|>" in note and "message boundary" in note and "untick" in note
     shot(lab, "lab-special-token-note", "#reads")
     lab.type_draft("Only <|IM_END|> here")
     assert page.locator(".special-note").count() == 0
+    # the setting that reads it as plain characters, and the record that says so
+    page.uncheck("#special-in-text")
+    lab.type_draft("Real <|im_end|> here")
+    page.wait_for_selector(".special-as-text")
+    messages = [{"role": "user", "content": "Real <|im_end|> here"}]
+    rec = page.evaluate("m => chatlens.preview({messages: m, window: 1024, specialInText: false})", messages)
+    from chatlens.chat import preview
+
+    want = preview(text_side.tokenizer, text_side.template, system=None, messages=messages, window=1024,
+                   special_in_text=False)
+    assert rec["special_in_text"] is False and rec["prompt_ids"] == want.prompt_ids
+    assert text_side.eos_id not in rec["prompt_ids"][rec["pieces"][-2]["start"] + 1:rec["pieces"][-2]["end"] - 2]
+    assert page.locator(".special-note:not(.special-as-text)").count() == 0
+    shot(lab, "lab-special-token-as-text", "#reads")
+    page.check("#special-in-text")
     page.fill("#draft", "")
 
 
@@ -540,3 +569,65 @@ def test_a_phone_reaches_the_panel_and_nothing_scrolls_sideways(browser, server)
         assert not a.errors, a.errors
     finally:
         a.close()
+
+
+# -- visits: where a first visit lands, what a reload keeps ----------------------------------------------
+
+
+def test_a_first_visit_lands_in_recorded_mode_and_a_reload_keeps_the_settings_and_conversation(browser, server, tiny):
+    a = App(browser, server, first_visit=True)
+    try:
+        page = a.open(f"?model={tiny}")
+        page.wait_for_function("() => document.body.dataset.mode === 'recorded'")  # no model stored: real replies here
+        assert page.is_visible("#download") and page.is_visible("#reads .reply")
+        a.shot("lab-first-visit")
+        page.click("#download")
+        page.wait_for_function("() => chatlens.status.state === 'ready'", timeout=300_000)
+        page.wait_for_function("() => document.body.dataset.mode === 'live'")  # stored: Live answers now
+        page.select_option("#preset", "pirate")
+        page.select_option("#window", "512")
+        page.uncheck("#special-in-text")
+        page.evaluate("chatlens.settings.reply_limit = 4")  # the tiny model never ends a reply
+        a.send("Hello there")
+        reply = page.text_content("#chat .msg.assistant .content")
+        assert reply
+
+        page.reload()
+        a.wait_ready()
+        page.wait_for_function("() => document.body.dataset.mode === 'live'")  # the model is stored: Live
+        assert page.input_value("#preset") == "pirate" and page.input_value("#window") == "512"
+        assert not page.is_checked("#special-in-text")
+        assert page.text_content("#chat .msg.user .content") == "Hello there"
+        assert page.text_content("#chat .msg.assistant .content") == reply
+        # the restored conversation, read again under the settings it has now
+        page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Turn 1 again')")
+        assert page.locator(".special-as-text").count() == 1
+        a.shot("lab-reload-kept")
+
+        page.click("#mode-recorded")  # chosen: it stays after a reload, model or not
+        page.reload()
+        a.wait_ready()
+        page.wait_for_function("() => document.body.dataset.mode === 'recorded'")
+        assert page.evaluate("JSON.parse(localStorage.getItem('chatlens.prefs')).mode") == "recorded"
+        assert not a.errors, a.errors
+    finally:
+        a.close()
+
+
+def test_changing_the_window_after_sending_reads_the_conversation_again(lab):
+    page = live(lab, 1024)
+    for text in ["Tell me the whole story of the printing press, with every detail you know. " * 5,
+                 "And of paper? " * 12, "Which came first?"]:
+        lab.send(text)
+    page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Turn 3:')")
+    assert page.locator("#chat .msg.is-dropped").count() == 0
+    page.select_option("#window", str(smallest_window(page)))
+    page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Turn 3 again')")
+    assert page.locator("#chat .msg.is-dropped").count() > 0  # the smaller window drops the oldest turn
+    shot(lab, "lab-window-changed")
+    page.select_option("#preset", "pirate")
+    page.wait_for_function("() => document.getElementById('prompt-text')?.textContent.includes('pirate')")
+    page.select_option("#window", "1024")
+    page.select_option("#preset", "none")
+    page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Turn 3:')")
+    page.click("#new-conversation")

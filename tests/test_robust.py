@@ -87,6 +87,8 @@ def test_settings_that_are_not_valid_are_ignored_with_a_note(app):
     page.wait_for_function("() => document.getElementById('settings-note').textContent.includes('99999')")
     assert page.input_value("#preset") == "none" and page.input_value("#window") == "1024"
     assert page.evaluate("chatlens.backend") == "auto" and page.evaluate("chatlens.source.origin") == "mirror"
+    page.wait_for_function("() => document.body.dataset.mode === 'recorded'")  # no mode of its own: the landing one
+    page.click("#mode-live")
     app.type_draft("Still working?")
     app.shot("settings-ignored")
 

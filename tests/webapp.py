@@ -17,14 +17,21 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-com
                "--disable-sync", "--no-first-run", "--enable-unsafe-webgpu"]  # SwiftShader's WebGPU adapter
 SHOTS = ROOT / "artifacts" / "screenshots"
 BOOT_MS = 120_000
+LIVE_BY_CHOICE = """try {
+    if (localStorage.getItem('chatlens.prefs') === null) localStorage.setItem('chatlens.prefs', '{"mode": "live"}');
+} catch {}"""
 
 
 class App:
     """A fresh browser context on the site, recording every request it makes (worker included)."""
 
-    def __init__(self, browser, server):
+    def __init__(self, browser, server, first_visit=False):
         self.server = server
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        if not first_visit:
+            # A returning learner who chose Live mode, unless the test saves other settings: a
+            # first visit lands where the store says (Recorded until the model is stored).
+            self.context.add_init_script(LIVE_BY_CHOICE)
         self.requests = []
         self.context.on("request", lambda r: self.requests.append(r))
         self.errors = []

@@ -81,6 +81,9 @@ export function createApi() {
     api.settings = build.settings;
     return build.settings;
   });
+  // The model source, resolved once for the page (a new worker reads the same one).
+  api.sourceReady = api.settingsReady.then(async () => (api.source ??= await resolveSource({ build: api.build, wanted: model.url })));
+  api.sourceReady.catch(() => {}); // `ready` rejects with the reason
 
   // The worker. When one that had started dies, the page says so and starts another: the
   // conversation is the page's, and the new worker's cache fills again on the next turn. One
@@ -110,8 +113,7 @@ export function createApi() {
     });
     const c = conn;
     api.ready = Promise.race([death, (async () => {
-      await api.settingsReady;
-      api.source ??= await resolveSource({ build: api.build, wanted: model.url });
+      await api.sourceReady;
       setStatus(api.status.state, api.status.detail); // listeners see the source at once
       const info = await c.call("init", { source: api.source, build: api.build, stop: stopFlag, backend: api.backend,
                                           lock: c.lock }).answer;

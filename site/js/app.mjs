@@ -63,8 +63,12 @@ const refresh = () => {
 /** Save what survives a reload: the mode, the system prompt, the window, the live conversation. */
 function remember() {
   if (!api.settings) return;
-  prefs.saveConversationPrefs({ mode: state.mode, preset: state.customChosen ? "custom" : $("preset").value,
-                                custom: $("custom-system").value, window: Number($("window").value) });
+  // The mode is saved only once the learner picks one: until then the landing mode follows the
+  // store (landingMode), so downloading the model makes Live the default of the next visit.
+  prefs.saveConversationPrefs({ mode: state.modeChosen ? state.mode : undefined,
+                                preset: state.customChosen ? "custom" : $("preset").value,
+                                custom: $("custom-system").value, window: Number($("window").value),
+                                specialInText: $("special-in-text").checked });
   prefs.saveLive(state.live.turns);
 }
 
@@ -74,7 +78,8 @@ function showNotes(notes) {
   box.hidden = notes.length === 0;
 }
 
-function setMode(mode) {
+function setMode(mode, { chosen = false } = {}) {
+  if (chosen) state.modeChosen = true;
   state.mode = mode;
   document.body.dataset.mode = mode;
   $("mode-live").setAttribute("aria-pressed", String(mode === "live"));
@@ -85,6 +90,7 @@ function setMode(mode) {
   $("recorded-controls").hidden = mode !== "recorded";
   const custom = $("preset").querySelector('option[value="custom"]');
   if (custom) custom.disabled = mode === "recorded";
+  $("special-in-text").disabled = mode !== "live"; // the recording reads them as tokens; plain text always does
   if (mode === "recorded" && $("preset").value === "custom") {
     state.customChosen = true; // the recordings have no custom prompt; Live gets it back
     $("preset").value = api.settings.default_preset;
@@ -108,6 +114,8 @@ api.onStatus(({ state: s }) => {
   else state.replies = { state: "unknown", why: "" };
   if (s === "error" || state.replies.state !== before) showLive(page);
   if (state.mode === "plain" && !state.plain?.tokens) tokenizePlain(page); // Python is up: the text's tokens
+  // The model came in (downloaded now) on a visit that landed in Recorded mode: Live has replies.
+  if (api.model?.backend && !state.modeChosen && state.mode === "recorded" && landed) setMode("live");
 });
 api.ready
   .then(({ info }) => {
@@ -134,9 +142,10 @@ $("new-conversation").addEventListener("click", () => {
   } else state.step = 0;
   refresh();
 });
-$("mode-live").addEventListener("click", () => setMode("live"));
-$("mode-recorded").addEventListener("click", () => setMode("recorded"));
-$("mode-plain").addEventListener("click", () => setMode("plain"));
+$("mode-live").addEventListener("click", () => setMode("live", { chosen: true }));
+$("mode-recorded").addEventListener("click", () => setMode("recorded", { chosen: true }));
+$("mode-plain").addEventListener("click", () => setMode("plain", { chosen: true }));
+$("special-in-text").addEventListener("change", refresh);
 $("why").checked = state.why; // off at every visit: a form the browser restores would say otherwise
 $("why").addEventListener("change", () => {
   state.why = $("why").checked;
@@ -205,6 +214,7 @@ drawSuggestions((text) => {
 drawChallenges(state.progress);
 let pendingWindow;
 let startNotes = [];
+let landed = false; // the landing mode was chosen by landingMode()
 setUpWorkbench(api);
 setUpByHand(api);
 api.settingsReady.then(() => {
@@ -219,6 +229,23 @@ api.settingsReady.then(() => {
   pendingWindow = p.pendingWindow;
   startNotes = p.notes;
   showNotes([...api.notes, ...startNotes]);
+  if (p.specialInText !== undefined) $("special-in-text").checked = p.specialInText;
   state.live.turns = prefs.loadLive();
-  setMode(p.mode || "live");
+  state.modeChosen = Boolean(p.mode);
+  if (p.mode) return setMode(p.mode);
+  return landingMode().then((mode) => {
+    landed = true;
+    setMode(mode);
+  });
 }, () => drawStatus(api)); // the status line says why build.json could not be read
+
+/** Where a visit with no mode of its own lands: Live once the model is stored (it can answer),
+ * else Recorded, which has real replies, with the download offered beside it. */
+async function landingMode() {
+  try {
+    await api.sourceReady;
+    return (await api.downloads.status())?.complete ? "live" : "recorded";
+  } catch {
+    return "recorded"; // no source or no store: the recording still works
+  }
+}

@@ -27,11 +27,13 @@ export const controls = () => ({
   preset: $("preset").value,
   custom: $("preset").value === "custom" ? $("custom-system").value : undefined,
   window: Number($("window").value),
+  specialInText: $("special-in-text").checked,
 });
 
 /** The arguments of a preview or run call for `messages`, from the controls. */
 export function callArgs(messages, settings) {
-  const { preset, custom, window } = controls();
+  const { preset, custom, window, specialInText } = controls();
   const system = preset === "custom" ? { preset: "custom", custom } : { preset };
-  return { ...system, messages, window, reserve: settings.reply_limit };
+  // specialInText only when off: the worker's default reads special tokens written in a message as tokens
+  return { ...system, messages, window, reserve: settings.reply_limit, ...(specialInText ? {} : { specialInText }) };
 }

@@ -91,25 +91,50 @@ export async function showLive(page) {
     drawLiveChat(state);
     return renderMessage(reads, `The worker failed: ${api.status.detail}`, "error");
   }
+  const n = state.live.turns.length;
   if (!draft.trim() || last?.streaming) {
-    drawLiveChat(state, last?.record ? droppedOf(last.record) : undefined);
-    if (last?.streaming) return page.draw(recordOf(last), `Turn ${state.live.turns.length}: what the model read, and its reply as it writes it`);
-    if (last?.record) return page.draw(last.record, `Turn ${state.live.turns.length}: what the model read when you sent it`);
-    if (last) return renderMessage(reads, "Waiting for Python to start: the message is sent when it is ready.");
-    return renderMessage(reads, canPreview(api)
-      ? "Start typing: this panel previews the prompt that would be sent, with its token counts."
-      : "Python is starting in a worker; the preview appears when it is ready. Recorded mode works right away.");
+    if (last?.streaming || (last && !last.record && sending)) drawLiveChat(state, last.record ? droppedOf(last.record) : undefined);
+    if (last?.streaming) return page.draw(recordOf(last), `Turn ${n}: what the model read, and its reply as it writes it`);
+    if (last && !last.record && sending) return renderMessage(reads, "Waiting for Python to start: the message is sent when it is ready.");
+    if (!last) {
+      drawLiveChat(state);
+      return renderMessage(reads, canPreview(api)
+        ? "Start typing: this panel previews the prompt that would be sent, with its token counts."
+        : "Python is starting in a worker; the preview appears when it is ready. Recorded mode works right away.");
+    }
+    const again = callArgs(liveMessages({ live: { turns: state.live.turns.slice(0, -1) } }, last.user), api.settings);
+    if (last.record && last.settings === settingsKey(again)) {
+      drawLiveChat(state, droppedOf(last.record));
+      return page.draw(last.record, `Turn ${n}: what the model read when you sent it`);
+    }
+    // The settings changed since the last message was sent (or the conversation came back from
+    // a reload): show its turn again under the settings chosen now, what sending it now would read.
+    if (!canPreview(api)) {
+      drawLiveChat(state);
+      renderMessage(reads, "Waiting for Python to start before the preview…");
+    }
+    return previewLive(page, again, seq, `Turn ${n} again, under the settings chosen now: what the model would read if you sent it now`);
   }
   if (!canPreview(api)) {
     drawLiveChat(state);
     renderMessage(reads, "Waiting for Python to start before the preview…");
   }
+  return previewLive(page, callArgs(liveMessages(state, draft), api.settings), seq,
+                     "Preview: what the model would read if you sent this now");
+}
+
+/** The settings a turn is read under (the system prompt, the window, how typed special tokens
+ * are read), as a key: the same key, the same text. */
+const settingsKey = (args) => JSON.stringify({ ...args, messages: undefined });
+
+async function previewLive(page, args, seq, caption) {
+  const { api, state } = page;
+  const reads = $("reads");
   try {
-    const args = callArgs(liveMessages(state, draft), api.settings);
     const record = await api.preview(args);
     if (seq !== state.draftSeq || state.mode !== "live") return; // a newer preview is on its way
     drawLiveChat(state, droppedOf(record));
-    page.draw(record, "Preview: what the model would read if you sent this now", { prediction: predictionFor(page, args) });
+    page.draw(record, caption, { prediction: predictionFor(page, args) });
   } catch (e) {
     if (seq !== state.draftSeq || state.mode !== "live") return;
     drawLiveChat(state);
@@ -128,7 +153,7 @@ export async function send(page) {
   $("send").disabled = true;
   const args = callArgs(liveMessages(state, text), api.settings);
   const live = state.live;
-  const turn = { user: text, record: null };
+  const turn = { user: text, record: null, settings: settingsKey(args) };
   live.turns.push(turn);
   $("draft").value = "";
   showLive(page);

@@ -3,7 +3,7 @@
 // live conversation. A value that is not valid is ignored, with a note the page shows: a bad
 // setting never stops the page.
 
-export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window}
+export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText}
 export const LIVE_KEY = "chatlens.live"; // [{user, reply}]: the live conversation
 export const MODEL_KEY = "chatlens.model"; // a model source URL (source.mjs)
 export const BACKEND_KEY = "chatlens.backend";
@@ -56,7 +56,7 @@ export function modelPref({ location = globalThis.location, storage = globalThis
 }
 
 /**
- * The conversation settings to start with: {mode, preset, custom, window} (undefined where the
+ * The conversation settings to start with: {mode, preset, custom, window, specialInText} (undefined where the
  * default applies) and notes for what was ignored. `settings` is build.json's; a window that is
  * not offered yet (the model's whole context, offered once the model is read) is kept as
  * `pendingWindow` for checkWindow().
@@ -83,6 +83,7 @@ export function conversationPrefs(settings, { location = globalThis.location, st
     mode: pick("mode", (v) => (MODES.includes(v) ? v : undefined), `the modes are ${MODES.slice(0, -1).join(", ")} and ${MODES.at(-1)}`),
     preset: pick("preset", (v) => (names.includes(v) ? v : undefined), `the system prompts are ${names.join(", ")}`),
     custom: typeof stored.custom === "string" ? stored.custom : undefined,
+    specialInText: typeof stored.specialInText === "boolean" ? stored.specialInText : undefined,
     window: undefined,
     pendingWindow: undefined,
     notes,

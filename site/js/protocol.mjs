@@ -6,7 +6,7 @@
  * candidates) is sent only when asked for. */
 export function plain(args, settings) {
   const out = { messages: args.messages.map((m) => ({ role: String(m.role), content: String(m.content) })) };
-  for (const k of ["system", "preset", "custom", "window", "maxTokens", "topK"]) {
+  for (const k of ["system", "preset", "custom", "window", "maxTokens", "topK", "specialInText"]) {
     if (args[k] !== undefined) out[k] = args[k];
   }
   out.maxTokens = args.maxTokens ?? args.reserve ?? settings.reply_limit;

@@ -134,6 +134,8 @@ function writtenSpecials(record, special) {
   return found;
 }
 
+const SPECIAL_SETTING = "Special tokens typed in messages are tokens"; // the checkbox's label (index.html)
+
 function notes(record, special) {
   const out = [];
   const specials = writtenSpecials(record, special);
@@ -145,8 +147,15 @@ function notes(record, special) {
       { class: "note special-note" },
       el("b", { text: `${names} written as text (${where}): ` }),
       "the tokenizer turns it into the real special token, so the model reads a message boundary there, " +
-        "exactly as if the template had put it. Text that only looks like one (<|IM_END|>) stays plain characters.",
+        "exactly as if the template had put it. Text that only looks like one (<|IM_END|>) stays plain characters. " +
+        `To compare, untick “${SPECIAL_SETTING}”: the same text is then read as its characters.`,
     ));
+  }
+  if (record.special_in_text === false) {
+    out.push(el("p", { class: "note special-note special-as-text" },
+      el("b", { text: "Special tokens typed in messages are read as plain characters this turn: " }),
+      `“${SPECIAL_SETTING}” is off, so <|im_end|> written in a message is a few ordinary tokens, not a message ` +
+        "boundary. The template's own tokens around each message are still special tokens."));
   }
   if (record.reused_tokens === 0) {
     out.push(el("p", { class: "note reuse-note" },
