@@ -37,6 +37,24 @@ def tokenizer_json(hf_dir) -> Path:
     return hf_dir / "tokenizer.json"
 
 
+@pytest.fixture(scope="session")
+def model(gguf_path):
+    """The real model, its weights dequantized to float32 (a module may define its own)."""
+    from chatlens.source import load_model
+
+    return load_model(gguf_path)
+
+
+@pytest.fixture(scope="session")
+def reference(model):
+    """transformers' float32 Llama on the same weights: the reference for logits and probabilities."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from chatlens.host.bench import reference_model
+
+    return reference_model(model.config, model.weights.items())
+
+
 def run_cli(*args, stdin="", model=None, env=None) -> subprocess.CompletedProcess:
     """`python -m chatlens ARGS` as a user runs it, stdin piped, output captured."""
     cmd = [sys.executable, "-m", "chatlens", *args]

@@ -19,22 +19,6 @@ TOL = 1e-3
 
 
 @pytest.fixture(scope="module")
-def model(gguf_path):
-    from chatlens.source import load_model
-
-    return load_model(gguf_path)
-
-
-@pytest.fixture(scope="module")
-def reference(model):
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from chatlens.host.bench import reference_model
-
-    return reference_model(model.config, model.weights.items())
-
-
-@pytest.fixture(scope="module")
 def hf_tokenizer(tokenizer_json):
     tokenizers = pytest.importorskip("tokenizers")
     return tokenizers.Tokenizer.from_file(str(tokenizer_json))

@@ -19,7 +19,7 @@ from chatlens.backend import log_z_of, ranked
 from chatlens.chat import ChatSession
 from chatlens.host.why import is_near_tie
 from conftest import run_cli
-from test_backend import BACKENDS, PROMPT, WEIGHTS, numpy_backend
+from test_backend import BACKENDS, PROMPT, numpy_backend
 
 PROB_TOL = 1e-5  # tiny model: logits agree to 1e-4 at most, probabilities far closer
 REAL_TOL = 1e-3  # the real model against transformers, as the logits
@@ -79,22 +79,6 @@ CHATS = [
 ]
 K = 10
 STEPS = 4
-
-
-@pytest.fixture(scope="module")
-def model(gguf_path):
-    from chatlens.source import load_model
-
-    return load_model(gguf_path)
-
-
-@pytest.fixture(scope="module")
-def reference(model):
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from chatlens.host.bench import reference_model
-
-    return reference_model(model.config, model.weights.items())
 
 
 def reference_steps(reference, prompt_ids, reply_ids):
