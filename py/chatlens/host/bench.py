@@ -94,9 +94,10 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
-def run_chatlens(model, ids, new_tokens, repeats):
-    prefill, decode, first = [], [], []
-    backend = model.backend(len(ids) + new_tokens)
+def timed_runs(backend, ids, new_tokens, repeats) -> list:
+    """(prefill seconds, decode seconds) of each repeat: the prompt from an empty cache, then
+    new_tokens - 1 greedy steps (the first new id comes out of the prefill's last step)."""
+    runs = []
     for _ in range(repeats):
         backend.reset()
         t0 = time.perf_counter()
@@ -104,10 +105,16 @@ def run_chatlens(model, ids, new_tokens, repeats):
         t1 = time.perf_counter()
         for _ in range(new_tokens - 1):
             step = backend.decode(step.id)
-        t2 = time.perf_counter()
-        prefill.append(len(ids) / (t1 - t0))
-        decode.append((new_tokens - 1) / (t2 - t1))
-        first.append((t1 - t0) * 1000)  # the first reply id comes out of the prefill's last step
+        runs.append((t1 - t0, time.perf_counter() - t1))
+    return runs
+
+
+def run_chatlens(model, ids, new_tokens, repeats):
+    backend = model.backend(len(ids) + new_tokens)
+    runs = timed_runs(backend, ids, new_tokens, repeats)
+    prefill = [len(ids) / p for p, _ in runs]
+    decode = [(new_tokens - 1) / d for _, d in runs]
+    first = [p * 1000 for p, _ in runs]
     out = {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb(),
            "first_token_ms": statistics.median(first), "backend": backend.name}
     if hasattr(backend, "meta"):  # the GPU: what one token costs it
