@@ -56,6 +56,38 @@ def test_boots_from_the_local_build_with_no_request_leaving_the_server(app):
     assert error == ["ChatlensError", "the model's weights are not loaded yet: replies need them"]
 
 
+SNAPSHOTS = "python-snapshot"  # site/js/worker/python.mjs
+
+
+def test_a_reload_starts_python_from_the_snapshot_the_first_boot_saved(app):
+    """The first boot saves Python's memory once chatlens is imported (a Pyodide memory snapshot
+    in Cache Storage, keyed by build.json's pyodide.snapshot_id); a reload starts from it and
+    previews the same; a snapshot that does not load is dropped and the boot goes on without it."""
+    page = app.open()
+    assert page.evaluate("chatlens.ready.then(r => r.snapshot)") == "saved"
+    messages = [{"role": "user", "content": "Who are you? Ünïcödé 東京 🙂"}]
+    first = page.evaluate("m => chatlens.preview({messages: m, window: 256})", messages)
+    key = app.server.url + "python-snapshot/" + json.loads((app.server.root / "build.json").read_text())["pyodide"]["snapshot_id"]
+    page.wait_for_function("([name, key]) => caches.open(name).then(c => c.match(key)).then(Boolean)", arg=[SNAPSHOTS, key],
+                           timeout=60_000)
+    page.reload()
+    app.wait_ready()
+    assert page.evaluate("chatlens.ready.then(r => r.snapshot)") == "restored"
+    assert page.evaluate("m => chatlens.preview({messages: m, window: 256})", messages) == first
+    # a lazily imported module still loads (the wheels' files are unpacked again: a snapshot holds memory only)
+    assert page.evaluate("chatlens.runPython({code: 'import chatlens.by_hand; print(chatlens.by_hand.DEFAULT_SYSTEM)'})")["stdout"]
+    page.evaluate("""([name, key]) => caches.open(name).then(c => c.put(key, new Response(new Uint8Array(4096))))""",
+                  [SNAPSHOTS, key])
+    page.reload()
+    app.wait_ready()
+    assert page.evaluate("chatlens.ready.then(r => r.snapshot)") == "saved"  # booted as a first visit does
+    assert page.evaluate("m => chatlens.preview({messages: m, window: 256})", messages) == first
+    # the NumPy path loads a binary package into Python after the boot: no snapshot there
+    page.goto(app.server.url + "?backend=numpy")
+    app.wait_ready()
+    assert page.evaluate("chatlens.ready.then(r => r.snapshot)") == "none"
+
+
 def test_recorded_mode_shows_every_turn_and_downloads_no_weights(app):
     recorded_path = app.server.root / "recorded.json"
     if not recorded_path.exists():

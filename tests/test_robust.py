@@ -64,6 +64,32 @@ def test_a_dead_worker_is_replaced_and_the_conversation_survives(app, tiny):
     assert again["reply_ids"] == cli_reply(folder, first, 4)["reply_ids"]
 
 
+def test_previews_are_answered_while_the_weights_go_to_the_gpu(app, tiny):
+    """The upload is JavaScript's work (the store read, pipelines compiled): Python answers a
+    preview meanwhile instead of queueing it behind the weights."""
+    folder, url = tiny
+    page = app.open(f"?model={url}")
+    got = page.evaluate("""async () => {
+        const states = [];
+        const seen = new Promise((resolve) => chatlens.onStatus((s) => {
+            states.push(s.detail);
+            if (s.state === 'weights' && /uploading/.test(s.detail)) resolve();
+        }));
+        const download = chatlens.downloadModel();
+        await seen;
+        const rec = await chatlens.preview({messages: [{role: 'user', content: 'Hi!'}], window: 256});
+        const during = chatlens.status.state;
+        await download;
+        await chatlens.modelReady;
+        return {during, used: rec.used, states};
+    }""")
+    assert got["during"] == "weights", got["states"]  # answered before the model was ready
+    want = run_cli("run", "--window", "256", "--max-tokens", "1", stdin=json.dumps({"messages": [{"role": "user", "content": "Hi!"}]}),
+                   model=folder)
+    assert got["used"] == json.loads(want.stdout)["used"]
+    page.wait_for_function("() => chatlens.status.state === 'ready'")
+
+
 def test_a_lost_gpu_is_replaced_and_the_turn_completes(app, tiny):
     folder, url = tiny
     page = with_tiny_model(app, url)

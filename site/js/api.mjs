@@ -1,6 +1,8 @@
 // window.chatlens: the page's API, for the UI, for embedding and for tests. It talks to the
 // module worker where Python runs.
-//   await chatlens.ready                        -> {source, info, pyodide} once the worker is up
+//   await chatlens.ready                        -> {source, info, pyodide, stored, snapshot} once the worker
+//                                                  is up (snapshot: "restored" when Python started from
+//                                                  the memory snapshot an earlier visit saved, "saved")
 //   await chatlens.preview({system, messages, window})  -> the turn record, without generating
 //        (or {preset, custom} instead of system: the system text of a preset, taken now)
 //   await chatlens.run({system, messages, window, maxTokens, topK}, {onToken}) -> the turn record

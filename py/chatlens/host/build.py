@@ -312,10 +312,17 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
     else:
         self_hosted = False
 
+    # What the worker's Python is made of: a memory snapshot of it (site/js/worker/python.mjs)
+    # is only valid for the same bytes.
+    python = hashlib.sha256()
+    for rel in [f"pyodide/{n}" for n in PYODIDE_CORE] + wheel_urls:
+        data = files[rel]
+        python.update(data if isinstance(data, bytes) else Path(data).read_bytes())
     manifest = {
         "about": "Written by `python -m chatlens build`: what the site's worker loads. URLs are relative to the site.",
         "pyodide": {
             "version": version,
+            "snapshot_id": python.hexdigest()[:16],
             "python": core_lock.get("info", {}).get("python"),
             "index": "pyodide/",
             # Where Pyodide's own packages (NumPy) come from when the page needs them.

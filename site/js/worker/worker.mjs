@@ -3,7 +3,8 @@
 // the GPU or into NumPy once the store holds them, then answers the page.
 //
 // Page -> worker:
-//   requests, answered one at a time in order (Python is single-threaded):
+//   requests, answered one at a time in order (Python is single-threaded), except the text side's,
+//   answered at once unless a run is computing:
 //     {id, type: "init", args: {source, build, stop, backend, lock}}  stop: an Int32Array on a
 //          SharedArrayBuffer, or null when the page is not isolated; backend: auto|webgpu|numpy;
 //          lock: a Web Lock the worker holds while it lives (site/js/connection.mjs)
@@ -27,7 +28,7 @@
 import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
 import { installChatlens, startPython } from "./python.mjs";
-import { attachWeights } from "./weights.mjs";
+import { attachWeights, canSuspend } from "./weights.mjs";
 
 const SITE = new URL("../../", import.meta.url);
 
@@ -50,7 +51,9 @@ async function boot({ source, build, backend }) {
   const stored = store ? await store.status(source).catch(() => null) : null;
   const files = textFiles(source, store, stored?.complete ? stored : null); // while Python starts
   files.catch(() => {}); // reported below, once awaited
-  const starting = startPython(SITE, build);
+  // A snapshot only where the weights will go to the GPU: NumPy for Pyodide is a binary package
+  // loaded after the boot, which has not been tried on a Python started from a snapshot.
+  const starting = startPython(SITE, build, { snapshot: backend !== "numpy" && canSuspend && "gpu" in navigator });
   await Promise.race([starting, files.then(() => starting)]); // a failed download fails the boot now
   py = await starting;
   status("booting", "installing chatlens");
@@ -68,7 +71,9 @@ async function boot({ source, build, backend }) {
   session = { source, build, backend, path, info, store };
   if (stored?.complete) status("weights", "the tokenizer and chat template are ready; the weights are next");
   else status("text", "the tokenizer and chat template are ready; replies need the model's weights");
-  return { source, info, pyodide: build.pyodide.version, stored };
+  // how Python started: from a saved snapshot, or booted (and a snapshot saved for the next visit)
+  const snapshot = py.chatlensSnapshot?.restored ? "restored" : py.chatlensSnapshot?.key ? "saved" : "none";
+  return { source, info, pyodide: build.pyodide.version, stored, snapshot };
 }
 
 /** Put the weights to work (the store holds the whole model); `nCtx` for the GPU program. */
@@ -168,12 +173,15 @@ const signals = {
   },
 };
 
+// Requests Python answers at once from the tokenizer and template, without waiting for JavaScript.
+const TEXT_SIDE = new Set(["preview", "render", "tokenize", "chat_template", "lab_source", "run_python"]);
+
 let queue = Promise.resolve();
 const enqueue = (task) => (queue = queue.then(task).catch(() => {}));
 self.onmessage = ({ data }) => {
   const { id, type, args } = data;
   if (signals[type]) return signals[type](args || {});
-  enqueue(async () => {
+  const answer = async () => {
     try {
       const handler = requests[type];
       if (!handler) throw new Error(`unknown request ${type}`);
@@ -181,5 +189,11 @@ self.onmessage = ({ data }) => {
     } catch (e) {
       self.postMessage({ id, ok: false, error: String(e?.message ?? e), name: e?.name });
     }
-  });
+  };
+  // A text-side request is one synchronous call into Python: it can be answered whenever Python
+  // is not inside a call that waits for JavaScript (a run, which suspends it through JSPI). So a
+  // preview need not queue behind the seconds of JavaScript that put the weights on the GPU
+  // (reading the store, compiling pipelines), nor behind a queued run that has not started.
+  if (TEXT_SIDE.has(type) && python && !python.suspended()) return answer();
+  enqueue(answer);
 };
