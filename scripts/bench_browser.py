@@ -830,7 +830,7 @@ def section_long(bench, args):
             conv.append({"role": "user", "content": f"Question {i}: what comes after {i}?"})
             got = page.evaluate(RUN, {"messages": conv, "window": 1024, "n": 4})
             times.append(got["end"] - got["t0"])
-            computed.append(got["record"]["computed_tokens"])
+            computed.append(got["record"]["computed"])
             conv.append({"role": "assistant", "content": got["record"]["reply_text"] or "..."})
             if i in at:
                 samples.append((str(i), memory(page, cdp, worker_cdp, gpu)))
