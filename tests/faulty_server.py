@@ -34,6 +34,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from chatlens.host.serve import parse_range  # the site's own server reads Range headers the same way
+
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Expose-Headers": "Content-Range, Content-Length, Accept-Ranges",
@@ -77,23 +79,6 @@ class Request:
     fault: str | None = None
     complete: bool = False  # the whole body was written
     at: float = field(default_factory=time.monotonic)
-
-
-def parse_range(header, size):
-    """(start, end) inclusive for one `bytes=` range, "unsatisfiable", or None (send it all)."""
-    m = re.fullmatch(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", header or "")
-    if not m or (m[1] == "" and m[2] == ""):
-        return None
-    if m[1] == "":
-        n = int(m[2])
-        return (max(0, size - n), size - 1) if n > 0 and size > 0 else "unsatisfiable"
-    start = int(m[1])
-    end = int(m[2]) if m[2] else size - 1
-    if m[2] and end < start:
-        return None
-    if start >= size:
-        return "unsatisfiable"
-    return start, min(end, size - 1)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -180,11 +180,7 @@ async function stream(ctx, f, old, plan) {
         if (!(e instanceof Retry)) throw e;
         if (e.next != null) next = e.next;
         failures = next > before ? 1 : failures + 1;
-        if (failures > ctx.retries) {
-          if (e.chunk != null) throw new IntegrityError({ url: f.url, name: f.name, expected: e.expected, actual: e.actual, chunk: e.chunk, tries: failures });
-          if (e.status) throw new HttpError(f.url, e.status, e.statusText);
-          throw new NetworkError(f.url, e.cause ?? e, { offset: next * cs });
-        }
+        if (failures > ctx.retries) throw givenUp(e, f, failures, next * cs);
         await pause(ctx, failures);
         continue;
       }
@@ -266,11 +262,7 @@ async function repair(ctx, f, rec, runs) {
         if (!(e instanceof Retry)) throw e;
         if (e.next != null) next = e.next;
         failures = next > before ? 1 : failures + 1;
-        if (failures > ctx.retries) {
-          if (e.chunk != null) throw new IntegrityError({ url: f.url, name: f.name, expected: e.expected, actual: e.actual, chunk: e.chunk, tries: failures });
-          if (e.status) throw new HttpError(f.url, e.status, e.statusText);
-          throw new NetworkError(f.url, e.cause ?? e, { offset: next * rec.chunkSize });
-        }
+        if (failures > ctx.retries) throw givenUp(e, f, failures, next * rec.chunkSize);
         await pause(ctx, failures);
       }
     }
@@ -447,6 +439,14 @@ async function write(ctx, op) {
     }
     throw new QuotaError({ model: ctx.spec.label, needed, stored, quota: est?.quota ?? null, usage: est?.usage ?? null, cause: e });
   }
+}
+
+/** The error a file's download ends with once its retries are spent: the chunk that kept
+ * failing its hash, the HTTP status, or the network failure at `offset`. */
+function givenUp(e, f, tries, offset) {
+  if (e.chunk != null) return new IntegrityError({ url: f.url, name: f.name, expected: e.expected, actual: e.actual, chunk: e.chunk, tries });
+  if (e.status) return new HttpError(f.url, e.status, e.statusText);
+  return new NetworkError(f.url, e.cause ?? e, { offset });
 }
 
 function pause(ctx, failures) {
