@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from playwright.sync_api import sync_playwright
 
 from chatlens.gpu import build_program, open_native, weight_plan
 from chatlens.gpu.bridge import open_browser
@@ -27,9 +26,6 @@ from test_gpu_backend import PROMPT, SOURCES
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-LAUNCH_ARGS = ["--no-sandbox", "--enable-unsafe-webgpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run"]
 TOL = 1e-4
 
 
@@ -56,18 +52,18 @@ def served(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(served):
+def page(browser, served):
+    """The executor's test page in the session's Chromium (conftest.py: one Playwright a session)."""
     url, _, _ = served
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        page = browser.new_page()
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(url)
-        page.wait_for_function("() => window.gpuReady === true")
-        yield page
-        assert not errors
-        browser.close()
+    context = browser.new_context()
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    page.wait_for_function("() => window.gpuReady === true")
+    yield page
+    context.close()
+    assert not errors
 
 
 class PageExecutor:
