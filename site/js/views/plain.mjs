@@ -2,9 +2,8 @@
 // tokens as chips), the next-token distribution, the greedy continuation and its stop reason,
 // and beside it the same words sent the other way, as a user message through the template.
 
-import { stopReasonText } from "../terms.mjs";
 import { el } from "./dom.mjs";
-import { visibleToken } from "./reads.mjs";
+import { replyTitle, visibleToken } from "./reads.mjs";
 import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
 
 /** Token chips for ids/tokens, special ids as dark chips. */
@@ -52,15 +51,7 @@ function continuation(out, special, gap, what) {
       el("span", { class: "id", text: id }),
     )));
   const parts = [
-    el(
-      "div",
-      { class: "reply-title" },
-      `${what}: `,
-      el("b", { text: `${out.ids.length} tokens` }),
-      writing ? ", writing…" : ", ended by ",
-      writing ? null : el("code", { class: `stop stop-${out.stop_reason}`, text: out.stop_reason }),
-      writing ? null : ` (${stopReasonText(out.stop_reason)})`,
-    ),
+    replyTitle(what, out.ids.length, out.stop_reason, writing),
     el("div", { class: "reply-text", dir: "auto", text: out.text || (writing ? "" : "(no text: the first token ended it)") }),
     chips,
   ];

@@ -122,6 +122,20 @@ function stats(record) {
   );
 }
 
+/** "The reply: N tokens, ended by end_turn (why)" (or ", writing…" while it streams): the title of
+ * a reply or of a plain-text continuation. */
+export function replyTitle(what, n, stopReason, writing) {
+  return el(
+    "div",
+    { class: "reply-title" },
+    `${what}: `,
+    el("b", { text: `${n} token${n === 1 ? "" : "s"}` }),
+    writing ? ", writing…" : ", ended by ",
+    writing ? null : el("code", { class: `stop stop-${stopReason}`, text: stopReason }),
+    writing ? null : ` (${stopReasonText(stopReason)})`,
+  );
+}
+
 /** The tokens between a message's template tokens that are special: a special token written as
  * text inside the message, which the model reads as the real thing. */
 function writtenSpecials(record, special) {
@@ -445,15 +459,7 @@ function replyBox(record, why) {
   return el(
     "div",
     { class: `reply${writing ? " is-streaming" : ""}` },
-    el(
-      "div",
-      { class: "reply-title" },
-      "The reply: ",
-      el("b", { text: `${n} tokens` }),
-      writing ? ", writing…" : ", ended by ",
-      writing ? null : el("code", { class: `stop stop-${record.stop_reason}`, text: record.stop_reason }),
-      writing ? null : ` (${stopReasonText(record.stop_reason)})`,
-    ),
+    replyTitle("The reply", n, record.stop_reason, writing),
     el("div", { class: "reply-text", dir: "auto", text: record.reply_text }),
     replyTokens(record, why),
     el(
