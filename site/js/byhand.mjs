@@ -5,7 +5,7 @@
 // worker); a line then says whether the text it built (`prompt`) equals the real template's
 // rendering of the same messages (`kept`), through the worker's render request.
 
-import { $, el } from "./views/dom.mjs";
+import { $, el, fill } from "./views/dom.mjs";
 
 const SECONDS = 3; // the time limit for the learner's code (chatlens.usercode, by sys.settrace)
 let api = null;
@@ -44,7 +44,7 @@ async function comparison(results) {
 async function run() {
   const out = $("bh-output");
   $("bh-run").disabled = true;
-  out.replaceChildren(el("p", { class: "note", text: "Running…" }));
+  fill(out, el("p", { class: "note", text: "Running…" }));
   try {
     const r = await api.runPython({ code: $("bh-code").value, seconds: SECONDS, results: ["prompt", "kept"] });
     const parts = [
@@ -57,9 +57,9 @@ async function run() {
         el("b", { text: `${r.error.name}${r.error.line ? ` (line ${r.error.line})` : ""}: ` }), r.error.message));
     }
     if (!r.error) parts.push(await comparison(r.results));
-    out.replaceChildren(...parts);
+    fill(out, ...parts);
   } catch (e) {
-    out.replaceChildren(el("p", { class: "error", text: `Cannot run it: ${e.message}` }));
+    fill(out, el("p", { class: "error", text: `Cannot run it: ${e.message}` }));
   } finally {
     $("bh-run").disabled = false;
   }
@@ -88,7 +88,7 @@ export function setUpByHand(theApi) {
       $("bh-run").disabled = false;
     } catch (e) {
       $("bh-code").value = "";
-      $("bh-output").replaceChildren(el("p", { class: "error", text: `Cannot read the code: ${e.message}` }));
+      fill($("bh-output"), el("p", { class: "error", text: `Cannot read the code: ${e.message}` }));
     }
   });
 }

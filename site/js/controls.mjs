@@ -3,13 +3,13 @@
 // page states none of them itself.
 
 import { replyLimitNote } from "./terms.mjs";
-import { $, el } from "./views/dom.mjs";
+import { $, el, fill } from "./views/dom.mjs";
 
 /** Fill the selects and the reply limit from `settings`. */
 export function buildControls(settings) {
-  $("preset").replaceChildren(...settings.presets.map((p) => el("option", { value: p.name, text: p.label })));
+  fill($("preset"), ...settings.presets.map((p) => el("option", { value: p.name, text: p.label })));
   $("preset").value = settings.default_preset;
-  $("window").replaceChildren(
+  fill($("window"), 
     ...settings.windows.map((n) => el("option", { value: String(n), text: `${n} tokens`, selected: n === settings.default_window })),
   );
   $("reply-limit").textContent = settings.reply_limit;

@@ -5,7 +5,7 @@
 // Neither touches the live conversation.
 
 import { callArgs } from "./controls.mjs";
-import { $, debounce } from "./views/dom.mjs";
+import { $, debounce, fill } from "./views/dom.mjs";
 import { renderMessage } from "./views/reads.mjs";
 import { renderPlain } from "./views/plain.mjs";
 
@@ -113,7 +113,7 @@ export function sendAsChat(page) {
 /** Wire the mode's controls (once). */
 export function setUpPlain(page) {
   $("plain-text").value = LESSON_TEXT;
-  $("plain-max").replaceChildren(...[1, 8, 32, page.api.settings.reply_limit].map((n) => {
+  fill($("plain-max"), ...[1, 8, 32, page.api.settings.reply_limit].map((n) => {
     const o = document.createElement("option");
     o.value = String(n);
     o.textContent = `${n} token${n === 1 ? "" : "s"}`;

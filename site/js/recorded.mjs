@@ -7,7 +7,7 @@ import { controls } from "./controls.mjs";
 import { recordedTarget } from "./suggestions.mjs";
 import { drawChallenges, drawRecordedSuggestions } from "./views/challenges.mjs";
 import { drawChat, droppedOf } from "./views/chat.mjs";
-import { $, el } from "./views/dom.mjs";
+import { $, el, fill } from "./views/dom.mjs";
 import { renderMessage } from "./views/reads.mjs";
 import { RERECORD_HINT, weightsSentence } from "./weights.mjs";
 
@@ -50,7 +50,7 @@ async function ensureRecorded(state) {
   try {
     state.recorded = await loadRecorded();
     // Which weights speak first, in one plain sentence; then the file's details.
-    $("rec-about").replaceChildren(
+    fill($("rec-about"), 
       el("strong", { class: "weights", text: weightsSentence(state.recorded) }),
       " ",
       el("span", { class: "rerecord", text: RERECORD_HINT }),
@@ -90,7 +90,7 @@ export async function showRecorded(page) {
   const chat = $("chat");
   const reads = $("reads");
   if (state.recordedError) {
-    chat.replaceChildren(el("p", { class: "error", text: state.recordedError }));
+    fill(chat, el("p", { class: "error", text: state.recordedError }));
     return renderMessage(reads, state.recordedError, "error");
   }
   const { preset, window } = controls();

@@ -4,7 +4,7 @@
 // apply_chat_template semantics (py/chatlens/template.py). Every edit renders again, after a
 // short pause; only the newest answer is drawn.
 
-import { $, debounce, el } from "./views/dom.mjs";
+import { $, debounce, el, fill } from "./views/dom.mjs";
 import { renderWorkbench } from "./views/workbench.mjs";
 
 const ROLES = ["system", "user", "assistant", "tool"];
@@ -56,7 +56,7 @@ function rowMessages() {
 }
 
 function drawRows(messages) {
-  $("wb-rows").replaceChildren(...messages.map((m, i) => {
+  fill($("wb-rows"), ...messages.map((m, i) => {
     const roles = ROLES.includes(m.role) ? ROLES : [...ROLES, m.role];
     return el(
       "div",
@@ -170,7 +170,7 @@ function useExample() {
 /** Wire the workbench; it asks for the model's template the first time it is opened. */
 export function setUpWorkbench(theApi) {
   api = theApi;
-  $("wb-example").replaceChildren(
+  fill($("wb-example"), 
     el("option", { value: "model", text: "The model's own template" }),
     ...Object.entries(EXAMPLES).map(([value, ex]) => el("option", { value, text: ex.label })),
   );

@@ -27,3 +27,13 @@ export function debounce(fn, ms) {
     t = setTimeout(() => fn(...a), ms);
   };
 }
+
+/** "1 token", "2 tokens": a count and its noun, singular for one. */
+export const count = (n, one, many = `${one}s`) => `${n} ${Number(n) === 1 ? one : many}`;
+
+/** node.replaceChildren without the holes: replaceChildren writes null as the text "null", so the
+ * page's views fill nodes through this, and an absent part (null, undefined, false) is left out. */
+export function fill(node, ...children) {
+  node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  return node;
+}

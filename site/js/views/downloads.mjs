@@ -4,7 +4,7 @@
 // stores, its storage estimate, delete one model or all.
 
 import { formatBytes } from "../store/errors.mjs";
-import { $, el } from "./dom.mjs";
+import { $, el, fill } from "./dom.mjs";
 
 const pct = (x) => (x == null ? "" : `${Math.floor(x)}%`);
 const speedText = (s) => (s == null ? "" : `${formatBytes(s)}/s`);
@@ -33,7 +33,7 @@ export function drawModelBox(m, on) {
     if (m.source?.origin === "url" || !m.source) {
       parts.push(el("button", { type: "button", id: "use-default", onclick: on.useDefault, text: "Use the default model" }));
     }
-    return body.replaceChildren(...parts);
+    return fill(body, ...parts);
   }
   if (m.weightsSentence) parts.push(el("p", { class: "about-download weights", text: m.weightsSentence }));
   if (m.progress) {
@@ -56,7 +56,7 @@ export function drawModelBox(m, on) {
     parts.push(el("button", { type: "button", id: "download", onclick: on.download, disabled: !m.source, text: "Download" }));
   }
   if (m.error) parts.push(el("p", { class: "error", id: "download-error", role: "alert", text: m.error }));
-  body.replaceChildren(...parts);
+  fill(body, ...parts);
 }
 
 function backendText(m) {
@@ -90,7 +90,7 @@ export function drawManage(models, estimate, on) {
       el("td", {}, el("button", { type: "button", class: "delete-model", onclick: () => on.delete(s.id), text: "Delete" }))));
   const usage = estimate?.usage == null ? "unknown" : formatBytes(estimate.usage);
   const quota = estimate?.quota == null ? "unknown" : formatBytes(estimate.quota);
-  $("manage-body").replaceChildren(
+  fill($("manage-body"), 
     el("p", { id: "storage-estimate", text: `This site uses ${usage} of the ${quota} the browser allows it${estimate?.persisted ? " (kept under storage pressure)" : ""}.` }),
     models.length
       ? el("table", {}, el("thead", {}, el("tr", {}, ...["model", "files", "size", "stored", "check", ""].map((t) => el("th", { text: t })))),

@@ -2,7 +2,7 @@
 // tokens as chips), the next-token distribution, the greedy continuation and its stop reason,
 // and beside it the same words sent the other way, as a user message through the template.
 
-import { el } from "./dom.mjs";
+import { el, fill } from "./dom.mjs";
 import { replyTitle, visibleToken } from "./reads.mjs";
 import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
 
@@ -106,7 +106,7 @@ export function renderPlain(root, view) {
   }
   right.push(...sideBody(chat && { ...chat, result: chat.reply }, special, gap, "The reply"));
   if (!chat) right.push(el("p", { class: "note", text: "“Send the same words as a chat message” puts them through the template, as a user message, and shows what the model does then." }));
-  root.replaceChildren(
+  fill(root, 
     el("p", { class: "caption", id: "reads-caption", text: "Plain text: what the model reads with no template around it" }),
     el(
       "div",

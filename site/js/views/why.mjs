@@ -7,7 +7,7 @@
 // chatlens.defaults), the gap at which another device's rounding can choose the other token.
 
 import { visibleToken } from "./reads.mjs";
-import { el } from "./dom.mjs";
+import { el, fill } from "./dom.mjs";
 
 export const NEAR_TIE_NOTE =
   "The two best candidates are nearly tied: another device (another browser, GPU or CPU) rounds the numbers " +
@@ -77,7 +77,7 @@ export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens }
     const token = tokens[i] ?? "";
     const caption = `${label}token ${i + 1}, ${special?.has(ids[i]) ? token : `“${visibleToken(token)}”`}: the candidates the model weighed` +
       " (it took the most likely: greedy decoding)";
-    box.replaceChildren(candidatesTable(topK[i], topTokens?.[i], { chosen: ids[i], special, gap, caption }));
+    fill(box, candidatesTable(topK[i], topTokens?.[i], { chosen: ids[i], special, gap, caption }));
   };
   const from = (e) => e.target.closest?.("[data-step]");
   container.addEventListener("mouseover", (e) => from(e) && show(Number(from(e).dataset.step)));

@@ -3,7 +3,7 @@
 // errors (the template's raise_exception, a Jinja syntax error with its line) said plainly.
 
 import { layout } from "../bytes.mjs";
-import { el } from "./dom.mjs";
+import { el, fill } from "./dom.mjs";
 import { visibleToken } from "./reads.mjs";
 
 /** The rendered text (exactly: its textContent is the text), special tokens as chips, the
@@ -66,7 +66,7 @@ function errorLine(message, template) {
  */
 export function renderWorkbench(root, { out, error, template, masked, hasGeneration }) {
   if (error) {
-    root.replaceChildren(el(
+    fill(root, el(
       "div",
       { class: "wb-error", role: "alert" },
       el("b", { text: error.name === "TemplateError" ? "The template failed: " : `${error.name}: ` }),
@@ -79,7 +79,7 @@ export function renderWorkbench(root, { out, error, template, masked, hasGenerat
   const mask = out.assistant_mask || null;
   const nSpecial = out.ids.filter((id) => special.has(id)).length;
   const nMasked = mask ? mask.reduce((a, b) => a + b, 0) : 0;
-  root.replaceChildren(
+  fill(root, 
     el(
       "div",
       { class: "wb-counts", dataset: { stat: "wb-counts" } },
