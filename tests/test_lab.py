@@ -123,7 +123,7 @@ def test_the_lead_and_the_terms_the_panel_uses(lab, doc):
     page = recorded(lab, step=1)  # a reply, reuse from the cache, a generation header
     lead = " ".join(page.text_content("#lead").split())
     for words in ("one long text", "only writes what comes next", "SmolLM2-135M-Instruct", "135 million parameters",
-                  "chat version of SmolLM2", "follow instructions", "preferred", "on your device",
+                  "chat version of SmolLM2", "follow instructions", "DPO on about 61,000 pairs", "GPT-4 had rated", "on your device",
                   "nothing you type is sent anywhere"):
         assert words in lead, words
     reads = page.text_content("#reads")
@@ -134,7 +134,7 @@ def test_the_lead_and_the_terms_the_panel_uses(lab, doc):
     assert "8,192 tokens" in page.text_content(".window-title") and "watch one fill" in page.text_content(".window-title")
     header = page.text_content("tr.piece-row[data-kind=header]")
     assert "the model writes what follows" in header
-    assert "template's tokens around it" in page.text_content(".vocabulary")
+    assert "the template wraps around its text" in page.text_content(".vocabulary")
     assert "a turn is one of your messages and the reply to it" in page.text_content(".vocabulary")
     reply = page.text_content(".reply")
     for words in ("Greedy decoding", "most likely next token", "near-ties", "end_turn", "max_tokens", "stopped"):
@@ -152,7 +152,7 @@ def test_counts_use_one_vocabulary(lab, doc):
     metas = page.eval_on_selector_all("#chat .msg.user .meta", "ms => ms.map(m => m.textContent)")
     for i, meta in enumerate(metas):
         new = next(p for p in turn[i]["pieces"] if p["kind"] == "new")
-        assert meta == f"{new['count']} tokens with the template's", (i, meta)
+        assert meta == f"{new['count']} tokens with the template's wrapping", (i, meta)
     first = turn[1]["pieces"][1]  # turn 1 · user, as turn 2 reads it
     assert first["label"] == "turn 1 · user" and metas[0].startswith(f"{first['count']} tokens")
     dropped = page.eval_on_selector_all(".dropped-turn .tag-dropped", "ts => ts.map(t => t.textContent)")

@@ -53,7 +53,14 @@ export const SUGGESTIONS = [
     text: LONG_MESSAGE,
     hint: "long: fills the smallest window by itself",
     why: "One message this long takes nine tenths of the smallest window, so sending anything after it pushes the older turns out.",
-    recorded: { smallestWindow: true, firstDrop: true },
+    // The recording has no message this long: in Recorded mode the chip says what it shows instead.
+    recorded: {
+      smallestWindow: true,
+      firstDrop: true,
+      text: "The first turn that drops a message",
+      hint: "in the smallest window",
+      why: "The recorded conversation outgrows the smallest window after a few turns: from this turn on, the oldest messages are left out of the text the model reads.",
+    },
   },
 ];
 

@@ -7,7 +7,8 @@ export const TERMS = {
   computed: "Run through the model now: everything after the reused part.",
   header: "The template's opening of the reply (<|im_start|>assistant and a line break): the model writes what follows it.",
   message: "A message is one bubble in the chat; a turn is one of your messages and the reply to it. Old turns are dropped whole, oldest first.",
-  template: "Each message's count includes the template's tokens around it: <|im_start|>, the role and a line break before it, <|im_end|> and a line break after.",
+  template: "Each message's count includes the tokens the template wraps around its text: <|im_start|>, the role's name and a line break before it, <|im_end|> and a line break after. A role's name is cut into tokens like any other word, so roles need not take the same number.",
+  reread: "A reply is read back as text on the next turn and tokenized afresh, so its count can differ by a token from what the model wrote; a reply cut off at the reply limit is closed with an <|im_end|> the model never wrote.",
   window: "The most tokens the model reads at once: what does not fit (with room kept for the reply) is dropped.",
   trained: "SmolLM2 was trained on texts of up to 8,192 tokens; the lab's windows are smaller so you can watch one fill.",
   greedy: "Greedy decoding: at every step the single most likely next token is taken, so the same text gives the same reply (at rare near-ties, another browser's rounding can pick the other token).",
@@ -23,6 +24,13 @@ export const STOP_REASONS = {
 };
 
 export const stopReasonText = (reason) => STOP_REASONS[reason] || "still writing";
+
+/** What ended a reply, in the few words a chat bubble has room for. */
+export const STOP_SHORT = {
+  end_turn: "the model ended it",
+  max_tokens: "cut off at the reply limit",
+  stopped: "stopped by you",
+};
 
 // TODO(ux): controls.mjs buildControls, if the nav should carry it too (the panel's "reply limit"
 //   row already does): a line after #reply-limit's span with replyLimitNote(settings.reply_limit)

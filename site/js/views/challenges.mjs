@@ -2,13 +2,13 @@
 
 import { CHALLENGES, done, stateText } from "../challenges.mjs";
 import { SUGGESTIONS } from "../suggestions.mjs";
-import { $, el } from "./dom.mjs";
+import { $, el, fill } from "./dom.mjs";
 
 /** Each challenge with its state as text ("done" / "not yet"), what a completion showed, and
  * where the recording shows it (which never completes it). */
 export function drawChallenges(progress) {
   $("challenge-count").textContent = `${done(progress)} of ${CHALLENGES.length} complete`;
-  $("challenges").replaceChildren(
+  fill($("challenges"), 
     ...CHALLENGES.map((c) => {
       const isDone = progress[c.id] === true;
       const seen = !isDone && progress.seen?.[c.id];
@@ -32,20 +32,22 @@ export function drawChallenges(progress) {
 }
 
 /** Suggestion buttons: the message, a short hint, and the sentence that says what it shows. */
-function suggestionButtons(list, pick, label) {
-  return list.map((s) =>
-    el(
+function suggestionButtons(list, pick, label, recorded = false) {
+  return list.map((item) => {
+    // in the recording, a suggestion can show its own words (recorded.text): another message
+    const s = recorded && item.recorded?.text ? { ...item, ...item.recorded, id: item.id } : item;
+    return el(
       "li",
       {},
       el(
         "button",
-        { type: "button", class: "suggestion", dataset: { suggestion: s.id || "" }, onclick: () => pick(s) },
+        { type: "button", class: "suggestion", dataset: { suggestion: s.id || "" }, onclick: () => pick(item) },
         el("span", { class: "s-text", text: s.text.length > 60 ? s.text.slice(0, 57) + "…" : s.text }),
         s.hint ? el("small", { class: "s-hint", text: `${label} · ${s.hint}` }) : el("small", { class: "s-hint", text: label }),
       ),
       s.why ? el("p", { class: "why", text: s.why }) : null,
-    ),
-  );
+    );
+  });
 }
 
 // TODO(ux): app.mjs: delete its SUGGESTIONS list (the lab's list is suggestions.mjs) and call
@@ -54,7 +56,7 @@ function suggestionButtons(list, pick, label) {
 /** The Live mode suggestions (#suggestions): pick(text) puts one into the draft. */
 export function drawSuggestions(...args) {
   const pick = args.find((a) => typeof a === "function");
-  $("suggestions").replaceChildren(...suggestionButtons(SUGGESTIONS, (s) => pick?.(s.text), "put it in the draft"));
+  fill($("suggestions"), ...suggestionButtons(SUGGESTIONS, (s) => pick?.(s.text), "put it in the draft"));
 }
 
 /** The Recorded mode suggestions (#rec-suggestions): jump(s) shows the recorded turn it is about;
@@ -62,7 +64,7 @@ export function drawSuggestions(...args) {
 export function drawRecordedSuggestions(jump, enabled = () => true) {
   const box = $("rec-suggestions");
   if (!box) return;
-  box.replaceChildren(...suggestionButtons(SUGGESTIONS, jump, "show the recorded turn"));
+  fill(box, ...suggestionButtons(SUGGESTIONS, jump, "show the recorded turn", true));
   box.querySelectorAll("button.suggestion").forEach((b, i) => {
     b.disabled = !enabled(SUGGESTIONS[i]);
   });

@@ -8,7 +8,8 @@
 // region that gets nothing else.
 
 import { vocabBytes } from "../bytes.mjs";
-import { el } from "./dom.mjs";
+import { STOP_SHORT } from "../terms.mjs";
+import { count, el, fill } from "./dom.mjs";
 import { bindWhy, markNearTies, whyBox } from "./why.mjs";
 
 // TODO(ux): live.mjs drawLiveChat: drawChat($("chat"), items, EMPTY_LIVE) instead of its own text
@@ -32,14 +33,14 @@ function metaOf(it) {
   if (it.role === "user") {
     const n = messageCount(it.record);
     const parts = [];
-    if (n !== null) parts.push(`${n} tokens with the template's`);
+    if (n !== null) parts.push(`${count(n, "token")} with the template's wrapping`);
     if (it.noReply) parts.push("no reply");
     return parts.join(" · ");
   }
   if (it.streaming) return "writing…";
   const r = it.record;
   if (!r?.stop_reason) return "";
-  return `wrote ${r.reply_ids.length} tokens · stop: ${r.stop_reason}`;
+  return `wrote ${count(r.reply_ids.length, "token")} · ${STOP_SHORT[r.stop_reason] || r.stop_reason}`;
 }
 
 function makeBubble(it, turn) {
@@ -53,14 +54,14 @@ function makeBubble(it, turn) {
   return b;
 }
 
-/** Set the meta line: "stop: <code>reason</code>" keeps the reason as code. */
-function setMeta(node, text) {
+/** Set the meta line; a finished reply's line carries its stop reason as data-stop. */
+function setMeta(node, text, stop) {
   const meta = node.querySelector(".meta");
+  if (stop) meta.dataset.stop = stop;
+  else delete meta.dataset.stop;
   if (node._meta === text) return;
   node._meta = text;
-  const m = /^(.*)stop: (\w+)$/.exec(text);
-  if (m) meta.replaceChildren(m[1], "stop: ", el("code", { text: m[2] }));
-  else meta.textContent = text;
+  meta.textContent = text;
   meta.hidden = !text;
 }
 
@@ -82,7 +83,7 @@ function setReplyTokens(node, record, why) {
   const words = ended ? tokens.length - 1 : tokens.length;
   const pieces = replyPieces(record, words);
   if (!pieces) return; // the record cannot say which text each token adds: plain text stays
-  content.replaceChildren(...pieces.map((piece, i) => el("span", { class: "rt", dataset: { step: i }, text: piece })));
+  fill(content, ...pieces.map((piece, i) => el("span", { class: "rt", dataset: { step: i }, text: piece })));
   const end = ended
     ? el("span", { class: "rt special", dataset: { step: words }, title: "the end-of-turn token the model wrote", text: tokens[words] })
     : null;
@@ -228,7 +229,7 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
     n.classList.toggle("is-dropped", Boolean(s.dropped));
     n.classList.toggle("current", Boolean(s.current));
     n.classList.toggle("no-reply", Boolean(s.noReply));
-    setMeta(n, metaOf(s));
+    setMeta(n, metaOf(s), s.kind === "assistant" && !s.streaming ? s.record?.stop_reason : null);
     if (s.kind === "assistant" && !s.streaming) setReplyTokens(n, s.record, why);
   });
 

@@ -9,7 +9,7 @@
 
 import { hex, layout } from "../bytes.mjs";
 import { replyLimitNote, stopReasonText, TERMS } from "../terms.mjs";
-import { el } from "./dom.mjs";
+import { count, el, fill } from "./dom.mjs";
 import { focusTab, tabList } from "./tabs.mjs";
 import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
 
@@ -81,7 +81,7 @@ function windowBar(record) {
   const bar = el("div", { class: "window-bar", role: "img", "aria-label": `window of ${w} tokens: ${record.used} used, ${record.reserve} kept for the reply, ${Math.max(0, record.free)} free` });
   const legend = el("ul", { class: "legend" });
   for (const [name, cls, n] of segs) {
-    if (n > 0) bar.append(el("span", { class: `seg ${cls}`, style: `flex-grow:${n}`, title: `${name}: ${n} tokens` }));
+    if (n > 0) bar.append(el("span", { class: `seg ${cls}`, style: `flex-grow:${n}`, title: `${name}: ${count(n, "token")}` }));
     legend.append(el("li", { dataset: { seg: name } }, el("span", { class: `swatch ${cls}` }), `${name} `, el("b", { text: n })));
   }
   // The same scale, for the cache: the prefix reused, then what is computed now.
@@ -89,9 +89,9 @@ function windowBar(record) {
   const computed = record.computed_tokens;
   const cache = el(
     "div",
-    { class: "cache-bar", role: "img", "aria-label": `${reused} tokens from the cache, ${computed} computed now` },
-    reused > 0 ? el("span", { class: "seg seg-cached", style: `flex-grow:${reused}`, title: `from the cache: ${reused} tokens` }) : null,
-    computed > 0 ? el("span", { class: "seg seg-computed", style: `flex-grow:${computed}`, title: `computed now: ${computed} tokens` }) : null,
+    { class: "cache-bar", role: "img", "aria-label": `${count(reused, "token")} from the cache, ${computed} computed now` },
+    reused > 0 ? el("span", { class: "seg seg-cached", style: `flex-grow:${reused}`, title: `from the cache: ${count(reused, "token")}` }) : null,
+    computed > 0 ? el("span", { class: "seg seg-computed", style: `flex-grow:${computed}`, title: `computed now: ${count(computed, "token")}` }) : null,
     el("span", { class: "seg seg-rest", style: `flex-grow:${Math.max(0, w - record.used)}` }),
   );
   const cacheLegend = el(
@@ -111,7 +111,7 @@ function stats(record) {
     ["used", record.used, TERMS.used],
     ["reused from the cache", record.reused_tokens, TERMS.reused],
     ["computed", record.computed_tokens, TERMS.computed],
-    ["reply limit", `${limit} tokens`, replyLimitNote(limit)],
+    ["reply limit", count(limit, "token"), replyLimitNote(limit)],
   ];
   return el(
     "dl",
@@ -192,12 +192,12 @@ function droppedList(record) {
   return el(
     "div",
     { class: "dropped" },
-    el("div", { class: "dropped-title", text: `Dropped to fit the window (oldest first): ${record.dropped_messages.length} message(s)` }),
+    el("div", { class: "dropped-title", text: `Dropped to fit the window (oldest first): ${count(record.dropped_messages.length, "message")}` }),
     record.dropped_messages.map((d, k) =>
       el(
         "div",
         { class: "dropped-turn", dataset: { index: d.message_index } },
-        el("span", { class: "tag-dropped", text: `${labels[k]} · ${d.count} tokens` }),
+        el("span", { class: "tag-dropped", text: `${labels[k]} · ${count(d.count, "token")}` }),
         el("s", { class: "dropped-text", dir: "auto", text: d.content }),
       ),
     ),
@@ -246,7 +246,7 @@ function promptText(record, special, lay) {
   for (const p of record.pieces) {
     const span = el("span", {
       class: `piece kind-${p.kind}`,
-      title: `${p.label}: ${p.count} tokens`,
+      title: `${p.label}: ${count(p.count, "token")}`,
       dataset: { label: `${p.label} · ${p.count}`, kind: p.kind },
     });
     box.append(span);
@@ -352,9 +352,46 @@ const cutNodeFor = (record) => cacheCut(record, true);
 
 // -- the pieces -------------------------------------------------------------------------------------------
 
-function pieceTable(record) {
-  const body = el("tbody");
+/** How many of a message piece's tokens the template put around its text (<|im_start|>, the
+ * role's name and a line break before; <|im_end|> and a line break after), counted from the
+ * prompt's own tokens, or null when the piece is not laid out that way. */
+export function templateShare(record, p, special) {
+  if (!special[p.start]) return null;
+  let head = 0;
+  for (let i = p.start; i < p.end; i++) {
+    if (record.prompt_tokens[i].includes("\n")) {
+      head = i - p.start + 1;
+      break;
+    }
+  }
+  if (!head) return null;
+  let tail = 0;
+  if (p.end - 2 >= p.start + head && special[p.end - 2] && record.prompt_tokens[p.end - 1].includes("\n")) tail = 2;
+  else if (special[p.end - 1]) tail = 1;
+  return head + tail <= p.count ? head + tail : null;
+}
+
+/** How each role's name is tokenized, from the prompt itself: ["“user” is 1 token", "“assistant”
+ * is 2 tokens (ass istant)"]. */
+function roleWords(record, special) {
+  const seen = new Map();
   for (const p of record.pieces) {
+    if (p.kind === "header" || !special[p.start]) continue;
+    const toks = [];
+    for (let i = p.start + 1; i < p.end && !record.prompt_tokens[i].includes("\n"); i++) toks.push(record.prompt_tokens[i]);
+    const name = toks.join("");
+    if (name && !seen.has(name)) seen.set(name, toks);
+  }
+  return [...seen].map(([name, toks]) =>
+    `“${name}” is ${count(toks.length, "token")}${toks.length > 1 ? ` (${toks.map((t) => `“${t}”`).join(" + ")})` : ""}`);
+}
+
+function pieceTable(record, special) {
+  const body = el("tbody");
+  let reread = false; // a reply read back as text: its count need not be what the model wrote
+  for (const p of record.pieces) {
+    const share = p.kind === "header" ? null : templateShare(record, p, special);
+    if (p.kind === "assistant") reread = true;
     body.append(
       el(
         "tr",
@@ -364,12 +401,14 @@ function pieceTable(record) {
           {},
           el("span", { class: `swatch kind-${p.kind}` }),
           el("span", { class: "label", text: p.label }),
+          share !== null ? el("span", { class: "share", text: ` · ${share} of the template's + ${count(p.count - share, "token")} of its text` }) : null,
           p.kind === "header" ? term(TERMS.header) : null,
         ),
         el("td", { class: "num", text: p.count }),
       ),
     );
   }
+  const roles = roleWords(record, special);
   const labels = droppedLabels(record.dropped_messages);
   record.dropped_messages.forEach((d, k) => {
     body.append(
@@ -384,7 +423,7 @@ function pieceTable(record) {
   return el(
     "div",
     { class: "pieces-box" },
-    term(`${TERMS.message} ${TERMS.template}`, "vocabulary"),
+    term(`${TERMS.message} ${TERMS.template}${roles.length ? ` Here ${roles.join(", ")}.` : ""}${reread ? ` ${TERMS.reread}` : ""}`, "vocabulary"),
     el(
       "table",
       { class: "pieces" },
@@ -404,7 +443,7 @@ function speed(record) {
   if (!t) return null;
   const parts = [];
   if (t.prefill_ms !== undefined) {
-    parts.push(`read ${record.computed_tokens} new tokens in ${ms(t.prefill_ms)}` +
+    parts.push(`read ${count(record.computed_tokens, "new token")} in ${ms(t.prefill_ms)}` +
       (t.prefill_tok_s ? ` (${t.prefill_tok_s} tokens/s)` : ""));
   }
   if (t.decode_ms !== undefined) {
@@ -538,10 +577,10 @@ export function renderRecord(root, record, options = {}) {
     tabs,
     panel,
     predictionBox(record, prediction, why),
-    pieceTable(record),
+    pieceTable(record, special),
     replyBox(record, why),
   ];
-  root.replaceChildren(...parts.filter(Boolean));
+  fill(root, ...parts.filter(Boolean));
   if (scrolled) {
     const again = root.querySelector(`#${scrolled[0]}`);
     if (again) again.scrollTop = scrolled[1];
@@ -583,13 +622,13 @@ export function renderOverflow(root, info, message = "") {
     role: "img",
     "aria-label": `needs ${needed + reserve} tokens with the reply's room, the window holds ${w}`,
   });
-  for (const p of pieces) bar.append(el("span", { class: `seg ${pieceClass(p.label)}`, style: `flex-grow:${p.count}`, title: `${p.label}: ${p.count} tokens` }));
-  bar.append(el("span", { class: "seg seg-reserve", style: `flex-grow:${reserve}`, title: `reserved for the reply: ${reserve} tokens` }));
+  for (const p of pieces) bar.append(el("span", { class: `seg ${pieceClass(p.label)}`, style: `flex-grow:${p.count}`, title: `${p.label}: ${count(p.count, "token")}` }));
+  bar.append(el("span", { class: "seg seg-reserve", style: `flex-grow:${reserve}`, title: `reserved for the reply: ${count(reserve, "token")}` }));
   bar.append(el("span", { class: "window-edge", style: `left:${(100 * w) / scale}%`, title: `the window ends here: ${w} tokens` }));
   bar.append(el("span", { class: "window-over", style: `left:${(100 * w) / scale}%` }));
   const words = pieces.map((p) => `${pieceWords(p.label)} (${p.count})`);
   const needs = words.length > 1 ? `${words.slice(0, -1).join(", ")} and ${words[words.length - 1]}` : words.join("");
-  root.replaceChildren(
+  fill(root, 
     el("p", { class: "caption", id: "reads-caption", text: "This message does not fit the window" }),
     el(
       "div",
@@ -619,5 +658,5 @@ export function renderOverflow(root, info, message = "") {
 export function renderMessage(root, text, cls = "note") {
   const info = cls === "error" ? windowOverflow(text) : null;
   if (info) return renderOverflow(root, info, text);
-  root.replaceChildren(el("p", { class: cls, text }));
+  fill(root, el("p", { class: cls, text }));
 }

@@ -3,20 +3,39 @@
 import { weightsSentence } from "../weights.mjs";
 import { $ } from "./dom.mjs";
 
+// Each state's headline; the worker's detail follows it only where it adds something.
 const STATUS_TEXT = {
-  booting: "Booting Python",
-  loading: "Loading the tokenizer",
-  text: "Tokenizer and template ready; replies need the model",
+  booting: "Starting Python",
+  loading: "Reading the tokenizer",
+  text: "Previews work; replies need the model",
   weights: "Loading the model",
   ready: "Ready",
   error: "Error",
 };
 
+const words = (s) => new Set(s.toLowerCase().replace(/'s\b/g, "").match(/[a-z0-9]+/g) || []);
+const FILLER = new Set(["the", "a", "an", "and", "of", "is", "are", "to", "its", "s"]);
+
+/** Whether `detail` says nothing its headline does not (the worker says "the tokenizer and chat
+ * template are ready; replies need the model's weights" where the headline already does). */
+export function restates(headline, detail) {
+  const head = words(headline);
+  // what every headline takes as known: the text side being read is its tokenizer and chat
+  // template, and the model is its weights
+  const known = new Set([...head, "tokenizer", "template", "chat", "ready", "weights", "loading", "model"]);
+  const rest = [...words(detail)].filter((w) => !FILLER.has(w));
+  return rest.length > 0 && rest.every((w) => known.has(w)) && rest.some((w) => head.has(w));
+}
+
 export function drawStatus(api) {
   const { state, detail } = api.status;
+  const headline = STATUS_TEXT[state] || state;
   $("status").dataset.state = state;
-  $("status-text").textContent = STATUS_TEXT[state] || state;
-  $("status-detail").textContent = detail || "";
+  $("status-text").textContent = headline;
+  const shown = detail && !restates(headline, detail) ? detail : "";
+  $("status-detail").textContent = shown;
+  $("status-detail").hidden = !shown;
+  $("status").title = detail ? `${headline}: ${detail}` : headline;
   drawSource(api);
 }
 
