@@ -181,3 +181,52 @@ def test_nothing_prints_null(learner):
     assert nulls == []
     page.click("#workbench summary")
     page.click("#manage summary")
+
+
+# -- controls that can be read -------------------------------------------------------------------------------
+
+# Every visible, enabled control's text against what is behind it, from computed styles: WCAG's
+# contrast ratio of the text colour (blended over the background) and the first opaque-enough
+# background among it and its ancestors (blended down to the page's).
+CONTRAST = """() => {
+  const rgba = (s) => { const m = s.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+  const over = (top, bottom) => [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat([1]);
+  const lum = (c) => { const l = c.slice(0, 3).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+                       return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
+  const background = (e) => {
+    const layers = [];
+    for (let n = e; n; n = n.parentElement) {
+      const c = rgba(getComputedStyle(n).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] >= 1) break;
+    }
+    return layers.reverse().reduce((acc, c) => over(c, acc), [255, 255, 255, 1]);
+  };
+  const out = [];
+  for (const e of document.querySelectorAll('button, select, summary, a[href], [role=tab], input:not([type=checkbox]):not([type=radio]), textarea, label')) {
+    const r = e.getBoundingClientRect();
+    if (!r.width || !r.height || e.disabled || e.closest('[hidden]') || getComputedStyle(e).visibility === 'hidden') continue;
+    if (!e.textContent.trim() && !['SELECT', 'INPUT', 'TEXTAREA'].includes(e.tagName)) continue;
+    const bg = background(e);
+    const fg = over(rgba(getComputedStyle(e).color), bg);
+    const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+    const ratio = (a + 0.05) / (b + 0.05);
+    out.push({ what: (e.id ? '#' + e.id : e.tagName.toLowerCase()) + ' ' + e.textContent.trim().slice(0, 30), ratio: Math.round(ratio * 100) / 100 });
+  }
+  return out;
+}"""
+
+
+def test_every_control_can_be_read(learner):
+    page = learner.page
+    seen = {}
+    for mode in ("live", "recorded", "plain"):
+        page.click(f"#mode-{mode}")
+        page.evaluate("() => { for (const id of ['stop', 'plain-stop']) document.getElementById(id).hidden = false; }")
+        for c in page.evaluate(CONTRAST):
+            seen[c["what"]] = min(c["ratio"], seen.get(c["what"], 99))
+        page.evaluate("() => { for (const id of ['stop', 'plain-stop']) document.getElementById(id).hidden = true; }")
+    assert any(w.startswith("#stop") for w in seen) and any(w.startswith("#plain-stop") for w in seen)
+    low = {w: r for w, r in seen.items() if r < 4.5}
+    assert not low, low
+    page.click("#mode-live")
