@@ -16,6 +16,7 @@ from chatlens.config import ModelConfig
 from chatlens.errors import ChatlensError
 from chatlens.generate import greedy
 from chatlens.model import NumpyBackend
+from chatlens.pull import Pull
 
 TINY = ModelConfig(n_layers=2, dim=64, n_heads=4, n_kv_heads=2, head_dim=16, ffn_dim=96, vocab_size=320,
                    n_ctx=64, rope_base=5000.0, norm_eps=1e-6, tied_output=False)
@@ -194,3 +195,65 @@ def test_the_prompt_cache_keeps_its_ids_right(make):
     with pytest.raises(ChatlensError):
         cache.prefill(list(range(60)))
     assert cache.ids == [] and cache.backend.length == 0
+
+
+# -- the loop the caller pulls (chatlens.generate.decoding, driven by chatlens.pull.Pull) ---------
+
+def one_at_a_time(make, ids, n):
+    """The reference reply: each step computed and read before the next is asked for."""
+    b = make(48)
+    out = [b.prefill(ids).id]
+    while len(out) < n:
+        out.append(b.decode(out[-1]).id)
+    return out
+
+
+@pytest.mark.parametrize("depth", [1, 2, 4])
+def test_steps_in_flight_give_the_ids_of_one_at_a_time(make, depth):
+    want = one_at_a_time(make, PROMPT, 6)
+    cache = PromptCache(make(48))
+    pull = Pull(cache, PROMPT, eos_id=-1, max_new_tokens=6, depth=depth)
+    got = []
+    while not pull.done:
+        got += [c.id for c in pull.pull()]
+        assert pull.in_flight <= depth
+    assert got == want == pull.generation.ids and pull.generation.stop_reason == "max_tokens"
+    # the steps planned past the limit were never planned; the cache holds what was fed
+    assert cache.ids == PROMPT + want[:-1] and cache.backend.length == len(cache.ids)
+
+
+def test_a_step_computed_past_the_end_of_turn_is_discarded(make):
+    want = one_at_a_time(make, PROMPT, 6)
+    eos = want[2]
+    cache = PromptCache(make(48))
+    gen = greedy(cache, PROMPT, eos_id=eos, max_new_tokens=6)
+    assert gen.ids == want[:want.index(eos) + 1] and gen.stop_reason == "end_turn"
+    assert cache.backend.length == len(cache.ids) == len(PROMPT) + len(gen.ids) - 1
+    # the next turn reuses all of it, and continues as a fresh run would
+    follow, held = PROMPT + gen.ids + [9, 8], len(cache.ids)
+    reused, again = cache.generate(follow, eos_id=-1, max_new_tokens=3)
+    assert reused == held and again.ids == one_at_a_time(make, follow, 3)
+
+
+def test_a_stop_while_the_prompt_is_read_ends_between_chunks(make):
+    backend = make(48)
+    backend.chunk = 4  # PROMPT (11 ids) is read in 3 chunks
+    cache = PromptCache(backend)
+    pull = Pull(cache, PROMPT, eos_id=-1, max_new_tokens=5, depth=3)
+    assert pull.pull() == [] and pull.prefilling and pull.prompt_read == 4
+    pull.stop()
+    gen = pull.generation
+    assert (gen.ids, gen.stop_reason, gen.prefill_tokens) == ([], "stopped", 4)
+    assert cache.ids == PROMPT[:4] and backend.length == 4
+    reused, rest = cache.generate(PROMPT, eos_id=-1, max_new_tokens=3)
+    assert reused == 4 and rest.ids == one_at_a_time(make, PROMPT, 3)
+
+
+def test_a_stop_after_the_first_token_leaves_exactly_that_token(make):
+    cache = PromptCache(make(48))
+    pull = Pull(cache, PROMPT, eos_id=-1, max_new_tokens=5, depth=3)
+    first = pull.pull()
+    assert len(first) == 1 and pull.in_flight <= 2  # on the GPU the next step is already computing
+    pull.stop()
+    assert pull.generation.ids == [first[0].id] and pull.generation.stop_reason == "stopped"
+    assert cache.ids == PROMPT and cache.backend.length == len(PROMPT)

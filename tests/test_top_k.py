@@ -57,9 +57,9 @@ def test_without_top_k_a_step_has_no_candidates_and_the_gpu_runs_no_top_k_pass()
     """Off costs nothing: the argmax step reads back 4 bytes and dispatches no top-k kernel."""
     gpu = BACKENDS["webgpu"](len(PROMPT) + 1)
     seen = []
-    run = gpu.executor.run
-    gpu.executor.run = lambda sequences, params=b"", readback=None: (seen.append((list(sequences), readback)),
-                                                                      run(sequences, params, readback))[1]
+    submit = gpu.executor.submit
+    gpu.executor.submit = lambda sequences, params=b"", readback=None: (seen.append((list(sequences), readback)),
+                                                                         submit(sequences, params, readback))[1]
     step = gpu.prefill(PROMPT)
     assert step.top_k == () and step.log_z is None
     assert all("top_k" not in seqs for seqs, _ in seen) and seen[-1][1] == "id"

@@ -27,6 +27,20 @@ class PromptCache:
     def capacity(self) -> int:
         return self.backend.capacity
 
+    @property
+    def length(self) -> int:
+        return len(self.ids)
+
+    @property
+    def chunk(self) -> int:
+        """The most prompt ids the backend takes in one step (0: any number)."""
+        return getattr(self.backend, "chunk", 0)
+
+    @property
+    def planned(self) -> bool:
+        """Whether the backend plans GPU runs that its host submits (chatlens.pull)."""
+        return bool(getattr(self.backend, "planned", False))
+
     def reusable(self, prompt_ids) -> int:
         """How many leading ids of `prompt_ids` are cached already. At most all but the last:
         the step after the last prompt id gives the first reply id, so it is always computed."""
@@ -51,9 +65,25 @@ class PromptCache:
         self.ids.append(token_id)
         return step
 
-    def _guarded(self, call, *args):
+    # A planned backend's steps (chatlens.pull): the ids count as cached once their run's bytes
+    # are read; runs planned past that are undone with truncate.
+    def plan(self, ids, top_k: int = 0, *, chooses: bool = True):
+        return self._guarded(self.backend.plan, ids, top_k, chooses=chooses)
+
+    def read(self, run, raw: bytes, ids) -> Step | None:
+        step = self._guarded(self.backend.read, run, raw, ids)
+        self.ids += list(ids)
+        return step
+
+    def submit(self, run):
+        return self._guarded(self.backend.submit, run)
+
+    def collect(self, ticket) -> bytes:
+        return self._guarded(self.backend.collect, ticket)
+
+    def _guarded(self, call, *args, **kwargs):
         try:
-            return call(*args)
+            return call(*args, **kwargs)
         except BaseException:
             self.reset()
             raise

@@ -29,16 +29,16 @@ def tokenized(tokenizer, text) -> dict:
 def complete(tokenizer, eos_id, cache: PromptCache, text, *, max_new_tokens, top_k=0, on_token=None,
              should_stop=None) -> dict:
     """Continue `text` greedily with the model behind `cache` (reusing what it holds of the
-    prompt). Returns JSON-able data:
-      prompt_ids, prompt_tokens, prompt_vocab, special_ids   the text's tokens (`tokenized`)
-      ids            the continuation's ids, the end-of-turn id included when written
-      tokens, vocab  each continuation id's text and vocabulary form
-      text           the continuation as text, without the end-of-turn token
-      stop_reason    "end_turn", "max_tokens" or "stopped"; eos_id the end-of-turn id
-      top_k          one list per continuation id of [id, logit, probability], best first, when
-                     top_k > 0 (else None); top_k_tokens their tokens as text
-      reused_tokens, backend, timings   as in the turn record
-    on_token(id) is called as each id is chosen."""
+    prompt). Returns `continuation`'s JSON-able data. on_token(id) is called as each id is chosen;
+    should_stop() is asked between steps, as chatlens.generate.greedy asks it."""
+    out = prepared(tokenizer, cache, text, max_new_tokens)
+    reused, gen = cache.generate(out["prompt_ids"], eos_id=eos_id, max_new_tokens=max_new_tokens, on_token=on_token,
+                                 should_stop=should_stop, top_k=top_k)
+    return continuation(tokenizer, eos_id, out, reused, gen, cache.backend.name, top_k)
+
+
+def prepared(tokenizer, cache, text, max_new_tokens) -> dict:
+    """The text's tokens (`tokenized`), checked: something to continue, room for the new tokens."""
     out = tokenized(tokenizer, text)
     ids = out["prompt_ids"]
     if not ids:
@@ -49,9 +49,21 @@ def complete(tokenizer, eos_id, cache: PromptCache, text, *, max_new_tokens, top
     if len(ids) + max_new_tokens > cache.capacity:
         raise ChatlensError(f"{len(ids)} tokens of text + {max_new_tokens} new tokens exceed the {cache.capacity} "
                             "the model's cache holds")
-    reused, gen = cache.generate(ids, eos_id=eos_id, max_new_tokens=max_new_tokens, on_token=on_token,
-                                 should_stop=should_stop, top_k=top_k)
+    return out
+
+
+def continuation(tokenizer, eos_id, out: dict, reused: int, gen, backend_name: str, top_k=0) -> dict:
+    """`prepared`'s data completed with the continuation `gen` (a chatlens.generate.Generation):
+      prompt_ids, prompt_tokens, prompt_vocab, special_ids   the text's tokens (`tokenized`)
+      ids            the continuation's ids, the end-of-turn id included when written
+      tokens, vocab  each continuation id's text and vocabulary form
+      text           the continuation as text, without the end-of-turn token
+      stop_reason    "end_turn", "max_tokens" or "stopped"; eos_id the end-of-turn id
+      top_k          one list per continuation id of [id, logit, probability], best first, when
+                     top_k > 0 (else None); top_k_tokens their tokens as text
+      reused_tokens, backend, timings   as in the turn record"""
     words = gen.ids[:-1] if gen.ids and gen.ids[-1] == eos_id else gen.ids
+    out = dict(out)
     out.update({
         "ids": list(gen.ids),
         "tokens": [tokenizer.token_text(i) for i in gen.ids],
@@ -62,7 +74,7 @@ def complete(tokenizer, eos_id, cache: PromptCache, text, *, max_new_tokens, top
         "top_k": [list(step) for step in gen.top_k] if top_k else None,
         "top_k_tokens": candidate_tokens(tokenizer, gen.top_k) if top_k else None,
         "reused_tokens": reused,
-        "backend": cache.backend.name,
+        "backend": backend_name,
         "timings": timings(gen),
     })
     return out

@@ -1,8 +1,21 @@
-"""Greedy decoding: one loop for every backend (see chatlens.backend for the seam it uses).
+"""Greedy decoding: one loop for every backend, a generator its caller pulls.
 
-The loop feeds the new prompt ids, then takes the id the backend chose each step until the
-end-of-turn id, the limit, or a stop request. The last chosen id is never fed back: afterwards
-the stepper holds the fed ids plus every generated id but the last.
+`decoding(ids, ...)` never calls out. It yields what it needs next and is sent each step's
+result:
+
+    Feed(ids, top_k, wants_step)   feed these ids after what the cache holds; send back the Step
+                                   after the last of them (None when wants_step is False: a
+                                   prefill chunk that is not the last chooses nothing)
+    Chosen(id)                     a reply id, as it is chosen; send None
+
+and ends (StopIteration.value) with the Generation. The prompt is fed in chunks, so a caller can
+stop between any two pulls: throwing `Stop` into the loop ends it there, with stop_reason
+"stopped" and only the ids chosen so far. The last chosen id is never fed back: afterwards the
+cache holds the fed ids plus every generated id but the last.
+
+Who computes the steps is the caller's business: `greedy` below (the command line, NumPy, native
+wgpu), or chatlens.pull.Pull, which keeps GPU steps in flight and lets the page's JavaScript run
+them.
 """
 
 import time
@@ -16,39 +29,87 @@ class Generation:
     ids: list = field(default_factory=list)  # new ids, the end-of-turn id included if written
     stop_reason: str = "max_tokens"  # "end_turn", "max_tokens" or "stopped"
     top_k: list = field(default_factory=list)  # per reply id, its step's [[id, logit, probability], ...] when asked
-    prefill_tokens: int = 0
+    prefill_tokens: int = 0  # prompt ids fed (fewer than the prompt's when stopped while reading it)
     prefill_ms: float = 0.0
     decode_ms: float = 0.0
 
 
+@dataclass(frozen=True)
+class Feed:
+    """What the loop needs: `ids` fed after what the cache holds."""
+    ids: tuple
+    top_k: int = 0  # > 0: the step carries the K best and the normalizer (chatlens.backend.Step)
+    wants_step: bool = True  # False: a prefill chunk before the last; nothing is chosen after it
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A reply id, the moment the loop chose it."""
+    id: int
+    top_k: tuple = ()  # its step's [id, logit, probability] rows when asked (ranked)
+
+
+class Stop(Exception):
+    """Thrown into `decoding` by a caller whose user asked to stop."""
+
+
+def decoding(ids, *, eos_id, max_new_tokens, top_k=0, chunk=0):
+    """The greedy loop over prompt `ids` (fed in chunks of `chunk`, 0 for one), choosing up to
+    max_new_tokens ids: the argmax of each step (the backend chooses it), until eos_id."""
+    ids = [int(i) for i in ids]
+    out = Generation()
+    chunk = int(chunk) or len(ids) or 1
+    clock = time.perf_counter
+    t0 = clock()
+    try:
+        for at in range(0, len(ids), chunk):
+            last = at + chunk >= len(ids)
+            step = yield Feed(tuple(ids[at:at + chunk]), top_k if last else 0, wants_step=last)
+            out.prefill_tokens += len(ids[at:at + chunk])
+        t1 = clock()
+        out.prefill_ms = (t1 - t0) * 1000
+        while max_new_tokens > 0:
+            out.ids.append(step.id)
+            candidates = ranked(step) if top_k else []
+            if top_k:
+                out.top_k.append(candidates)
+            yield Chosen(step.id, tuple(candidates))
+            if step.id == eos_id:
+                out.stop_reason = "end_turn"
+                break
+            if len(out.ids) >= max_new_tokens:
+                break
+            step = yield Feed((step.id,), top_k)
+    except Stop:
+        out.stop_reason = "stopped"
+    now = clock()
+    if out.prefill_ms == 0.0:  # stopped while the prompt was read
+        out.prefill_ms = (now - t0) * 1000
+    else:
+        out.decode_ms = (now - t0) * 1000 - out.prefill_ms
+    return out
+
+
 def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=None, top_k=0) -> Generation:
     """Feed `ids` after what `stepper` (a Backend, or a chatlens.cache.PromptCache) holds, then
-    choose up to max_new_tokens ids greedily.
+    choose up to max_new_tokens ids greedily: `decoding`, its steps computed here, one at a
+    time or, on a backend that plans GPU runs, with the next step in flight (chatlens.pull).
 
-    on_token(id) is called as each id is chosen. should_stop() is asked before each chosen id
-    is fed back: when it says yes, the reply ends there with stop_reason "stopped" (the ids
-    chosen so far are kept). top_k > 0 records each step's best ids, logits and probabilities
+    on_token(id) is called as each id is chosen. should_stop() is asked between any two steps
+    (prompt chunks included, so a long prompt can be stopped while it is read): when it says yes, the reply ends there with stop_reason "stopped" (the ids chosen so far
+    are kept). top_k > 0 records each step's best ids, logits and probabilities
     (chatlens.backend.ranked), best first; the chosen id is always the first.
     """
-    out = Generation(prefill_tokens=len(ids))
-    t0 = time.perf_counter()
-    step = stepper.prefill(ids, top_k)
-    t1 = time.perf_counter()
-    out.prefill_ms = (t1 - t0) * 1000
-    while max_new_tokens > 0:
-        out.ids.append(step.id)
-        if top_k:
-            out.top_k.append(ranked(step))
-        if on_token is not None:
-            on_token(step.id)
-        if step.id == eos_id:
-            out.stop_reason = "end_turn"
+    from .pull import Pull
+
+    pull = Pull(stepper, ids, eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k)
+    first = True
+    while not pull.done:
+        if not first and should_stop is not None and should_stop():
+            pull.stop()
             break
-        if len(out.ids) >= max_new_tokens:
-            break
-        if should_stop is not None and should_stop():
-            out.stop_reason = "stopped"
-            break
-        step = stepper.decode(step.id, top_k)
-    out.decode_ms = (time.perf_counter() - t1) * 1000
-    return out
+        first = False
+        for chosen in pull.pull():
+            if on_token is not None:
+                on_token(chosen.id)
+    return pull.generation

@@ -149,6 +149,7 @@ class NumpyBackend:
     `products`: MATMUL or EINSUM (default: this NumPy's choice, PRODUCTS)."""
 
     name = "numpy"
+    chunk = PREFILL_CHUNK  # prompt ids a step takes (chatlens.generate feeds longer prompts in chunks)
 
     def __init__(self, cfg: ModelConfig, weights: dict, n_ctx: int, products=None):
         if n_ctx > cfg.n_ctx:

@@ -1,49 +1,128 @@
-"""WebGPUBackend: chatlens.backend's seam over a GPU program and an executor.
+"""WebGPUBackend: chatlens.backend's seam over a GPU program, its steps planned as data.
 
-The executor is the host's (native.NativeExecutor in CPython, a bridge to
-site/js/gpu/executor.mjs in Pyodide); both offer
-    run(sequences: list[str], params: bytes, readback: str | None) -> bytes
-so this class runs unchanged in both. Pure Python; NumPy only for last_logits().
+A step is a `Run`: the named sequences of dispatches, the step buffer's bytes and what to read
+back. `plan` makes one (and counts its tokens as cached), `read` turns the bytes it read back
+into a Step. Whoever holds the GPU runs it in between:
+
+- natively, an executor (native.NativeExecutor) with submit(run) -> ticket and collect(ticket)
+  -> bytes, so steps can be in flight (chatlens.pull), and prefill/decode, which run one step
+  and wait for it;
+- in the browser, the worker's JavaScript (site/js/gpu/executor.mjs), which submits each run
+  and hands Python its bytes (chatlens.worker's reply requests): Python never waits for the GPU.
+
+Pure Python; NumPy only for last_logits().
 """
 
 import math
 import struct
+from dataclasses import dataclass
 
 from ..backend import Step
 from ..errors import ChatlensError
 from .program import step_params
 
 
+@dataclass(frozen=True)
+class Run:
+    """One step of the GPU program, as its host submits it."""
+    sequences: tuple  # names of the program's sequences, run in one compute pass
+    params: bytes  # the step buffer's words (program.step_params)
+    readback: str | None  # the readback whose bytes the step returns, None for none
+    n: int  # tokens it feeds (and caches)
+    chooses: bool  # whether it ends with the head: an id chosen (and top-k when asked)
+    top_k: int = 0
+
+    def to_json(self) -> dict:
+        words = len(self.params) // 4
+        return {"sequences": list(self.sequences), "params": list(struct.unpack(f"<{words}I", self.params)),
+                "readback": self.readback, "tokens": self.n, "chooses": self.chooses}
+
+
 class WebGPUBackend:
-    def __init__(self, program: dict, executor, name: str = "webgpu"):
+    planned = True  # its steps are Runs a host submits (chatlens.pull)
+
+    def __init__(self, program: dict, executor=None, name: str = "webgpu"):
+        """executor: the native host's (None where the host runs the Runs itself: the browser)."""
         self.meta = program["meta"]
         self.executor = executor
         self.name = name
         self.capacity = self.meta["n_ctx"]
-        self.length = 0
+        self.chunk = self.meta["chunk"]
+        self.length = 0  # tokens planned into the cache (runs in flight included)
         self.vocab = self.meta["vocab"]
-        self._chosen = None  # the id the GPU's argmax last wrote (the `chosen` buffer holds it)
+
+    # -- planned steps ---------------------------------------------------------------------------
+    def plan(self, ids, top_k: int = 0, *, chooses: bool = True) -> Run:
+        """The run that feeds `ids` (at most `chunk` of them) after the cache, or with ids None
+        the id the GPU's last argmax wrote; with `chooses`, the head and argmax after it (and the
+        top-k when top_k > 0)."""
+        if ids is None:
+            tokens, use_argmax = [0], True  # the embedding reads the `chosen` buffer, not the step
+        else:
+            tokens, use_argmax = [int(i) for i in ids], False
+            if not tokens:
+                raise ChatlensError("prefill needs at least one token")
+            if len(tokens) > self.chunk:
+                raise ChatlensError(f"a GPU step takes at most {self.chunk} tokens, not {len(tokens)}")
+            if max(tokens) >= self.vocab or min(tokens) < 0:
+                raise ChatlensError(f"token id out of range 0..{self.vocab - 1}")
+        if self.length + len(tokens) > self.capacity:
+            raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {self.length} + {len(tokens)} do not fit")
+        # A lone token takes the decode path: matvecs instead of a mostly empty matmul tile.
+        body = "decode" if len(tokens) == 1 else "prefill"
+        k = min(max(int(top_k), 0), self.vocab) if chooses else 0
+        on_gpu = 0 < k <= self.meta["top_k_max"]
+        params = step_params(self.meta, self.length, tokens, use_argmax=use_argmax, top_k=k if on_gpu else 0)
+        if not chooses:
+            run = Run((body,), params, None, len(tokens), False)
+        elif on_gpu:
+            run = Run((body, "head", "top_k"), params, "top_k", len(tokens), True, k)
+        else:  # more candidates than the GPU's top-k holds: the whole vocabulary is read back
+            run = Run((body, "head"), params, "logits" if k else "id", len(tokens), True, k)
+        self.length += len(tokens)
+        return run
+
+    def read(self, run: Run, raw: bytes, ids=None) -> Step | None:
+        """The Step of a run from the bytes it read back (None for a run that chooses nothing)."""
+        if not run.chooses:
+            return None
+        if run.readback == "top_k":
+            k = run.top_k
+            pairs = struct.unpack(f"<{2 * k}I", raw[:8 * k])
+            best = tuple((pairs[2 * i], struct.unpack("<f", struct.pack("<I", pairs[2 * i + 1]))[0]) for i in range(k))
+            # after the K_MAX pairs: the vocabulary's max and sum of exp(logit - max), in float32
+            at = 8 * self.meta["top_k_max"]
+            big, total = struct.unpack("<ff", raw[at:at + 8])
+            return Step(best[0][0], best, big + math.log(total))  # argmax and top-k share the tie rule
+        if run.readback == "logits":
+            logits = struct.unpack(f"<{self.vocab}f", raw[:4 * self.vocab])
+            best = sorted(range(self.vocab), key=lambda i: (-logits[i], i))
+            big = logits[best[0]]
+            log_z = big + math.log(math.fsum(math.exp(x - big) for x in logits))
+            return Step(best[0], tuple((i, logits[i]) for i in best[:run.top_k]), log_z)
+        return Step(struct.unpack("<I", raw[:4])[0])
+
+    # -- the native host: submit and collect, or one step at a time ------------------------------
+    def submit(self, run: Run):
+        return self._executor().submit(list(run.sequences), run.params, run.readback)
+
+    def collect(self, ticket) -> bytes:
+        return self._executor().collect(ticket)
 
     def prefill(self, ids, top_k: int = 0) -> Step:
         ids = [int(i) for i in ids]
         if not ids:
             raise ChatlensError("prefill needs at least one token")
-        self._check(ids)
-        chunk = self.meta["chunk"]
-        for at in range(0, len(ids), chunk):
-            part = ids[at:at + chunk]
-            last = at + chunk >= len(ids)
-            # A lone token takes the decode path: matvecs instead of a mostly empty matmul tile.
-            body = "decode" if len(part) == 1 else "prefill"
-            if last:
-                return self._run(body, part, top_k)
-            self.executor.run([body], step_params(self.meta, self.length, part), None)
-            self.length += len(part)
+        if self.length + len(ids) > self.capacity:
+            raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {self.length} + {len(ids)} do not fit")
+        for at in range(0, len(ids), self.chunk):
+            part = ids[at:at + self.chunk]
+            run = self.plan(part, top_k, chooses=at + self.chunk >= len(ids))
+            step = self.read(run, self.collect(self.submit(run)))
+        return step
 
     def decode(self, token_id: int, top_k: int = 0) -> Step:
-        token_id = int(token_id)
-        self._check([token_id])
-        return self._run("decode", [token_id], top_k)
+        return self.prefill([int(token_id)], top_k)
 
     def truncate(self, n: int) -> None:
         self.length = max(0, min(int(n), self.length))  # the cache past `length` is simply overwritten
@@ -55,36 +134,10 @@ class WebGPUBackend:
         """The last step's logits (vocab,), read back whole: for parity tests, not the seam."""
         import numpy as np
 
-        return np.frombuffer(self.executor.run([], b"", "logits"), dtype="<f4")[:self.vocab].copy()
+        ex = self._executor()
+        return np.frombuffer(ex.collect(ex.submit([], b"", "logits")), dtype="<f4")[:self.vocab].copy()
 
-    def _check(self, ids):
-        if self.length + len(ids) > self.capacity:
-            raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {self.length} + {len(ids)} do not fit")
-        if max(ids) >= self.vocab or min(ids) < 0:
-            raise ChatlensError(f"token id out of range 0..{self.vocab - 1}")
-
-    def _run(self, body: str, ids, top_k: int) -> Step:
-        # The next decode's embed reads the id where the argmax left it, when it is that id.
-        use_argmax = body == "decode" and ids[0] == self._chosen
-        k = min(max(int(top_k), 0), self.vocab)
-        on_gpu = 0 < k <= self.meta["top_k_max"]
-        params = step_params(self.meta, self.length, ids, use_argmax=use_argmax, top_k=k if on_gpu else 0)
-        sequences = [body, "head"] + (["top_k"] if on_gpu else [])
-        raw = self.executor.run(sequences, params, "top_k" if on_gpu else "id")
-        self.length += len(ids)
-        if on_gpu:
-            pairs = struct.unpack(f"<{2 * k}I", raw[:8 * k])
-            best = tuple((pairs[2 * i], struct.unpack("<f", struct.pack("<I", pairs[2 * i + 1]))[0]) for i in range(k))
-            # after the K_MAX pairs: the vocabulary's max and sum of exp(logit - max), in float32
-            at = 8 * self.meta["top_k_max"]
-            big, total = struct.unpack("<ff", raw[at:at + 8])
-            self._chosen = best[0][0]  # the argmax and top-k share the tie rule: the same id
-            return Step(self._chosen, best, big + math.log(total))
-        self._chosen = struct.unpack("<I", raw[:4])[0]
-        if k:  # more than the GPU's top-k holds: sort the whole vocabulary here
-            logits = struct.unpack(f"<{self.vocab}f", self.executor.run([], b"", "logits")[:4 * self.vocab])
-            best = sorted(range(self.vocab), key=lambda i: (-logits[i], i))[:k]
-            big = max(logits)
-            log_z = big + math.log(math.fsum(math.exp(x - big) for x in logits))
-            return Step(self._chosen, tuple((i, logits[i]) for i in best), log_z)
-        return Step(self._chosen)
+    def _executor(self):
+        if self.executor is None:
+            raise ChatlensError("this backend's runs are submitted by its host (the browser's worker), not here")
+        return self.executor

@@ -104,8 +104,7 @@ class NativeExecutor:
             for g in program["bind_groups"]}
         self.sequences = {name: [(self.pipelines[d["pipeline"]][0], self.bind_groups[d["bind_group"]], d["workgroups"])
                                  for d in seq] for name, seq in program["sequences"].items()}
-        self.staging = {name: device.create_buffer(size=r["size"], usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-                        for name, r in program["readbacks"].items()}
+        self.staging = {name: [] for name in program["readbacks"]}  # free staging buffers, per readback
         self.step = program["meta"].get("step_buffer")
 
     def _pipeline(self, code: str, p: dict):
@@ -135,9 +134,10 @@ class NativeExecutor:
         """Write bytes into a named buffer (tests use this to set inputs)."""
         self._write(self.buffers[buffer], offset, data)
 
-    def run(self, sequences, params: bytes = b"", readback: str | None = None) -> bytes:
-        """Write the step parameters, run the named sequences in one compute pass, and return
-        the bytes of one readback (b"" for None)."""
+    def submit(self, sequences, params: bytes = b"", readback: str | None = None):
+        """Write the step parameters, run the named sequences in one compute pass, copy one
+        readback into a staging buffer of its own, and submit: the ticket `collect` waits on.
+        Several can be in flight: the queue runs them in order, each reads back its own bytes."""
         if params:
             self._write(self.buffers[self.step], 0, params)
         encoder = self.device.create_command_encoder()
@@ -149,15 +149,30 @@ class NativeExecutor:
                 compute.set_bind_group(0, group)
                 compute.dispatch_workgroups(x, y, z)
             compute.end()
+        ticket = None
         if readback is not None:
             r = self.program["readbacks"][readback]
-            encoder.copy_buffer_to_buffer(self.buffers[r["buffer"]], r["offset"], self.staging[readback], 0, r["size"])
+            free = self.staging[readback]
+            # made once per step in flight, then reused: none in the token loop after the first steps
+            staging = free.pop() if free else self.device.create_buffer(
+                size=r["size"], usage=self.wgpu.BufferUsage.MAP_READ | self.wgpu.BufferUsage.COPY_DST)
+            encoder.copy_buffer_to_buffer(self.buffers[r["buffer"]], r["offset"], staging, 0, r["size"])
+            ticket = (readback, staging, r["size"])
         self.device.queue.submit([encoder.finish()])
-        if readback is None:
+        return ticket
+
+    def collect(self, ticket) -> bytes:
+        """The bytes a submitted run read back (b"" for none), once the GPU has written them."""
+        if ticket is None:
             return b""
-        staging = self.staging[readback]
+        readback, staging, size = ticket
         staging.map_sync(self.wgpu.MapMode.READ)
         try:
-            return bytes(staging.read_mapped(0, r["size"]))
+            return bytes(staging.read_mapped(0, size))
         finally:
             staging.unmap()
+            self.staging[readback].append(staging)
+
+    def run(self, sequences, params: bytes = b"", readback: str | None = None) -> bytes:
+        """One step, waited for: submit, then collect."""
+        return self.collect(self.submit(sequences, params, readback))
