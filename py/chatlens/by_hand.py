@@ -44,36 +44,32 @@ def turns(history):
 def fit(system, history, new_message, window, reserve):
     """Drop the oldest whole turns until the prompt leaves `reserve` tokens of the window free
     for the reply. The system prompt and the new message always stay. Returns the messages
-    kept and the prompt they make."""
+    kept, the prompt they make, and how many turns were dropped."""
     head = [{"role": "system", "content": system}] if system else []
     kept = turns(history)
+    dropped = 0
     while True:
         messages = head + [m for turn in kept for m in turn] + [new_message]
         prompt = render(messages)
         if count_tokens(prompt) + reserve <= window:
-            return messages, prompt
+            return messages, prompt, dropped
         if not kept:
             raise ValueError("the system prompt and the new message alone do not fit the window")
         kept = kept[1:]  # the oldest turn goes, all of it
+        dropped += 1
 
 
 if __name__ == "__main__":
-    # The lesson's conversation: four turns, then a fifth message, in a window of 256 tokens
-    # with 96 kept free for the reply.
+    # The lesson's program: two turns, then "What is my name?", in a window of 128 tokens with
+    # 32 kept free for the reply. The lesson gives only its replies' sizes (18 and 23 tokens with
+    # the template's); these two replies have exactly those sizes.
     history = [
         {"role": "user", "content": "Hi! My name is Priya."},
-        {"role": "assistant", "content": "Hello Priya! How can I help you today?"},
+        {"role": "assistant", "content": "Hello, Priya! How can I help you today?"},
         {"role": "user", "content": "Give me one tip for sleeping better."},
-        {"role": "assistant", "content": "Keep a regular schedule: go to bed and get up at the same time every "
-                                         "day, weekends included, so your body learns when it is time to sleep."},
-        {"role": "user", "content": "What is my name?"},
-        {"role": "assistant", "content": "Your name is Priya."},
-        {"role": "user", "content": "Who are you?"},
-        {"role": "assistant", "content": "I am SmolLM, an AI assistant trained by Hugging Face. I can answer "
-                                         "questions, explain ideas and help you write."},
+        {"role": "assistant", "content": "Go to bed and wake up at the same time every day, even on weekends."},
     ]
-    new_message = {"role": "user", "content": "What year is it?"}
-    kept, prompt = fit(None, history, new_message, window=256, reserve=96)
-    dropped = len(history) + 1 - len(kept)
-    print(f"{count_tokens(prompt)} tokens; kept {len(kept)} messages, dropped the oldest {dropped}")
+    new_message = {"role": "user", "content": "What is my name?"}
+    kept, prompt, dropped = fit(None, history, new_message, window=128, reserve=32)
+    print(f"{dropped} turn{'' if dropped == 1 else 's'} dropped; the prompt is {count_tokens(prompt)} tokens")
     print(prompt)
