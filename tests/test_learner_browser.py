@@ -230,3 +230,37 @@ def test_every_control_can_be_read(learner):
     low = {w: r for w, r in seen.items() if r < 4.5}
     assert not low, low
     page.click("#mode-live")
+
+
+# -- true to the lesson -------------------------------------------------------------------------------------------
+
+
+def test_plain_text_says_why_its_numbers_are_not_the_lessons(learner):
+    """The lesson's France experiment: beside each distribution, the lesson's figure, this copy's,
+    and why they differ (the mirror holds 4-bit weights), in one sentence."""
+    page = learner.page
+    page.click("#mode-plain")
+    page.wait_for_function("() => document.querySelector('[data-stat=plain-tokens]')")
+    assert page.input_value("#plain-text") == "What is the capital of France?"
+    # the two sides' first steps as the worker answers them (ids and logits here are made up:
+    # the note reads the probability it is given)
+    notes = page.evaluate("""async () => {
+        const v = await import('./js/views/plain.mjs');
+        const w = await import('./js/weights.mjs');
+        const side = (tok, p) => ({ ids: [2], tokens: [tok], text: '', stop_reason: 'max_tokens',
+                                    top_k: [[[2, 20.1, p], [504, 19.0, 0.1]]], top_k_tokens: [[tok, 'Paris']] });
+        const tokens = await chatlens.tokenize({ text: 'What is the capital of France?' });
+        const draw = (source) => {
+            v.renderPlain(document.getElementById('reads'), { tokens, plain: { result: side('<|im_end|>', 0.678) },
+                chat: { reply: side('The', 0.155) }, gap: 0.01, lesson: w.weightsOf(source) });
+            return [...document.querySelectorAll('.lesson-note')].map((n) => [n.dataset.lesson, n.textContent]);
+        };
+        return { mirror: draw(chatlens.source), hub: draw({ origin: 'hub', kind: 'hf' }) };
+    }""")
+    (plain, p_text), (chat, c_text) = notes["mirror"]
+    assert (plain, chat) == ("plain", "chat")
+    assert "reports 73% for “<|im_end|>”" in p_text and "gives it 67.8%" in p_text and "4-bit weights (Q4_1)" in p_text
+    assert "reports 83% for “The”" in c_text and "gives it 15.5%" in c_text
+    assert "same original weights" in notes["hub"][0][1]
+    learner.shot("learner-plain-lesson-note")
+    page.click("#mode-live")

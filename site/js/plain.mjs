@@ -8,6 +8,7 @@ import { callArgs } from "./controls.mjs";
 import { $, debounce, fill } from "./views/dom.mjs";
 import { renderMessage } from "./views/reads.mjs";
 import { renderPlain } from "./views/plain.mjs";
+import { weightsOf } from "./weights.mjs";
 
 export const LESSON_TEXT = "What is the capital of France?";
 
@@ -16,7 +17,8 @@ const fresh = (text) => ({ text, tokens: null, plain: null, chat: null, seq: 0 }
 function view(page) {
   const { state } = page;
   const p = state.plain;
-  return { tokens: p.tokens, plain: p.plain, chat: p.chat, gap: state.nearTieGap, eos: p.plain?.result?.eos_id };
+  return { tokens: p.tokens, plain: p.plain, chat: p.chat, gap: state.nearTieGap, eos: p.plain?.result?.eos_id,
+           lesson: p.text.trim() === LESSON_TEXT ? weightsOf(page.api.source) : null };
 }
 
 export function drawPlain(page) {

@@ -4,7 +4,7 @@
 
 import { el, fill } from "./dom.mjs";
 import { replyTitle, visibleToken } from "./reads.mjs";
-import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
+import { bindWhy, candidatesTable, markNearTies, percent, whyBox } from "./why.mjs";
 
 /** Token chips for ids/tokens, special ids as dark chips. */
 function tokenChips(ids, tokens, special, label) {
@@ -74,13 +74,34 @@ function nextToken(out, special, gap) {
   );
 }
 
+// What the lesson reports for its France experiment, on the original bf16 weights: the first
+// token's probability with no template (<|im_end|>) and inside it ("The").
+export const LESSON_SHARES = { plain: { token: "<|im_end|>", percent: 73 }, chat: { token: "The", percent: 83 } };
+
+/** Beside the distribution of the lesson's text: what the lesson reports, what these weights
+ * give, and why they differ, in one sentence. lesson: weightsOf(the source) or null. */
+function lessonNote(out, side, lesson) {
+  if (!lesson || !out?.top_k?.length) return null;
+  const want = LESSON_SHARES[side];
+  const at = out.top_k_tokens[0].indexOf(want.token);
+  const got = at >= 0 ? `this model gives it ${percent(out.top_k[0][at][2])}` : "here it is not among the candidates shown";
+  const why = lesson.kind === "copy"
+    ? `: these are ${lesson.bits ? `${lesson.bits}-bit` : "quantized"} weights (${lesson.quant || lesson.name}), and rounding the weights shifts every probability`
+    : lesson.kind === "original"
+      ? ", on the same original weights: what differs is only the arithmetic's rounding"
+      : ": other weights give other probabilities";
+  return el("p", { class: "note lesson-note", dataset: { lesson: side } },
+    `The lesson, on the original bf16 weights, reports ${want.percent}% for “${want.token}” here; ${got}${why}.`);
+}
+
 function column(title, about, body) {
   return el("section", { class: "plain-col" }, el("h3", { text: title }), el("p", { class: "term", text: about }), ...body);
 }
 
 /**
  * Draw plain-text mode into `root`. view: {tokens: tokenize's answer or null, plain: {result |
- * streaming | error}, chat: {record | streaming | error}, gap, eos}. Each side's `result` holds
+ * streaming | error}, chat: {record | streaming | error}, gap, eos, lesson}; lesson (weightsOf the
+ * source) when the text is the lesson's, for the note beside its numbers. Each side's `result` holds
  * ids, tokens, text, stop_reason, top_k, top_k_tokens.
  */
 export function renderPlain(root, view) {
@@ -95,7 +116,7 @@ export function renderPlain(root, view) {
       tokenChips(tokens.prompt_ids, tokens.prompt_tokens, special, "The plain text's tokens"),
     );
   }
-  left.push(...sideBody(plain, special, gap, "The continuation"));
+  left.push(...sideBody(plain, special, gap, "The continuation", lessonNote(plain?.result, "plain", view.lesson)));
   const right = [];
   const rec = chat?.record;
   if (rec) {
@@ -104,7 +125,7 @@ export function renderPlain(root, view) {
       textWithChips(rec.prompt_ids, rec.prompt_tokens, new Set(rec.special_ids)),
     );
   }
-  right.push(...sideBody(chat && { ...chat, result: chat.reply }, special, gap, "The reply"));
+  right.push(...sideBody(chat && { ...chat, result: chat.reply }, special, gap, "The reply", lessonNote(chat?.reply, "chat", view.lesson)));
   if (!chat) right.push(el("p", { class: "note", text: "“Send the same words as a chat message” puts them through the template, as a user message, and shows what the model does then." }));
   fill(root, 
     el("p", { class: "caption", id: "reads-caption", text: "Plain text: what the model reads with no template around it" }),
@@ -117,10 +138,10 @@ export function renderPlain(root, view) {
   );
 }
 
-function sideBody(side, special, gap, what) {
+function sideBody(side, special, gap, what, note = null) {
   if (!side) return [];
   if (side.error) return [el("p", { class: "error", text: side.error })];
   const out = side.result || side.streaming;
   if (!out) return [el("p", { class: "note", text: "Computing…" })];
-  return [nextToken(side.result, special, gap), continuation(out, special, gap, what)].filter(Boolean);
+  return [nextToken(side.result, special, gap), note, continuation(out, special, gap, what)].filter(Boolean);
 }
