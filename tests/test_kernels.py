@@ -37,6 +37,14 @@ def close(got, want, rel=REL):
     np.testing.assert_allclose(got, want, rtol=0, atol=rel * float(np.abs(want).max()))
 
 
+def f16_close(got, want):
+    """got (float16, as the KV cache holds it) is want rounded to f16: within half an f16 ulp of
+    each value, plus f32 rounding of the sums it came from."""
+    want = np.asarray(want, np.float32)
+    ulp = np.spacing(np.abs(want).astype(np.float16)).astype(np.float32)
+    assert np.all(np.abs(got.astype(np.float32) - want) <= 0.5 * ulp + REL * float(np.abs(want).max()))
+
+
 @pytest.fixture(scope="module")
 def device():
     opened = native.shared_device()
@@ -105,11 +113,13 @@ class Kernel:
         return self.input("step", struct.pack(f"<{len(words)}I", *words))
 
     def run(self, *outputs, dtype="<f4"):
+        """The outputs' bytes as `dtype` (one for all, or a tuple of one for each)."""
         program = self.b.to_dict()
         program["meta"] = {"step_buffer": "step"}
         ex = native.NativeExecutor(self.device, program, lambda f, o, n: self.blobs[f][o:o + n])
         ex.run(["k"])
-        return [np.frombuffer(ex.run([], b"", name), dtype=dtype) for name in outputs]
+        dtypes = dtype if isinstance(dtype, tuple) else (dtype,) * len(outputs)
+        return [np.frombuffer(ex.run([], b"", name), dtype=dt) for name, dt in zip(outputs, dtypes)]
 
 
 def rng_for(*key):
@@ -227,12 +237,13 @@ def llama_cpp_permute(w, n_heads):
     return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+@pytest.mark.parametrize("kv", ["F16", "F32"])
 @pytest.mark.parametrize("layout", ["hf", "gguf"])
 @pytest.mark.parametrize("chunk", [None, 64])
-def test_rope_and_kv_cache_write_after_the_qkv_projection(device, layout, chunk):
+def test_rope_and_kv_cache_write_after_the_qkv_projection(device, layout, chunk, kv):
     """q, k, v in one dispatch: q and k rotated by model.rope at positions start.., k and v written
-    into the cache. For a GGUF source the rows stay in llama.cpp's permuted order and are
-    rotated in adjacent pairs: undoing the permutation gives HF's result."""
+    into the cache in f16 (two per u32, rounded as NumPy's float16) or f32. For a GGUF source the rows stay in llama.cpp's permuted
+    order and are rotated in adjacent pairs: undoing the permutation gives HF's result."""
     for nh, nkv, hd, dim, dtype in ((9, 3, 64, 576, "Q4_1"), (4, 2, 16, 40, "F32")):
         rng = rng_for("rope", layout, chunk, nh)
         t, start, n_ctx = (1, 11, 16) if chunk is None else (6, 5, 16)
@@ -246,13 +257,14 @@ def test_rope_and_kv_cache_write_after_the_qkv_projection(device, layout, chunk)
         w, (q_st, k_st, v_st) = kern.matrix("w", stored, dtype)
         table = kern.input("rope", rope_table(cfg, n_ctx))
         q = kern.output("q", 4 * t * nh * hd)
-        kc = kern.output("kc", 4 * nkv * n_ctx * hd)
-        vc = kern.output("vc", 4 * nkv * n_ctx * hd)
+        kc = kern.output("kc", K.kv_cache_bytes(nkv, n_ctx, hd, kv))
+        vc = kern.output("vc", K.kv_cache_bytes(nkv, n_ctx, hd, kv))
         segs = dict(zip("qkv", w.segs))
         epi = K.rope_kv(q, kc, vc, table, n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx,
-                        hf_pairs=layout == "hf", segs=segs, pairs=(0, (nh + 2 * nkv) * hd // 2))
+                        hf_pairs=layout == "hf", segs=segs, pairs=(0, (nh + 2 * nkv) * hd // 2), kv=kv)
         K.project(kern.b, "k", Target(True), step=step, x=kern.input("x", x), w=w, epilogue=epi, chunk=chunk)
-        got_q, got_k, got_v = kern.run("q", "kc", "vc")
+        cache = {"F16": "<f2", "F32": "<f4"}[kv]
+        got_q, got_k, got_v = kern.run("q", "kc", "vc", dtype=("<f4", cache, cache))
         got_q = got_q.reshape(t, nh * hd)
         got_k, got_v = got_k.reshape(nkv, n_ctx, hd), got_v.reshape(nkv, n_ctx, hd)
         if layout == "gguf":  # back to HF's row order, the order NumPy computes in
@@ -264,40 +276,59 @@ def test_rope_and_kv_cache_write_after_the_qkv_projection(device, layout, chunk)
         cos, sin = cos[start:start + t], sin[start:start + t]
         want_q = rope(split_heads(x @ q_st.T, nh), cos, sin).transpose(1, 0, 2).reshape(t, nh * hd)
         close(got_q, want_q)
-        close(got_k[:, start:start + t], rope(split_heads(x @ k_st.T, nkv), cos, sin))
-        close(got_v[:, start:start + t], split_heads(x @ v_st.T, nkv))
+        cached = f16_close if kv == "F16" else close
+        cached(got_k[:, start:start + t], rope(split_heads(x @ k_st.T, nkv), cos, sin))
+        cached(got_v[:, start:start + t], split_heads(x @ v_st.T, nkv))
         assert not got_k[:, :start].any() and not got_v[:, start + t:].any()  # nothing else written
 
 
 # -- attention ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("nh, nkv, hd", [(9, 3, 64), (4, 2, 16), (4, 4, 16)])
-def test_split_attention_equals_numpy_attention(device, nh, nkv, hd):
-    """model.attention over a cache, causal, split in keys of `split` and merged: decode (T=1)
-    over 1, 3 and 10 splits, and a prefill chunk of 7 tokens."""
-    n_ctx, splits, split_max = 320, 10, 32
+@pytest.mark.parametrize("splits", [1, 10])
+@pytest.mark.parametrize("kv", ["F16", "F32"])
+def test_attention_equals_numpy_attention_over_the_cache(device, nh, nkv, hd, splits, kv):
+    """model.attention over a cache held in f16 or f32 (NumPy reads the same values), causal: one
+    split written directly, or split in keys of `split` and merged; decode (T=1) at 1, 71 and
+    320 keys (over 1, 3 and 10 splits, and blocks of keys past one), and prefill chunks of 7."""
+    n_ctx, split_max = 320, 32
     rng = rng_for("attn", nh, nkv, hd)
-    kc = rng.standard_normal((nkv, n_ctx, hd)).astype(np.float32)
-    vc = rng.standard_normal((nkv, n_ctx, hd)).astype(np.float32)
+    kc = rng.standard_normal((nkv, n_ctx, hd)).astype({"F16": np.float16, "F32": np.float32}[kv])
+    vc = rng.standard_normal((nkv, n_ctx, hd)).astype(kc.dtype)
     for t, start, split in ((1, 0, 32), (1, 70, 32), (1, 319, 32), (7, 100, 16), (7, 20, 32)):
         q = (2 * rng.standard_normal((t, nh * hd))).astype(np.float32)
         kern = Kernel(device)
-        step = kern.step(n_tokens=t, start=start, split=split)
+        step = kern.step(n_tokens=t, start=start, split=split if splits > 1 else n_ctx)
         out = kern.output("out", 4 * t * nh * hd)
         kern.b.buffer("partials", 4 * t * nh * splits * (hd + 2))
         K.attention(kern.b, "k", step=step, q=kern.input("q", q), kc=kern.input("kc", kc), vc=kern.input("vc", vc),
                     partials="partials", out=out, n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx,
-                    splits=splits, split_max=split_max, tokens=t)
+                    splits=splits, split_max=split_max if splits > 1 else n_ctx, tokens=t, kv=kv)
         (got,) = kern.run("out")
         end = start + t
-        want = attention(split_heads(q, nh), kc[:, :end], vc[:, :end], start)
+        want = attention(split_heads(q, nh), kc[:, :end].astype(np.float32), vc[:, :end].astype(np.float32), start)
         close(got.reshape(t, nh * hd), want)
+
+
+def test_one_split_attention_is_one_dispatch():
+    """Up to SHORT_KEYS keys the program has no merge pass: 5 dispatches a layer."""
+    b = ProgramBuilder()
+    b.buffer("step", 64)
+    for name in ("q", "kc", "vc", "a"):
+        b.buffer(name, 64)
+    splits, split_max = K.attention_splits(K.SHORT_KEYS, 3)
+    assert splits == 1
+    K.attention(b, "s", step="step", q="q", kc="kc", vc="vc", partials=None, out="a", n_heads=9, n_kv_heads=3,
+                head_dim=64, n_ctx=K.SHORT_KEYS, splits=splits, split_max=split_max, tokens=1)
+    assert [d["label"] for d in b.sequences["s"]] == ["attention-direct"]
+    assert K.attention_splits(K.SHORT_KEYS + 1, 3)[0] > 1
 
 
 def test_attention_splits_cover_the_context():
     for n_ctx in (1, 8, 64, 100, 8192, 32768, 131072):
         for group in (1, 3, 8):
             splits, split_max = K.attention_splits(n_ctx, group)
-            assert splits * split_max >= n_ctx and group * split_max <= 2048 and splits <= 65535
+            assert splits * split_max >= n_ctx and splits <= 65535
+            assert splits == 1 or group * split_max <= 2048
 
 
 # -- choosing tokens ------------------------------------------------------------------------------

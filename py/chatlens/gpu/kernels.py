@@ -69,6 +69,7 @@ class Epilogue:
     nv: int
     bindings: tuple
     consts: dict = field(default_factory=dict)
+    needs: tuple = ()  # files it calls into, before its own
 
 
 def check_row(dtype: str, k: int, what: str):
@@ -105,15 +106,17 @@ def silu_mul(h: str, ffn: int) -> Epilogue:
 
 
 def rope_kv(q: str, kc: str, vc: str, table: str, *, n_heads, n_kv_heads, head_dim, n_ctx, hf_pairs: bool,
-            segs: dict, pairs: tuple) -> Epilogue:
-    """q, k rotated and k, v into the cache; pairs = (first, end) pair of q|k|v this dispatch does;
-    segs: where q, k and v start in its matrix (storage elements; absent ones unused)."""
+            segs: dict, pairs: tuple, kv: str = "F16") -> Epilogue:
+    """q, k rotated and k, v into the cache (kv_cache_bytes, in `kv`: KV_TYPES); pairs = (first,
+    end) pair of q|k|v this dispatch does; segs: where q, k and v start in its matrix (storage
+    elements; absent ones unused)."""
     first, end = pairs
     consts = {"HD": head_dim, "NH": n_heads, "NKV": n_kv_heads, "N_CTX": n_ctx, "ROPE_HF": hf_pairs,
               "SEG_Q": segs.get("q", 0), "SEG_K": segs.get("k", 0), "SEG_V": segs.get("v", 0), "PAIR_BASE": first}
-    bindings = (("Q", "array<f32>", "read_write", q), ("KC", "array<f32>", "read_write", kc),
-                ("VC", "array<f32>", "read_write", vc), ("ROPE", "array<vec2<f32>>", "read", table))
-    return Epilogue("rope", 2 * (end - first), bindings, consts)
+    pair = KV_TYPES[kv]["pair"]
+    bindings = (("Q", "array<f32>", "read_write", q), ("KC", f"array<{pair}>", "read_write", kc),
+                ("VC", f"array<{pair}>", "read_write", vc), ("ROPE", "array<vec2<f32>>", "read", table))
+    return Epilogue("rope", 2 * (end - first), bindings, consts, (f"kv_store_{kv.lower()}",))
 
 
 # --- kernels -----------------------------------------------------------------------------
@@ -140,7 +143,7 @@ def project(b, sequence: str, target: Target, *, step: str, x: str, w: Matrix, e
     else:
         files.append("no_norm")
     bindings += epilogue.bindings
-    files.append(epilogue.file)
+    files += [*epilogue.needs, epilogue.file]
     consts = {"K": w.k, "UNITS": w.units, "NV": nv, "NORM": gain is not None, "EPS": eps, "ROWS": ROWS}
     consts.update({f"SEG{i}": s for i, s in enumerate(w.segs)})
     consts.update(epilogue.consts)
@@ -176,27 +179,60 @@ def embed(b, sequence: str, *, step: str, w: Matrix, x: str, chosen: str, chunk:
     b.kernel(sequence, f"embed-{w.dtype}", bindings, consts, files, (math.ceil(w.units / wg), chunk, 1))
 
 
+SHORT_KEYS = 128  # a context up to this many keys is one workgroup's: attention writes its output directly
+ATTENTION_BLOCK = 256  # keys whose scores attention holds in shared memory at once
+
+
 def attention_splits(n_ctx: int, group: int, split_min: int = 32, max_splits: int = 32) -> tuple[int, int]:
     """(splits, split_max): the grid's key splits and the most keys one split may take, so that
-    splits * split_max covers n_ctx and the split's scores fit in shared memory."""
-    split_cap = max(split_min, (2048 // group) // split_min * split_min)  # GROUP * split_max f32 <= 8 KiB
+    splits * split_max covers n_ctx. One split (direct output, no merge) up to SHORT_KEYS; past
+    it at least as many splits as keep a split's keys to what GROUP * 2048 f32 hold (the grid
+    grows with the context)."""
+    if n_ctx <= SHORT_KEYS:
+        return 1, math.ceil(n_ctx / split_min) * split_min
+    split_cap = max(split_min, (2048 // group) // split_min * split_min)
     splits = max(min(max_splits, math.ceil(n_ctx / split_min)), math.ceil(n_ctx / split_cap))
     split_max = math.ceil(math.ceil(n_ctx / splits) / split_min) * split_min
     return splits, split_max
 
 
-def attention(b, sequence: str, *, step: str, q: str, kc: str, vc: str, partials: str, out: str,
-              n_heads: int, n_kv_heads: int, head_dim: int, n_ctx: int, splits: int, split_max: int, tokens: int):
-    """softmax(q k^T / sqrt(hd)) v over the cache, causal, as split partials and a merge pass;
-    tokens: the grid's tokens (1 for decode, the chunk for prefill)."""
+def attention_block(group: int, split_max: int) -> int:
+    """Keys a block of attention.wgsl takes: its scores (GROUP * BLOCK f32) within 8 KiB."""
+    return max(32, min(ATTENTION_BLOCK, split_max, (2048 // group) // 32 * 32))
+
+
+# The KV cache's precisions: F16 (two per u32, half the bytes; the default) or F32 (NumPy's).
+# pair: the WGSL type of a pair of dims (2i, 2i + 1); key8: of 8 dims; bytes: of one value.
+KV_TYPES = {"F16": {"pair": "u32", "key8": "vec4<u32>", "bytes": 2},
+            "F32": {"pair": "vec2<f32>", "key8": "vec4<f32>", "bytes": 4}}
+
+
+def kv_cache_bytes(n_kv_heads: int, n_ctx: int, head_dim: int, kv: str = "F16") -> int:
+    """One layer's K (or V) cache: (n_kv, n_ctx, hd) in `kv`."""
+    return KV_TYPES[kv]["bytes"] * n_kv_heads * n_ctx * head_dim
+
+
+def attention(b, sequence: str, *, step: str, q: str, kc: str, vc: str, partials: str | None, out: str,
+              n_heads: int, n_kv_heads: int, head_dim: int, n_ctx: int, splits: int, split_max: int, tokens: int,
+              kv: str = "F16"):
+    """softmax(q k^T / sqrt(hd)) v over the cache (in `kv`), causal: with one split written to
+    `out` directly (one dispatch), else as split partials and a merge pass; tokens: the grid's
+    tokens (1 for decode, the chunk for prefill)."""
     wg = 64
     group = n_heads // n_kv_heads
     common = {"HD": head_dim, "NH": n_heads, "SPLITS": splits}
-    consts = {**common, "GROUP": group, "N_CTX": n_ctx, "SPLIT_MAX": split_max, "WG": wg,
+    consts = {**common, "GROUP": group, "N_CTX": n_ctx, "BLOCK": attention_block(group, split_max), "WG": wg,
               "WG_POW2": pow2_at_least(wg), "SCALE": f32(1.0 / math.sqrt(head_dim))}
-    bindings = [step_binding(step), ("Q", "array<vec4<f32>>", "read", q), ("KC", "array<vec4<f32>>", "read", kc),
-                ("VC", "array<f32>", "read", vc), ("P", "array<f32>", "read_write", partials)]
-    b.kernel(sequence, "attention", bindings, consts, ["step", "attention"], (splits, n_kv_heads, tokens))
+    t = KV_TYPES[kv]
+    bindings = [step_binding(step), ("Q", "array<vec4<f32>>", "read", q), ("KC", f"array<{t['key8']}>", "read", kc),
+                ("VC", f"array<{t['pair']}>", "read", vc)]
+    load = f"kv_load_{kv.lower()}"
+    if splits == 1:
+        b.kernel(sequence, "attention-direct", bindings + [("A", "array<f32>", "read_write", out)], consts,
+                 ["step", load, "attention_direct", "attention"], (1, n_kv_heads, tokens))
+        return
+    b.kernel(sequence, "attention", bindings + [("P", "array<f32>", "read_write", partials)], consts,
+             ["step", load, "attention_split", "attention"], (splits, n_kv_heads, tokens))
     bindings = [step_binding(step), ("P", "array<f32>", "read", partials), ("A", "array<f32>", "read_write", out)]
     b.kernel(sequence, "attention_merge", bindings, {**common, "WG": wg}, ["step", "attention_merge"],
              (n_heads, tokens, 1))

@@ -6,6 +6,10 @@ the activations, the KV cache, and four sequences of dispatches:
 
     prefill  embedding + every layer for a chunk of up to `chunk` tokens (tiled matmuls)
     decode   embedding + every layer for one token (matvecs), its id from the step or the last argmax
+    prefill_short, decode_short   the same while the keys (start + tokens) fit one attention
+             workgroup (meta["short"]["keys"]): attention writes its output directly, one
+             dispatch fewer a layer. Only a program whose context is longer has them; a shorter
+             one's prefill and decode are already so.
     head     final norm + output projection of the chunk's last token, argmax
     top_k    the best step.top_k (id, logit) pairs of the logits, and the softmax's normalizer
              (run only when a step asks for top-k: the argmax path never pays for it)
@@ -29,9 +33,17 @@ SPLIT_MIN = 32  # fewest keys an attention split takes
 # u32 words of the step buffer, in order (wgsl/step.wgsl); the chunk's ids follow
 STEP_FIELDS = ("n_tokens", "start", "split", "use_argmax", "top_k", "pad0", "pad1", "pad2")
 DEFAULT_LIMIT = 128 << 20  # WebGPU's default maxStorageBufferBindingSize
+# The KV cache's precision (kernels.KV_TYPES): f16 halves the bytes attention reads a token and
+# moves the real model's logits by up to ~1.2e-2 against NumPy's f32 cache (the greedy ids stay:
+# tests/test_gpu_backend.py); F32 gives NumPy's own.
+KV_CACHE = "F16"
 
 
-def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = None, chunk: int = CHUNK) -> dict:
+def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = None, chunk: int = CHUNK,
+                  kv: str | None = None) -> dict:
+    kv = kv or KV_CACHE
+    if kv not in K.KV_TYPES:
+        raise ChatlensError(f"a KV cache in {kv}: the GPU holds one in {' or '.join(K.KV_TYPES)}")
     cfg = ModelConfig(**plan["config"])
     if not 0 < n_ctx <= cfg.n_ctx:
         raise ChatlensError(f"a context of {n_ctx} tokens does not fit the model's {cfg.n_ctx}")
@@ -41,6 +53,7 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     hd, nh, nkv, dim, ffn, vocab = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads, cfg.dim, cfg.ffn_dim, cfg.vocab_size
     qd, kvd = nh * hd, nkv * hd
     splits, split_max = K.attention_splits(n_ctx, nh // nkv, SPLIT_MIN)
+    short = K.SHORT_KEYS if splits > 1 else None  # keys the *_short sequences serve
     hf_pairs = plan["rope"] == "hf"
 
     def matrix(buffer, names):
@@ -66,7 +79,8 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     b.buffer("x", 4 * chunk * dim)
     b.buffer("q", 4 * chunk * qd)
     b.buffer("attn", 4 * chunk * qd)
-    b.buffer("partials", 4 * chunk * nh * splits * (hd + 2))
+    if splits > 1:
+        b.buffer("partials", 4 * chunk * nh * splits * (hd + 2))
     b.buffer("h", 4 * chunk * ffn)
     b.buffer("logits", 4 * vocab)
     b.buffer("chosen", 16)
@@ -88,8 +102,8 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
         gate_up = [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"]
         if tensors[gate_up[0]]["dtype"] != tensors[gate_up[1]]["dtype"]:
             raise ChatlensError(f"{gate_up[0]} and up_proj are stored in different precisions; the GPU fuses them")
-        b.buffer(L + "k_cache", 4 * kvd * n_ctx)
-        b.buffer(L + "v_cache", 4 * kvd * n_ctx)
+        b.buffer(L + "k_cache", K.kv_cache_bytes(nkv, n_ctx, hd, kv))
+        b.buffer(L + "v_cache", K.kv_cache_bytes(nkv, n_ctx, hd, kv))
         layers.append({
             "attn_norm": gain(L + "attn_norm", p + "input_layernorm.weight"), "qkv": qkv,
             "o": matrix(L + "o", [p + "self_attn.o_proj.weight"]),
@@ -100,20 +114,24 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     pairs = {"q": (0, qd // 2), "k": (qd // 2, (qd + kvd) // 2), "v": ((qd + kvd) // 2, (qd + 2 * kvd) // 2),
              "qkv": (0, (qd + 2 * kvd) // 2)}
     eps = cfg.norm_eps
-    for seq, tokens in (("prefill", chunk), ("decode", 1)):
-        rows = None if seq == "decode" else chunk  # matvec for one token, matmul for a chunk
+    bodies = [("prefill", chunk, splits), ("decode", 1, splits)]
+    if short:
+        bodies += [("prefill_short", chunk, 1), ("decode_short", 1, 1)]
+    for seq, tokens, seq_splits in bodies:
+        rows = None if tokens == 1 else chunk  # matvec for one token, matmul for a chunk
         K.embed(b, seq, step=step, w=embed, x="x", chosen="chosen", chunk=tokens)  # ids (T) -> x (T, dim)
         for w in layers:
             for mat, part in w["qkv"]:
                 segs = {"q": mat.segs[0], "k": mat.segs[1], "v": mat.segs[2]} if part == "qkv" else {part: 0}
                 epi = K.rope_kv("q", w["k_cache"], w["v_cache"], "rope", n_heads=nh, n_kv_heads=nkv, head_dim=hd,
-                                n_ctx=n_ctx, hf_pairs=hf_pairs, segs=segs, pairs=pairs[part])
+                                n_ctx=n_ctx, hf_pairs=hf_pairs, segs=segs, pairs=pairs[part], kv=kv)
                 # rms_norm(x) (T, dim) -> q (T, nh*hd) rotated; k, v rotated -> cache[:, start:start+T]
                 K.project(b, seq, target, step=step, x="x", w=mat, epilogue=epi, gain=w["attn_norm"], eps=eps, chunk=rows)
-            # q (T, nh*hd), cache (nkv, start+T, hd) -> partials (T, nh, splits, hd+2) -> attn (T, nh*hd)
+            # q (T, nh*hd), cache (nkv, start+T, hd) -> attn (T, nh*hd), by way of partials
+            # (T, nh, splits, hd+2) and a merge when there is more than one split
             K.attention(b, seq, step=step, q="q", kc=w["k_cache"], vc=w["v_cache"], partials="partials", out="attn",
-                        n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=splits, split_max=split_max,
-                        tokens=tokens)
+                        n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=seq_splits,
+                        split_max=split_max if seq_splits > 1 else short or split_max, tokens=tokens, kv=kv)
             # x (T, dim) += attn (T, nh*hd) @ o.T
             K.project(b, seq, target, step=step, x="attn", w=w["o"], epilogue=K.residual("x", dim), chunk=rows)
             # rms_norm(x) (T, dim) -> h (T, ffn) = silu(. @ gate.T) * (. @ up.T)
@@ -135,6 +153,8 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     _require(b, target, limits)
     b.meta = {"config": cfg.to_dict(), "n_ctx": n_ctx, "chunk": chunk, "vocab": vocab, "top_k_max": TOP_K_MAX,
               "splits": splits, "split_min": SPLIT_MIN, "split_max": split_max, "step_buffer": step,
+              "short": {"keys": short, "prefill": "prefill_short", "decode": "decode_short"} if short else None,
+              "kv": kv, "kv_value_bytes": K.KV_TYPES[kv]["bytes"],
               "step_fields": list(STEP_FIELDS), "rope": plan["rope"], "reduce": target.reduce,
               "dispatches": {name: len(seq) for name, seq in b.sequences.items()}}
     return b.to_dict()

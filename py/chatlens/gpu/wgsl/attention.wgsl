@@ -1,24 +1,33 @@
-// model.attention split over the keys (flash decoding): a workgroup takes one token t of the
-// chunk, one KV head, and one split of step.split keys, for the GROUP query heads that share
-// that KV head. It writes, per query head, the split's max score m, sum of exp(score - m), and
-// the exp-weighted sum of values; attention_merge.wgsl combines the splits. Causal: token t
-// (at position start + t) sees keys 0..start + t.
-// Q is (T, NH * HD); KC, VC are (NKV, N_CTX, HD); P is (T, NH, SPLITS, HD + 2).
+// model.attention over the cache: a workgroup takes one token t of the chunk and one KV
+// head, for the GROUP query heads that share it, and walks its keys in blocks of BLOCK with a
+// running max and sum (online softmax). Causal: token t (at position start + t) sees keys
+// 0..start + t.
+// DIRECT: the workgroup takes every key and writes softmax(scores) @ v itself (one dispatch,
+// attention_direct.wgsl). Else it takes split wid.x of step.split keys (flash decoding) and
+// writes, per query head, the split's exp-weighted sum of values, its max score and sum of
+// exp(score - max) (attention_split.wgsl); attention_merge.wgsl combines the splits.
+// Q is (T, NH * HD); KC, VC are (NKV, N_CTX, HD), read through kv_load_<dtype>.wgsl;
 // Grid (SPLITS, NKV, chunk tokens); workgroups past this step's keys or tokens return at once.
 const GH: u32 = GROUP * HD;
+const HP: u32 = HD / 2u;  // pairs of dims a key holds
+const OUTS: u32 = (GROUP * HP + WG - 1u) / WG;  // (head, dim pair) outputs per invocation
 
 var<workgroup> qs: array<vec4<f32>, GH / 4u>;
-var<workgroup> scores: array<f32, GROUP * SPLIT_MAX>;
-var<workgroup> red: array<f32, GROUP * WG>;
+var<workgroup> scores: array<f32, GROUP * BLOCK>;
+var<workgroup> red_m: array<f32, GROUP * WG>;
+var<workgroup> red_l: array<f32, GROUP * WG>;
 
-// red[g * WG + 0] = max (is_max) or sum over the workgroup of red[g * WG + lid]
+// red[g * WG] = max (is_max) or sum over the workgroup of red[g * WG + lid]; the caller has
+// written its values and passed a barrier; every invocation may read the result afterwards.
 fn reduce(lid: u32, is_max: bool) {
     for (var s = WG_POW2 / 2u; s > 0u; s = s / 2u) {
         if (lid < s && lid + s < WG) {
             for (var g = 0u; g < GROUP; g++) {
-                let a = red[g * WG + lid];
-                let b = red[g * WG + lid + s];
-                red[g * WG + lid] = select(a + b, max(a, b), is_max);
+                if (is_max) {
+                    red_m[g * WG + lid] = max(red_m[g * WG + lid], red_m[g * WG + lid + s]);
+                } else {
+                    red_l[g * WG + lid] += red_l[g * WG + lid + s];
+                }
             }
         }
         workgroupBarrier();
@@ -27,79 +36,104 @@ fn reduce(lid: u32, is_max: bool) {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let split = wid.x;
     let kv = wid.y;
     let t = wid.z;
     let n_keys = step.start + t + 1u;
-    let k0 = split * step.split;
+    var k0 = 0u;
+    var k_end = n_keys;
+    if (!DIRECT) {
+        k0 = wid.x * step.split;
+        k_end = min(k0 + step.split, n_keys);
+    }
     if (t >= step.n_tokens || k0 >= n_keys) {
         return;
     }
-    let nk = min(step.split, n_keys - k0);
     for (var i = lid; i < GH / 4u; i += WG) {
         qs[i] = Q[(t * NH * HD + kv * GH) / 4u + i];
     }
     workgroupBarrier();
 
-    // scores of this split's keys, and each invocation's max
-    var m: array<f32, GROUP>;
+    var m: array<f32, GROUP>;  // the running max of each head's scores, the same in every invocation
+    var l: array<f32, GROUP>;  // its running sum of exp(score - m)
+    var o: array<vec2<f32>, OUTS>;  // exp-weighted sums of values: (head, dim pair) lid + i * WG
     for (var g = 0u; g < GROUP; g++) {
         m[g] = -3.0e38;
     }
-    for (var j = lid; j < nk; j += WG) {
-        let key = ((kv * N_CTX + k0 + j) * HD) / 4u;
-        var s: array<f32, GROUP>;
-        for (var d = 0u; d < HD / 4u; d++) {
-            let kd = KC[key + d];
+    for (var b0 = k0; b0 < k_end; b0 += BLOCK) {
+        let nb = min(BLOCK, k_end - b0);
+        // this block's scores, and each invocation's max
+        var bm: array<f32, GROUP>;
+        for (var g = 0u; g < GROUP; g++) {
+            bm[g] = -3.0e38;
+        }
+        for (var j = lid; j < nb; j += WG) {
+            let key = ((kv * N_CTX + b0 + j) * HD) / 8u;
+            var s: array<f32, GROUP>;
             for (var g = 0u; g < GROUP; g++) {
-                s[g] += dot(qs[g * HD / 4u + d], kd);
+                s[g] = 0.0;  // explicitly: a declaration in a loop is not re-zeroed by every compiler
+            }
+            for (var d = 0u; d < HD / 8u; d++) {
+                let kd = key8(key + d);
+                for (var g = 0u; g < GROUP; g++) {
+                    s[g] += dot(qs[(g * HD) / 4u + 2u * d], kd[0]) + dot(qs[(g * HD) / 4u + 2u * d + 1u], kd[1]);
+                }
+            }
+            for (var g = 0u; g < GROUP; g++) {
+                let sc = s[g] * SCALE;
+                scores[g * BLOCK + j] = sc;
+                bm[g] = max(bm[g], sc);
             }
         }
         for (var g = 0u; g < GROUP; g++) {
-            let sc = s[g] * SCALE;
-            scores[g * SPLIT_MAX + j] = sc;
-            m[g] = max(m[g], sc);
+            red_m[g * WG + lid] = bm[g];
         }
-    }
-    for (var g = 0u; g < GROUP; g++) {
-        red[g * WG + lid] = m[g];
-    }
-    workgroupBarrier();
-    reduce(lid, true);
-    for (var g = 0u; g < GROUP; g++) {
-        m[g] = red[g * WG];
-    }
-    workgroupBarrier();
-
-    // exp(score - max) and its sum
-    var l: array<f32, GROUP>;
-    for (var j = lid; j < nk; j += WG) {
+        workgroupBarrier();
+        reduce(lid, true);
+        // the new running max, what the old sums are scaled by, and exp(score - max)
+        var alpha: array<f32, GROUP>;
+        var bl: array<f32, GROUP>;
         for (var g = 0u; g < GROUP; g++) {
-            let e = exp(scores[g * SPLIT_MAX + j] - m[g]);
-            scores[g * SPLIT_MAX + j] = e;
-            l[g] += e;
+            bl[g] = 0.0;
+            let mn = max(m[g], red_m[g * WG]);
+            alpha[g] = exp(m[g] - mn);
+            m[g] = mn;
         }
+        for (var j = lid; j < nb; j += WG) {  // the scores this invocation wrote: no barrier needed
+            for (var g = 0u; g < GROUP; g++) {
+                let e = exp(scores[g * BLOCK + j] - m[g]);
+                scores[g * BLOCK + j] = e;
+                bl[g] += e;
+            }
+        }
+        for (var g = 0u; g < GROUP; g++) {
+            red_l[g * WG + lid] = bl[g];
+        }
+        workgroupBarrier();
+        reduce(lid, false);
+        for (var g = 0u; g < GROUP; g++) {
+            l[g] = l[g] * alpha[g] + red_l[g * WG];
+        }
+        // the exp-weighted sum of values, two dims of one head per output
+        for (var i = 0u; i < OUTS; i++) {
+            let at = lid + i * WG;
+            if (at < GROUP * HP) {
+                let g = at / HP;
+                let dp = at % HP;
+                var acc = o[i] * alpha[g];
+                for (var j = 0u; j < nb; j++) {
+                    acc += scores[g * BLOCK + j] * value2((kv * N_CTX + b0 + j) * HP + dp);
+                }
+                o[i] = acc;
+            }
+        }
+        workgroupBarrier();  // everyone is done with this block's scores and sums
     }
-    for (var g = 0u; g < GROUP; g++) {
-        red[g * WG + lid] = l[g];
-    }
-    workgroupBarrier();
-    reduce(lid, false);
 
-    // the exp-weighted sum of values, one (head, dim) per invocation
-    for (var i = lid; i < GH; i += WG) {
-        let g = i / HD;
-        let d = i % HD;
-        var o = 0.0;
-        for (var j = 0u; j < nk; j++) {
-            o += scores[g * SPLIT_MAX + j] * VC[(kv * N_CTX + k0 + j) * HD + d];
-        }
-        let head = kv * GROUP + g;
-        let out = ((t * NH + head) * SPLITS + split) * (HD + 2u);
-        P[out + d] = o;
-        if (d == 0u) {
-            P[out + HD] = m[g];
-            P[out + HD + 1u] = red[g * WG];
+    for (var i = 0u; i < OUTS; i++) {
+        let at = lid + i * WG;
+        if (at < GROUP * HP) {
+            let g = at / HP;
+            emit(t, kv * GROUP + g, wid.x, 2u * (at % HP), o[i], m[g], l[g]);
         }
     }
 }
