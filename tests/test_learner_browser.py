@@ -264,3 +264,27 @@ def test_plain_text_says_why_its_numbers_are_not_the_lessons(learner):
     assert "same original weights" in notes["hub"][0][1]
     learner.shot("learner-plain-lesson-note")
     page.click("#mode-live")
+
+
+def test_a_challenge_counts_only_replies_that_show_it_and_quotes_them(learner):
+    got = learner.evaluate("""async () => {
+        const c = await import('./js/challenges.mjs');
+        const who = (system, reply, stop) => ({
+            pieces: [{kind: 'new', text: '<|im_start|>user\\nWho are you?<|im_end|>\\n'}], dropped_messages: [],
+            system, preset: system ? 'pirate' : 'none', window: 1024, reply_text: reply, reply_ids: [1], stop_reason: stop});
+        const live = {live: true};
+        const long = "I'm SmolLM, an AI assistant trained by Hugging Face to answer questions, explain ideas and help you write.";
+        const stopped = c.observe(c.observe({}, who(null, 'The', 'stopped'), new Date(), live),
+                                  who('You are a pirate.', 'I am', 'stopped'), new Date(), live);
+        const answered = c.observe(c.observe(stopped, who(null, long, 'end_turn'), new Date(), live),
+                                   who('You are a pirate.', 'Arr, I be Captain Ryder of the Black Gull!', 'max_tokens'), new Date(), live);
+        const same = c.observe(c.observe({}, who(null, 'I am SmolLM.', 'end_turn'), new Date(), live),
+                               who('Be brief.', 'I am SmolLM.', 'end_turn'), new Date(), live);
+        return {stopped: [c.done(stopped), Boolean(stopped.whoDefault), Boolean(stopped.whoSystem)],
+                answered: [c.done(answered), answered.showed.identity], same: same.showed.identity};
+    }""")
+    assert got["stopped"] == [0, False, False]  # stopped one-token replies show nothing
+    done, line = got["answered"]
+    assert done == 1 and "Hugging Face to answer questions, explain ideas and help you write." in line
+    assert "Captain Ryder of the Black Gull!" in line and "changed with the system prompt" in line
+    assert "same answer both times" in got["same"] and "changed" not in got["same"]

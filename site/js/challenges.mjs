@@ -34,8 +34,10 @@ function newMessageText(record) {
 /** Whether the record has a system prompt of its own (empty text counts as the template default). */
 const hasSystem = (record) => typeof record.system === "string" && record.system.trim() !== "";
 
-/** Whether the model answered: a reply with some text (ended, cut at the limit, or stopped). */
-export const hasReply = (record) => typeof record.reply_text === "string" && record.reply_text.trim() !== "";
+/** Whether the model answered: a reply with some text that the model ended or the reply limit
+ * cut. A reply the learner stopped ("The", "I am") shows nothing yet, so it completes nothing. */
+export const hasReply = (record) =>
+  typeof record.reply_text === "string" && record.reply_text.trim() !== "" && record.stop_reason !== "stopped";
 
 // The date preset states the day: "... Today's date is Monday, November 30, 2026." (chatlens.presets)
 const STATED_DATE = /\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, (\d{4})\b/;
@@ -50,7 +52,8 @@ function statedYear(record) {
 
 const saysYear = (text, y) => new RegExp(`(?<!\\d)${y}(?!\\d)`).test(text);
 
-const quote = (text, n = 70) => {
+// A quote long enough to show what the reply said (a learner checks the claim against it).
+const quote = (text, n = 140) => {
   const t = text.replace(/\s+/g, " ").trim();
   return `“${t.length > n ? t.slice(0, n - 1) + "…" : t}”`;
 };
@@ -79,8 +82,11 @@ export function detect(record, now = new Date()) {
 }
 
 function identityLine(heard) {
-  return `With no system prompt it answered ${quote(heard.whoDefault, 50)}; with one, ${quote(heard.whoSystem, 50)}. ` +
-    "The model has no identity of its own: it takes it from the text it reads.";
+  const norm = (t) => t.replace(/\s+/g, " ").trim().toLowerCase();
+  const said = `With no system prompt it answered ${quote(heard.whoDefault)}; with one, ${quote(heard.whoSystem)}. `;
+  return said + (norm(heard.whoDefault) === norm(heard.whoSystem)
+    ? "The same answer both times: that system prompt did not change who it says it is (try the pirate preset)."
+    : "The answer changed with the system prompt: the model has no identity of its own, it takes one from the text it reads.");
 }
 
 /**
