@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from webapp import App  # the `server` and `browser` fixtures: tests/conftest.py
+from webapp import SHOTS, App  # the `server` and `browser` fixtures: tests/conftest.py
 
 pytestmark = pytest.mark.browser
 
@@ -288,3 +288,51 @@ def test_a_challenge_counts_only_replies_that_show_it_and_quotes_them(learner):
     assert done == 1 and "Hugging Face to answer questions, explain ideas and help you write." in line
     assert "Captain Ryder of the Black Gull!" in line and "changed with the system prompt" in line
     assert "same answer both times" in got["same"] and "changed" not in got["same"]
+
+
+# -- at home on a phone ---------------------------------------------------------------------------------------------
+
+
+class Phone:
+    """The browser, its new contexts a 390x844 touch phone's (App's own options kept)."""
+
+    def __init__(self, browser, width=390, height=844):
+        self.browser, self.size = browser, {"width": width, "height": height}
+
+    def new_context(self, **options):
+        return self.browser.new_context(**{**options, "viewport": self.size, "is_mobile": True, "has_touch": True})
+
+
+IN_VIEW = """(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+    return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight; }"""
+
+
+def test_a_phone_keeps_the_composer_and_the_headline_figures_in_view(browser, server):
+    a = App(Phone(browser), server)
+    try:
+        page = a.open()
+        a.type_draft("Hi! My name is Priya.")
+        # without scrolling: the composer and what the model reads, in figures
+        assert page.evaluate(IN_VIEW, "#draft") and page.evaluate(IN_VIEW, "#send") and page.evaluate(IN_VIEW, "#reads-summary")
+        figures = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('#reads-summary [data-stat]')]
+            .map(s => [s.dataset.stat, Number(s.querySelector('b').textContent)]))""")
+        used = int(page.text_content("[data-stat=used] dd"))
+        assert figures == {"summary-used": used, "summary-dropped": 0, "summary-reused": 0}
+        a.shot("learner-phone-live")
+        # one tap to the panel: the composer stays where it was
+        page.click(".to-reads")
+        page.wait_for_function("() => document.getElementById('reads-title').getBoundingClientRect().top < 100")
+        assert page.evaluate(IN_VIEW, "#draft")
+        page.screenshot(path=str(SHOTS / "learner-phone-reads-view.png"))
+        # nothing hides under the dock: the page's end scrolls above it
+        page.evaluate("window.scrollTo(0, document.scrollingElement.scrollHeight)")
+        gap = page.evaluate("""() => document.getElementById('dock').getBoundingClientRect().top -
+            document.querySelector('.foot').getBoundingClientRect().bottom""")
+        assert gap >= 0, gap
+        page.click("#mode-recorded")
+        page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Recorded')")
+        assert page.evaluate(IN_VIEW, "#reads-summary") and not page.is_visible("#draft")
+        page.screenshot(path=str(SHOTS / "learner-phone-recorded-view.png"))
+        assert not a.errors, a.errors
+    finally:
+        a.close()

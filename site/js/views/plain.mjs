@@ -2,8 +2,8 @@
 // tokens as chips), the next-token distribution, the greedy continuation and its stop reason,
 // and beside it the same words sent the other way, as a user message through the template.
 
-import { el, fill } from "./dom.mjs";
-import { replyTitle, visibleToken } from "./reads.mjs";
+import { count, el, fill } from "./dom.mjs";
+import { drawSummary, replyTitle, visibleToken } from "./reads.mjs";
 import { bindWhy, candidatesTable, markNearTies, percent, whyBox } from "./why.mjs";
 
 /** Token chips for ids/tokens, special ids as dark chips. */
@@ -127,6 +127,7 @@ export function renderPlain(root, view) {
   }
   right.push(...sideBody(chat && { ...chat, result: chat.reply }, special, gap, "The reply", lessonNote(chat?.reply, "chat", view.lesson)));
   if (!chat) right.push(el("p", { class: "note", text: "“Send the same words as a chat message” puts them through the template, as a user message, and shows what the model does then." }));
+  drawSummary(null, tokens ? `${count(tokens.prompt_ids.length, "token")}, no template` : "");
   fill(root, 
     el("p", { class: "caption", id: "reads-caption", text: "Plain text: what the model reads with no template around it" }),
     el(

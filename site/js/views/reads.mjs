@@ -523,6 +523,19 @@ function promptLayout(record) {
   return layouts.get(key).lay;
 }
 
+/** The panel's headline figures, where the page docks them beside the composer (a phone):
+ * what the model reads of the window, what was dropped and what came from the cache; `record`
+ * null clears them (a message, plain text). */
+export function drawSummary(record, note = "") {
+  const box = document.getElementById("reads-summary");
+  if (!box) return;
+  if (!record) return fill(box, note);
+  const n = record.dropped_messages.length;
+  const figure = (stat, words, value, tail = "") => el("span", { dataset: { stat } }, `${words} `, el("b", { text: value }), tail);
+  fill(box, figure("summary-used", "used", record.used, ` of ${record.window}`), " · ",
+    figure("summary-dropped", "dropped", n), " · ", figure("summary-reused", "reused", record.reused_tokens));
+}
+
 let focusAfterDraw = null; // the tab to focus once the panel is drawn again (after a tab is chosen)
 
 /** Draw `record` into `root`. view: "text" | "tokens"; onView(view) when a tab is chosen (the
@@ -581,6 +594,7 @@ export function renderRecord(root, record, options = {}) {
     replyBox(record, why),
   ];
   fill(root, ...parts.filter(Boolean));
+  if (root.id === "reads") drawSummary(record);
   if (scrolled) {
     const again = root.querySelector(`#${scrolled[0]}`);
     if (again) again.scrollTop = scrolled[1];
@@ -617,6 +631,7 @@ export function renderOverflow(root, info, message = "") {
   const { needed, pieces, window: w, reserve, budget } = info;
   const over = needed - budget;
   const scale = needed + reserve;
+  if (root.id === "reads") drawSummary(null, `needs ${needed + reserve} of ${count(w, "token")}: too long for the window`);
   const bar = el("div", {
     class: "window-bar overflow-bar",
     role: "img",
@@ -659,4 +674,5 @@ export function renderMessage(root, text, cls = "note") {
   const info = cls === "error" ? windowOverflow(text) : null;
   if (info) return renderOverflow(root, info, text);
   fill(root, el("p", { class: cls, text }));
+  if (root.id === "reads") drawSummary(null);
 }
