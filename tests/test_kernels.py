@@ -95,9 +95,10 @@ class Kernel:
             raw = encode(t, dtype)
             self.blobs[f"{name}{i}"] = raw
             self.b.weight(f"{name}{i}", {"file": f"{name}{i}", "offset": 0, "nbytes": len(raw)})
-            fill.append((f"{name}{i}", at))
+            nbytes, layout = K.stored(dtype, len(raw))  # quantized blocks regrouped as they upload
+            fill.append((f"{name}{i}", at, layout))
             segs.append(at // K.STORE_BYTES[dtype])
-            at = -(-(at + len(raw)) // 16) * 16
+            at = -(-(at + nbytes) // 16) * 16
             values.append(decoded(raw, dtype, t.shape))
         self.b.buffer(name, at, fill=fill)
         return Matrix(name, dtype, tensors[0].shape[1], tuple(segs)), values

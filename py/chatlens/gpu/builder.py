@@ -5,7 +5,8 @@ create what it lists and replay its sequences.
 
 The shape of `ProgramBuilder.to_dict()`:
     buffers:     [{name, size, usage: ["storage", "copy_dst", "copy_src"...],
-                   fill?: [{weight: plan tensor name, offset: byte offset in the buffer}],
+                   fill?: [{weight: plan tensor name, offset: byte offset in the buffer,
+                            layout?: {block, group, fields: [[offset, size], ...]}}],
                    data?: base64 bytes written at offset 0}]
     weights:     {plan tensor name: {file, offset, nbytes, dtype, shape}}  (byte ranges of the source)
     modules:     [{name, code}]
@@ -15,6 +16,12 @@ The shape of `ProgramBuilder.to_dict()`:
     readbacks:   {name: {buffer, offset, size}}
     requires:    {features: [...], limits: {WebGPU limit name: value}}
     meta:        what the host-side code needs to drive it (see program.py)
+
+A fill with a layout writes the tensor's bytes regrouped: they are blocks of `block` bytes,
+and each `group` of blocks (the last padded with zero blocks) is written as field 0 of each of
+its blocks, then field 1 of each, and so on (a field: [offset, size] in a block; the fields
+cover the block). An executor does this one tensor at a time as it uploads it, knowing nothing
+of what the blocks mean (native.regroup, executor.mjs's regroup).
 """
 
 import base64
@@ -30,6 +37,17 @@ def align(n: int, to: int = ALIGN) -> int:
     return -(-n // to) * to
 
 
+def _fill(weight: str, offset: int, layout: dict | None = None) -> dict:
+    entry = {"weight": weight, "offset": offset}
+    if layout:
+        sizes = sorted((o, n) for o, n in layout["fields"])
+        if [o for o, _ in sizes] != [sum(n for _, n in sizes[:i]) for i in range(len(sizes))] or \
+                sum(n for _, n in sizes) != layout["block"]:
+            raise ValueError(f"{weight}: a layout's fields must cover its {layout['block']}-byte block once")
+        entry["layout"] = {"block": layout["block"], "group": layout["group"], "fields": [list(f) for f in layout["fields"]]}
+    return entry
+
+
 class ProgramBuilder:
     def __init__(self):
         self.buffers, self.weights, self.modules, self.pipelines = {}, {}, {}, {}
@@ -41,7 +59,7 @@ class ProgramBuilder:
             raise ValueError(f"buffer {name} defined twice")
         entry = {"name": name, "size": align(max(size, len(data or b""), 1)), "usage": ["storage", "copy_dst"]}
         if fill:
-            entry["fill"] = [{"weight": w, "offset": o} for w, o in fill]
+            entry["fill"] = [_fill(*f) for f in fill]
         if data is not None:
             entry["data"] = base64.b64encode(data).decode("ascii")
         self.buffers[name] = entry

@@ -11,9 +11,16 @@ from dataclasses import dataclass, field
 from .wgsl import f32, pow2_at_least
 
 # Bytes of one element of W as its dequantize_<dtype>.wgsl declares it (WT).
-STORE_BYTES = {"F32": 16, "F16": 16, "BF16": 16, "Q8_0": 4, "Q4_0": 4, "Q4_1": 4}
+STORE_BYTES = {"F32": 16, "F16": 16, "BF16": 16, "Q8_0": 8, "Q4_0": 4, "Q4_1": 4}
 # Elements per block of the quantized formats (a row is whole blocks).
 BLOCK = {"F32": 1, "F16": 1, "BF16": 1, "Q8_0": 32, "Q4_0": 32, "Q4_1": 32}
+# How quantized blocks are regrouped as they are uploaded (a fill's layout, builder.py), so that
+# every load the decoder makes is aligned: blocks of `block` bytes, `group` at a time, each
+# group stored as its blocks' scales, then their quants ([offset, size] fields of a block).
+# Q8_0's 34-byte blocks and Q4_0's 18-byte ones are not 4-byte aligned as the file has them.
+LAYOUTS = {"Q8_0": {"block": 34, "group": 8, "fields": [[0, 2], [2, 32]]},
+           "Q4_0": {"block": 18, "group": 8, "fields": [[0, 2], [2, 16]]},
+           "Q4_1": {"block": 20, "group": 4, "fields": [[0, 4], [4, 16]]}}
 GAIN_TYPES = ("F32", "F16", "BF16")
 UNIT = 8  # elements of a row one invocation loads at a time (two vec4)
 ROWS = 4  # virtual rows per matvec workgroup, and per matmul invocation (one vec4)
@@ -70,6 +77,16 @@ class Epilogue:
     bindings: tuple
     consts: dict = field(default_factory=dict)
     needs: tuple = ()  # files it calls into, before its own
+
+
+def stored(dtype: str, nbytes: int) -> tuple[int, dict | None]:
+    """(bytes on the GPU, layout) of a tensor of `nbytes` bytes in the file: a regrouped one's
+    last group is padded with zero blocks."""
+    layout = LAYOUTS.get(dtype)
+    if layout is None:
+        return nbytes, None
+    group_bytes = layout["block"] * layout["group"]
+    return -(-nbytes // group_bytes) * group_bytes, layout
 
 
 def check_row(dtype: str, k: int, what: str):
@@ -133,8 +150,6 @@ def project(b, sequence: str, target: Target, *, step: str, x: str, w: Matrix, e
     nv = epilogue.nv
     bindings = [step_binding(step), ("X", "array<vec4<f32>>", "read", x), ("W", "array<WT>", "read", w.buffer)]
     files = ["step", f"dequantize_{w.dtype.lower()}"]
-    if w.dtype in ("Q8_0", "Q4_0"):
-        files.append("bytes")
     if gain is not None:
         if gain[1] not in GAIN_TYPES:
             raise ValueError(f"{gain[0]}: an RMSNorm weight in {gain[1]} has no GPU kernel")
@@ -174,7 +189,7 @@ def embed(b, sequence: str, *, step: str, w: Matrix, x: str, chosen: str, chunk:
     wg = 64
     bindings = [step_binding(step), ("W", "array<WT>", "read", w.buffer), ("OUT", "array<u32>", "read", chosen),
                 ("X", "array<vec4<f32>>", "read_write", x)]
-    files = ["step", f"dequantize_{w.dtype.lower()}"] + (["bytes"] if w.dtype in ("Q8_0", "Q4_0") else []) + ["embed"]
+    files = ["step", f"dequantize_{w.dtype.lower()}", "embed"]
     consts = {"K": w.k, "UNITS": w.units, "SEG0": w.segs[0], "WG": wg}
     b.kernel(sequence, f"embed-{w.dtype}", bindings, consts, files, (math.ceil(w.units / wg), chunk, 1))
 

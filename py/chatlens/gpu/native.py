@@ -76,6 +76,23 @@ def check_device(info: dict, program: dict):
         raise ChatlensError(f"the GPU adapter lacks {', '.join(missing + short)}, which this program needs")
 
 
+def regroup(data: bytes, layout: dict | None) -> bytes:
+    """One tensor's bytes in a fill's layout (builder.py): each `group` of `block`-byte blocks,
+    the last padded with zero blocks, as field 0 of each block, then field 1 of each, ... Made
+    as the tensor is uploaded: one tensor's copy at a time, never the whole model's."""
+    if not layout:
+        return data
+    import numpy as np
+
+    block, group = layout["block"], layout["group"]
+    n = -(-len(data) // (block * group))
+    blocks = np.zeros(n * group * block, np.uint8)
+    blocks[:len(data)] = np.frombuffer(data, np.uint8)
+    blocks = blocks.reshape(n, group, block)
+    return np.concatenate([blocks[:, :, o:o + size].reshape(n, group * size) for o, size in layout["fields"]],
+                          axis=1).tobytes()
+
+
 class NativeExecutor:
     """run(sequences, params, readback) -> bytes: one compute pass, one submit, no allocation."""
 
@@ -93,7 +110,7 @@ class NativeExecutor:
             buf = self.buffers[b["name"]] = device.create_buffer(label=b["name"], size=b["size"], usage=flags)
             for fill in b.get("fill", ()):
                 w = program["weights"][fill["weight"]]
-                self._write(buf, fill["offset"], read_bytes(w["file"], w["offset"], w["nbytes"]))
+                self._write(buf, fill["offset"], regroup(read_bytes(w["file"], w["offset"], w["nbytes"]), fill.get("layout")))
             if "data" in b:
                 self._write(buf, 0, base64.b64decode(b["data"]))
         code = {m["name"]: m["code"] for m in program["modules"]}

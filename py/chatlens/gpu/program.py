@@ -57,13 +57,15 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     hf_pairs = plan["rope"] == "hf"
 
     def matrix(buffer, names):
-        """A buffer holding the named tensors back to back (16-byte aligned): one dispatch reads them all."""
+        """A buffer holding the named tensors back to back (16-byte aligned): one dispatch reads them
+        all. Quantized blocks are regrouped as they are uploaded (kernels.LAYOUTS)."""
         dtype = tensors[names[0]]["dtype"]
         fill, segs, at = [], [], 0
         for name in names:
-            fill.append((name, at))
+            nbytes, layout = K.stored(dtype, tensors[name]["nbytes"])
+            fill.append((name, at, layout))
             segs.append(at // K.STORE_BYTES[dtype])
-            at = align(at + tensors[name]["nbytes"])
+            at = align(at + nbytes)
         b.buffer(buffer, at, fill=fill)
         return Matrix(buffer, dtype, tensors[names[0]]["shape"][1], tuple(segs))
 

@@ -40,6 +40,28 @@ function writeWords(queue, buffer, offset, bytes) {
   queue.writeBuffer(buffer, offset, data.buffer, data.byteOffset, data.byteLength);
 }
 
+// One tensor's bytes in a fill's layout (chatlens/gpu/builder.py; native.py's regroup): each
+// `group` of `block`-byte blocks, the last padded with zero blocks, as field 0 of each block,
+// then field 1 of each, ... Made as the tensor is uploaded: one tensor's copy at a time.
+function regroup(bytes, layout) {
+  if (!layout) return bytes;
+  const src = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  const { block, group, fields } = layout;
+  const groups = Math.ceil(src.byteLength / (block * group));
+  const out = new Uint8Array(groups * group * block);
+  let at = 0;
+  for (let g = 0; g < groups; g++) {
+    for (const [offset, size] of fields) {
+      for (let b = 0; b < group; b++) {
+        const from = (g * group + b) * block + offset;
+        if (from < src.byteLength) out.set(src.subarray(from, Math.min(from + size, src.byteLength)), at);
+        at += size;
+      }
+    }
+  }
+  return out;
+}
+
 // read(file, offset, nbytes) -> Uint8Array (or a promise of one): the model source's bytes,
 // the ranges the program's `weights` name. Returns {name, device, run, destroy}.
 export async function createExecutor(adapter, program, read, { name = "webgpu" } = {}) {
@@ -47,13 +69,13 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
   const device = await adapter.requestDevice({ requiredFeatures: need.features, requiredLimits: need.limits });
   device.pushErrorScope("validation");
   const buffers = {};
-  const fills = []; // [buffer, offset in it, weight]
+  const fills = []; // [buffer, offset in it, weight, layout]
   for (const b of program.buffers) {
     let usage = 0;
     for (const u of b.usage) usage |= USAGE[u];
     const buffer = device.createBuffer({ label: b.name, size: b.size, usage });
     buffers[b.name] = buffer;
-    for (const fill of b.fill || []) fills.push([buffer, fill.offset, program.weights[fill.weight]]);
+    for (const fill of b.fill || []) fills.push([buffer, fill.offset, program.weights[fill.weight], fill.layout]);
     if (b.data !== undefined) writeWords(device.queue, buffer, 0, base64Bytes(b.data));
   }
   const modules = {};
@@ -85,7 +107,9 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
   // Weights are read in the order the source file holds them: a reader that caches the chunk it
   // last read (a store, a download) then reads each byte once.
   fills.sort(([, , a], [, , b]) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.offset - b.offset));
-  for (const [buffer, offset, w] of fills) writeWords(device.queue, buffer, offset, await read(w.file, w.offset, w.nbytes));
+  for (const [buffer, offset, w, layout] of fills) {
+    writeWords(device.queue, buffer, offset, regroup(await read(w.file, w.offset, w.nbytes), layout));
+  }
   await compiled;
   const groups = {};
   for (const g of program.bind_groups) {

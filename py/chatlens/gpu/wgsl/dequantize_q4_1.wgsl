@@ -1,12 +1,16 @@
 // Q4_1 blocks (quants._q4_1): 20 bytes = f16 d, f16 m, then 16 bytes whose low nibbles are
-// elements 0..15 and high nibbles 16..31; value = d * q + m. Blocks are 4-byte aligned.
+// elements 0..15 and high nibbles 16..31; value = d * q + m.
+// Uploaded regrouped (kernels.LAYOUTS): every 4 blocks as their 4 (d, m) words (one 16-byte
+// row), then their 4 x 16 bytes of nibbles, each block's a whole vec4: 20 u32 a group.
 // A unit is one u32 of nibbles: elements 4w..4w+3 and 16+4w..16+4w+3 of its block.
 alias WT = u32;
 
 fn w_unit(seg: u32, g: u32) -> mat2x4<f32> {
-    let block = seg + (g >> 2u) * 5u;
-    let dm = unpack2x16float(W[block]);
-    let q = W[block + 1u + (g & 3u)];
+    let b = g >> 2u;
+    let group = seg + (b >> 2u) * 20u;
+    let slot = b & 3u;
+    let dm = unpack2x16float(W[group + slot]);
+    let q = W[group + 4u + slot * 4u + (g & 3u)];
     let lo = vec4<f32>(f32(q & 15u), f32((q >> 8u) & 15u), f32((q >> 16u) & 15u), f32((q >> 24u) & 15u));
     let hi = vec4<f32>(f32((q >> 4u) & 15u), f32((q >> 12u) & 15u), f32((q >> 20u) & 15u), f32(q >> 28u));
     return mat2x4<f32>(dm.x * lo + dm.y, dm.x * hi + dm.y);
