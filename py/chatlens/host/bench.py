@@ -117,24 +117,63 @@ def run_chatlens(model, ids, new_tokens, repeats):
     first = [p * 1000 for p, _ in runs]
     out = {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb(),
            "first_token_ms": statistics.median(first), "backend": backend.name}
-    if hasattr(backend, "meta"):  # the GPU: what one token costs it
-        out.update(gpu_figures(backend.meta, model.path))
+    if hasattr(backend, "meta"):  # the GPU: what one token costs it, at the decode's mean context
+        out.update(gpu_figures(backend.meta, model.path, len(ids) + new_tokens // 2))
     return out
 
 
-def gpu_figures(meta, path) -> dict:
-    """Dispatches a decode step runs (per token, per layer) and the bytes of weights it reads: every
-    matrix once (a tied model's output projection is its embedding, read whole) and one
-    embedding row for the next token's gather."""
+# --- the GPU's performance model: what a decode token reads and dispatches, and the rate that
+# bandwidth and a fixed cost a dispatch allow ------------------------------------------------
+DISPATCH_US = 4.0  # assumed cost of one dispatch in a compute pass on a discrete GPU (--dispatch-us)
+
+
+def gpu_figures(meta, path, context: int) -> dict:
+    """Dispatches a decode step runs (per token, per layer), the bytes of weights it reads (every
+    matrix once, a tied model's output projection is its embedding, read whole, and one
+    embedding row for the next token's gather), and the bytes of the KV cache its attention
+    reads at `context` keys (K and V of every layer)."""
     from ..gpu import weight_plan
 
     tensors = weight_plan(path)["tensors"]
     embed = tensors["model.embed_tokens.weight"]
     tied = "lm_head.weight" not in tensors
     weight_bytes = sum(t["nbytes"] for t in tensors.values()) + (0 if tied else embed["nbytes"] // embed["shape"][0] - embed["nbytes"])
-    per_token = meta["dispatches"]["decode"] + meta["dispatches"]["head"]
-    return {"dispatches_per_token": per_token, "dispatches_per_layer": (meta["dispatches"]["decode"] - 1) / meta["config"]["n_layers"],
-            "weight_bytes_per_token": weight_bytes}
+    cfg, runs = meta["config"], meta["dispatches"]
+    kv_bytes = 2 * cfg["n_layers"] * cfg["n_kv_heads"] * cfg["head_dim"] * context * meta.get("kv_value_bytes", 4)
+    short = meta.get("short")
+    return {"dispatches_per_token": runs["decode"] + runs["head"], "dispatches_per_layer": (runs["decode"] - 1) / cfg["n_layers"],
+            "short_dispatches_per_token": runs[short["decode"]] + runs["head"] if short else None,
+            "short_keys": short["keys"] if short else None,
+            "weight_bytes_per_token": weight_bytes, "kv_bytes_per_token": kv_bytes, "context": context}
+
+
+def roofline(r: dict, bandwidth: float, dispatch_us: float) -> dict:
+    """Decode tokens/s that the bytes alone allow at `bandwidth` GB/s, the dispatches alone at
+    `dispatch_us` each, and both one after the other (the model: a token's kernels are
+    dependent, so their fixed costs add to the time its bytes take)."""
+    read = (r["weight_bytes_per_token"] + r["kv_bytes_per_token"]) / (bandwidth * 1e9)
+    fixed = r["dispatches_per_token"] * dispatch_us * 1e-6
+    return {"bytes": 1 / read, "dispatches": 1 / fixed if fixed else float("inf"), "both": 1 / (read + fixed)}
+
+
+def gpu_model_lines(r: dict, bandwidth: float | None, dispatch_us: float | None) -> list:
+    """The performance model's lines under a GPU row."""
+    short = (f" ({r['short_dispatches_per_token']} up to {r['short_keys']} keys)"
+             if r.get("short_dispatches_per_token") else "")
+    lines = [f"per token: {r['weight_bytes_per_token'] / 1e6:.1f} MB of weights + {r['kv_bytes_per_token'] / 1e6:.2f} MB "
+             f"of KV cache at {r['context']} keys, {r['dispatches_per_token']} dispatches{short} "
+             f"({r['dispatches_per_layer']:g} a layer)"]
+    if not bandwidth:
+        lines.append("roofline: give --bandwidth GB/s (and --dispatch-us); lavapipe and SwiftShader have none to speak of")
+        return lines
+    dispatch_us = DISPATCH_US if dispatch_us is None else dispatch_us
+    roof = roofline(r, bandwidth, dispatch_us)
+    used = (r["weight_bytes_per_token"] + r["kv_bytes_per_token"]) * r["decode_tok_s"] / 1e9
+    lines.append(f"roofline at {bandwidth:g} GB/s and {dispatch_us:g} us a dispatch: {roof['both']:.0f} tok/s "
+                 f"(bytes alone {roof['bytes']:.0f}, dispatches alone {roof['dispatches']:.0f}); measured "
+                 f"{r['decode_tok_s']:.1f} tok/s, {100 * r['decode_tok_s'] / roof['both']:.0f}% of it, "
+                 f"{used:.2f} GB/s ({100 * used / bandwidth:.0f}% of the bandwidth)")
+    return lines
 
 
 def measure_chatlens(path, backend, ids, new_tokens, repeats) -> dict:
@@ -249,7 +288,7 @@ def main(args) -> int:
             print(f"{run.label}: the run failed:\n{e}")
             return 1
         done.append((run, figures))
-        _row(run.label, figures, args.bandwidth)
+        _row(run.label, figures, args.bandwidth, getattr(args, "dispatch_us", None))
     if len(done) > 1:
         print(f"ratios against {done[0][0].label}:")
         for run, r in done[1:]:
@@ -272,14 +311,11 @@ def _ratio(name, r, base):
           f"decode {r['decode_tok_s'] / base['decode_tok_s']:5.2f}x   peak memory {r['peak_mb'] / base['peak_mb']:5.2f}x")
 
 
-def _row(name, r, bandwidth=None):
+def _row(name, r, bandwidth=None, dispatch_us=None):
     print(f"{name:36s} prefill {r['prefill_tok_s']:7.1f} tok/s   decode {r['decode_tok_s']:6.1f} tok/s   "
           f"peak {r['peak_mb']:6.0f} MB   ({r['detail']})")
     if "first_token_ms" in r:
         print(f"{'':36s} first token after {r['first_token_ms']:.0f} ms")
     if "weight_bytes_per_token" in r:
-        rate = r["weight_bytes_per_token"] * r["decode_tok_s"] / 1e9
-        share = f"{100 * rate / bandwidth:.0f}% of the {bandwidth:g} GB/s given" if bandwidth else \
-            "share of the GPU's bandwidth: give --bandwidth GB/s (lavapipe and SwiftShader have none to speak of)"
-        print(f"{'':36s} {r['dispatches_per_token']} dispatches a token ({r['dispatches_per_layer']:g} a layer), "
-              f"{r['weight_bytes_per_token'] / 1e6:.1f} MB of weights read a token: {rate:.2f} GB/s, {share}")
+        for line in gpu_model_lines(r, bandwidth, dispatch_us):
+            print(f"{'':36s} {line}")

@@ -76,7 +76,9 @@ def parser() -> argparse.ArgumentParser:
                         "from scripts/noblas-numpy.sh)")
     p.add_argument("--busy", action="store_true", help="measure each chatlens row again beside a CPU-bound process")
     p.add_argument("--bandwidth", type=float, metavar="GB/S",
-                   help="the GPU's memory bandwidth, to print the share a decode step's weight reads use of it")
+                   help="the GPU's memory bandwidth: the roofline decode rate of a GPU row, and the share of it used")
+    p.add_argument("--dispatch-us", type=float, metavar="US",
+                   help="the fixed cost of one GPU dispatch in microseconds, for the roofline (default: bench.DISPATCH_US, an assumption)")
     p.add_argument("--no-reference", action="store_true", help="skip the transformers run")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--reference-child", action="store_true", help=argparse.SUPPRESS)
