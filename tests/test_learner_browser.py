@@ -336,3 +336,65 @@ def test_a_phone_keeps_the_composer_and_the_headline_figures_in_view(browser, se
         assert not a.errors, a.errors
     finally:
         a.close()
+
+
+STORED = [{"id": "hf:HuggingFaceTB/SmolLM2-135M-Instruct@q4_1-b179c9523d0e", "source": {"label": "local mirror of HuggingFaceTB/SmolLM2-135M-Instruct"},
+           "files": [{"name": "config.json", "bytes": 533}, {"name": "tokenizer.json", "bytes": 3523000}, {"name": "model.safetensors", "bytes": 269060000}],
+           "bytes": 272600000, "complete": True, "verified": True, "stored_at": 1764622230000}]
+PROGRESS = {"overall": {"done": 51_000_000, "total": 272_600_000, "percent": 18.7, "speed": 16_400_000, "eta": 13.5},
+            "files": [{"name": "tokenizer.json", "done": 3_523_000, "total": 3_523_000, "state": "complete"},
+                      {"name": "model.safetensors", "done": 47_000_000, "total": 269_060_000, "state": "running"}]}
+DRAW_BOX = """async ([stored, progress]) => {
+    const v = await import('./js/views/downloads.mjs');
+    v.drawModelBox({ files: [], source: chatlens.source, progress, status: 'text', weightsSentence: 'crafted' }, {});
+    v.drawManage(stored, { usage: 288e6, quota: 10e9 }, { delete() {}, deleteAll() {} });
+    document.getElementById('manage').open = true;
+}"""
+# cells and bars, measured: a cell that wraps a word letter by letter is narrower than its word
+MEASURE = """() => ({
+    bars: [...document.querySelectorAll('#download-progress progress')].map(p => Math.round(p.getBoundingClientRect().width)),
+    cells: [...document.querySelectorAll('#manage-body th, #manage-body td, #manage-body button')].filter(c => c.textContent.trim())
+        .map(c => { const r = document.createRange(); r.selectNodeContents(c);
+                    const lines = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top))).size;
+                    return [c.tagName === 'TH' ? 'th:' + c.textContent : c.className || c.textContent, Math.round(c.getBoundingClientRect().width), lines]; }),
+})"""
+
+
+def test_the_window_bar_ids_and_manage_downloads_read_at_1400(learner):
+    page = recorded(learner, window=1024, step=2)
+    colours = page.evaluate("""() => Object.fromEntries(['user', 'assistant', 'default_system', 'new'].map(k =>
+        [k, getComputedStyle(document.querySelector('.window-bar .piece-seg.kind-' + k)).backgroundColor]))""")
+    assert colours["user"] != colours["assistant"] and len(set(colours.values())) == 4, colours
+    page.click("#reads-tab-tokens")
+    id_px = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#token-view .tok .id')).fontSize)")
+    assert id_px >= 11, id_px
+    page.click("#reads-tab-text")
+    page.evaluate(DRAW_BOX, [STORED, PROGRESS])
+    m = page.evaluate(MEASURE)
+    lines = {c[0]: c[2] for c in m["cells"]}
+    for cell in ("th:model", "th:files", "th:size", "th:stored", "th:check", "size", "stored", "check", "delete-model"):
+        assert lines[cell] == 1, (cell, m["cells"])  # "check", the date and "Delete" each on one line
+    assert min(m["bars"]) >= 300, m
+    page.locator("#model-box").screenshot(path=str(SHOTS / "learner-manage-1400.png"))
+    page.evaluate("() => { document.getElementById('manage').open = false; }")
+
+
+def test_a_phone_shows_download_bars_manage_cards_and_one_scroll(browser, server):
+    a = App(Phone(browser, 414, 896), server)
+    try:
+        page = a.open()
+        a.type_draft("What is the capital of France? " * 12)
+        box = page.evaluate("""() => { const p = document.getElementById('prompt-text');
+            return [p.scrollHeight, p.clientHeight, getComputedStyle(p).overflowY]; }""")
+        assert box[0] <= box[1] + 1, box  # the prompt grows with the page: no scroll inside a scroll
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.evaluate(DRAW_BOX, [STORED, PROGRESS])
+        m = page.evaluate(MEASURE)
+        assert min(m["bars"]) >= 300, m["bars"]  # each bar across the card, never squeezed to nothing
+        narrow = [c for c in m["cells"] if 0 < c[1] < 120 and "elete" not in c[0]]  # (the header row is hidden: each cell says its name)
+        assert not narrow, narrow
+        page.locator("#model-box").screenshot(path=str(SHOTS / "learner-phone-downloads.png"))
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+        assert not a.errors, a.errors
+    finally:
+        a.close()

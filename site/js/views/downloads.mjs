@@ -82,12 +82,12 @@ function progressView(p) {
 export function drawManage(models, estimate, on) {
   const rows = models.map((s) =>
     el("tr", { dataset: { model: s.id } },
-      el("td", {}, el("b", { text: s.source?.label || s.id }), el("br"), el("small", { text: s.id })),
-      el("td", { text: s.files.map((f) => `${f.name} ${formatBytes(f.bytes ?? f.size ?? 0)}`).join(", ") }),
-      el("td", { text: `${formatBytes(s.bytes)}${s.complete ? "" : " (incomplete)"}` }),
-      el("td", { text: s.stored_at ? new Date(s.stored_at).toLocaleString() : "" }),
-      el("td", { text: s.complete ? (s.verified ? "verified" : "not verified against a published value") : "partial" }),
-      el("td", {}, el("button", { type: "button", class: "delete-model", onclick: () => on.delete(s.id), text: "Delete" }))));
+      el("td", { class: "model" }, el("b", { text: s.source?.label || s.id }), el("br"), el("small", { text: s.id })),
+      el("td", { class: "files", dataset: { label: "files" }, text: s.files.map((f) => `${f.name} ${formatBytes(f.bytes ?? f.size ?? 0)}`).join(", ") }),
+      el("td", { class: "size", dataset: { label: "size" }, text: `${formatBytes(s.bytes)}${s.complete ? "" : " (incomplete)"}` }),
+      el("td", { class: "stored", dataset: { label: "stored" }, text: s.stored_at ? new Date(s.stored_at).toLocaleString() : "" }),
+      el("td", { class: "check", dataset: { label: "check" }, text: s.complete ? (s.verified ? "verified" : "not verified against a published value") : "partial" }),
+      el("td", { class: "actions" }, el("button", { type: "button", class: "delete-model", onclick: () => on.delete(s.id), text: "Delete" }))));
   const usage = estimate?.usage == null ? "unknown" : formatBytes(estimate.usage);
   const quota = estimate?.quota == null ? "unknown" : formatBytes(estimate.quota);
   fill($("manage-body"), 

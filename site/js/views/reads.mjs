@@ -80,8 +80,13 @@ function windowBar(record) {
   ];
   const bar = el("div", { class: "window-bar", role: "img", "aria-label": `window of ${w} tokens: ${record.used} used, ${record.reserve} kept for the reply, ${Math.max(0, record.free)} free` });
   const legend = el("ul", { class: "legend" });
+  // the bar a piece a segment, so your messages and the replies show in their own colours;
+  // the legend sums them by group
+  for (const p of record.pieces) {
+    if (p.count > 0) bar.append(el("span", { class: `seg piece-seg kind-${p.kind}`, style: `flex-grow:${p.count}`, title: `${p.label}: ${count(p.count, "token")}` }));
+  }
   for (const [name, cls, n] of segs) {
-    if (n > 0) bar.append(el("span", { class: `seg ${cls}`, style: `flex-grow:${n}`, title: `${name}: ${count(n, "token")}` }));
+    if (n > 0 && !SEGMENTS.some(([seg]) => seg === name)) bar.append(el("span", { class: `seg ${cls}`, style: `flex-grow:${n}`, title: `${name}: ${count(n, "token")}` }));
     legend.append(el("li", { dataset: { seg: name } }, el("span", { class: `swatch ${cls}` }), `${name} `, el("b", { text: n })));
   }
   // The same scale, for the cache: the prefix reused, then what is computed now.
