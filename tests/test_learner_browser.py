@@ -398,3 +398,41 @@ def test_a_phone_shows_download_bars_manage_cards_and_one_scroll(browser, server
         assert not a.errors, a.errors
     finally:
         a.close()
+
+
+# -- controls and state ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny(server):
+    """The tiny random model (tests/tiny_model.py) beside the site: stored and loaded in seconds."""
+    from tiny_model import write_tiny_model
+
+    write_tiny_model(server.root / "tiny-learner" / "model", server.mirror.files["config.json"].parent, seed=3)
+    return f"{server.url}tiny-learner/model/"
+
+
+def test_delete_asks_once_then_the_page_the_status_and_the_api_agree(browser, server, tiny):
+    a = App(browser, server)
+    try:
+        page = a.open(f"?model={tiny}")
+        page.click("#download")
+        page.wait_for_function("() => chatlens.status.state === 'ready' && chatlens.model?.backend", timeout=300_000)
+        page.click("#manage summary")
+        page.click("#manage-body .delete-model")
+        question = page.text_content("#manage-body .confirm-question")
+        assert question.startswith("Delete ") and "Replies use it now" in question
+        assert len(page.evaluate("chatlens.storedModels()")) == 1  # asked, not deleted
+        page.click("#manage-body .keep")
+        page.click("#manage-body .delete-model")
+        a.shot("learner-delete-asks")
+        with page.expect_navigation():
+            page.click("#manage-body .confirm-delete")
+        a.wait_ready()
+        page.wait_for_function("() => document.getElementById('download')")
+        assert page.evaluate("chatlens.storedModels()") == []
+        assert page.get_attribute("#status", "data-state") == "text" and page.evaluate("chatlens.model") is None
+        assert "replies need the model" in page.text_content("#status-text")
+        assert not a.errors, a.errors
+    finally:
+        a.close()

@@ -5,6 +5,12 @@
 import { openModelStore, pageApi, requestPersistence } from "./store/models.mjs";
 import { modelSpec } from "./store/spec.mjs";
 
+/** The event the page hears when the current source's model leaves the store (from the page or
+ * an API caller): the weights a worker read from it are no longer there to read again, so the
+ * page starts over without them (model.mjs), and the status and chatlens.model say so. */
+export const MODEL_DELETED = "chatlens:model-deleted";
+const deletedCurrent = (id) => globalThis.dispatchEvent?.(new CustomEvent(MODEL_DELETED, { detail: { id } }));
+
 export function createDownloads(currentSource) {
   const store = openModelStore();
   const manage = store.then((s) => pageApi(s, currentSource));
@@ -39,14 +45,32 @@ export function createDownloads(currentSource) {
     return running;
   }
 
+  /** The stored model's id for the current source, or null when none is stored. */
+  async function currentId() {
+    try {
+      const st = await (await store).status(currentSource());
+      return st && st.bytes > 0 ? st.id : null;
+    } catch {
+      return null;
+    }
+  }
+
   return {
     downloadModel,
     /** What this source needs: [{name, size (null when unknown)}] and where it comes from. */
     spec: () => modelSpec(currentSource()),
     status: async () => (await store).status(currentSource()),
     storedModels: async () => (await manage).storedModels(),
-    deleteModel: async (id) => (await manage).deleteModel(id),
-    deleteAllModels: async () => (await manage).deleteAllModels(),
+    deleteModel: async (id) => {
+      const current = await currentId();
+      await (await manage).deleteModel(id);
+      if (id === current) deletedCurrent(id);
+    },
+    deleteAllModels: async () => {
+      const current = await currentId();
+      await (await manage).deleteAllModels();
+      if (current) deletedCurrent(current);
+    },
     storageEstimate: async () => (await manage).storageEstimate(),
   };
 }

@@ -1,6 +1,7 @@
 // The model in the page: what the download box shows and does. The store is the truth about
 // what is downloaded; the worker says what computes replies (chatlens.model).
 
+import { MODEL_DELETED } from "./downloads.mjs";
 import { drawManage, drawModelBox } from "./views/downloads.mjs";
 import { MODEL_KEY, saveChoice } from "./prefs.mjs";
 import { weightsSentence } from "./weights.mjs";
@@ -37,6 +38,7 @@ export function createModelBox(api) {
     try {
       const [models, estimate] = await Promise.all([api.storedModels(), api.storageEstimate()]);
       drawManage(models, estimate, {
+        // (views/downloads.mjs asks once before either)
         delete: async (id) => {
           await api.deleteModel(id);
           await refresh();
@@ -45,6 +47,7 @@ export function createModelBox(api) {
           await api.deleteAllModels();
           await refresh();
         },
+        inUse: (id) => Boolean(api.model?.backend) && id === box.stored?.id,
       });
     } catch (e) {
       drawManage([], null, {});
@@ -75,6 +78,14 @@ export function createModelBox(api) {
       await refresh();
     }
   }
+
+  // The current source's model was deleted (here or through the API): the worker still holds
+  // the weights it read, so the page starts again without them; the status then says replies
+  // need the model, chatlens.model is null, and the conversation is kept (prefs.mjs).
+  globalThis.addEventListener(MODEL_DELETED, () => {
+    if (api.model || ["weights", "ready"].includes(api.status.state)) location.reload();
+    else refresh();
+  });
 
   // What the worker says computes replies changes after a download (the page's or an API
   // caller's) and a restart: read the store again then.

@@ -87,7 +87,8 @@ export function drawManage(models, estimate, on) {
       el("td", { class: "size", dataset: { label: "size" }, text: `${formatBytes(s.bytes)}${s.complete ? "" : " (incomplete)"}` }),
       el("td", { class: "stored", dataset: { label: "stored" }, text: s.stored_at ? new Date(s.stored_at).toLocaleString() : "" }),
       el("td", { class: "check", dataset: { label: "check" }, text: s.complete ? (s.verified ? "verified" : "not verified against a published value") : "partial" }),
-      el("td", { class: "actions" }, el("button", { type: "button", class: "delete-model", onclick: () => on.delete(s.id), text: "Delete" }))));
+      el("td", { class: "actions" }, el("button", { type: "button", class: "delete-model", text: "Delete",
+        onclick: (e) => askFirst(e.currentTarget.parentElement, deleteQuestion(s, on.inUse?.(s.id)), () => on.delete(s.id)) }))));
   const usage = estimate?.usage == null ? "unknown" : formatBytes(estimate.usage);
   const quota = estimate?.quota == null ? "unknown" : formatBytes(estimate.quota);
   fill($("manage-body"), 
@@ -96,6 +97,26 @@ export function drawManage(models, estimate, on) {
       ? el("table", {}, el("thead", {}, el("tr", {}, ...["model", "files", "size", "stored", "check", ""].map((t) => el("th", { text: t })))),
         el("tbody", {}, rows))
       : el("p", { text: "Nothing is stored." }),
-    models.length ? el("button", { type: "button", id: "delete-all", onclick: on.deleteAll, text: "Delete all" }) : null,
+    models.length ? el("div", { class: "delete-all-box" }, el("button", { type: "button", id: "delete-all", text: "Delete all",
+      onclick: (e) => askFirst(e.currentTarget.parentElement,
+        `Delete all ${models.length === 1 ? "" : `${models.length} `}stored models (${formatBytes(models.reduce((n, m) => n + (m.bytes || 0), 0))})? ` +
+          "Replies need a model downloaded again.", on.deleteAll) })) : null,
   );
+}
+
+function deleteQuestion(s, inUse) {
+  return `Delete ${formatBytes(s.bytes)} of ${s.source?.label || s.id}? ` +
+    (inUse ? "Replies use it now: the page starts again without it, and replies need it downloaded again."
+      : "It would have to be downloaded again.");
+}
+
+/** Ask once, in place: `box`'s content becomes the question with Delete and Keep; Keep puts the
+ * content back, Delete runs `go`. */
+function askFirst(box, question, go) {
+  const before = [...box.childNodes];
+  const keep = el("button", { type: "button", class: "keep", text: "Keep it", onclick: () => fill(box, ...before) });
+  fill(box, el("div", { class: "confirm", role: "alertdialog", "aria-label": question },
+    el("p", { class: "confirm-question", text: question }),
+    el("button", { type: "button", class: "confirm-delete", text: "Delete", onclick: () => go() }), " ", keep));
+  keep.focus();
 }
