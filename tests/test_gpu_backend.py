@@ -39,7 +39,7 @@ TINY = ModelConfig(n_layers=2, dim=64, n_heads=4, n_kv_heads=2, head_dim=16, ffn
                    n_ctx=256, rope_base=10000.0, norm_eps=1e-5, tied_output=False)
 TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"t{i}" for i in range(3, TINY.vocab_size)]
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-PROMPT = [1, 17, 290, 3, 3, 41, 100, 7, 250, 19, 64, 2, 5] * 6  # 78 tokens: more than one prefill chunk
+PROMPT = [1, 17, 290, 3, 3, 41, 100, 7, 250, 19, 64, 2, 5] * 6  # 78 tokens: more than one prefill chunk of 32
 TOL = 1e-3
 F16_CACHE_LOGITS = 0.05  # the real model's logits, f16 cache against f32: 1.2e-2 at most, measured
 
@@ -229,7 +229,7 @@ def compare_run(gpu, ref, prompt, n_decode, top_k=0, tol=TOL):
 
 def test_logits_and_ids_equal_numpy_on_the_same_file(source):
     path, model = source
-    gpu = open_native(path, 128)
+    gpu = open_native(path, 128, chunk=32)
     assert gpu.name.startswith("webgpu: ") and gpu.capacity == 128
     compare_run(gpu, f16_cache(model.backend(128)), PROMPT, 3, top_k=5)
 

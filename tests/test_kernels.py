@@ -152,19 +152,20 @@ def test_matvec_equals_x_at_w_t(device, dtype, target):
         close(got, (x @ wv.T)[0])
 
 
+@pytest.mark.parametrize("chunk", [64, 128])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_matmul_equals_x_at_w_t(device, dtype):
-    """A prefill chunk: Y = X @ W.T for T tokens of a chunk of 64 (partial tiles, tokens past T untouched)."""
-    for (n, k), t in zip(shapes_for(dtype)[::-1], (5, 64, 33, 1)):
-        rng = rng_for("mm", dtype, n, k)
-        x = rng.standard_normal((64, k)).astype(np.float32)
+def test_matmul_equals_x_at_w_t(device, dtype, chunk):
+    """A prefill chunk: Y = X @ W.T for T tokens of a chunk (partial tiles, tokens past T untouched)."""
+    for (n, k), t in zip(shapes_for(dtype)[::-1], (5, chunk, chunk // 2 + 1, 1)):
+        rng = rng_for("mm", dtype, n, k, chunk)
+        x = rng.standard_normal((chunk, k)).astype(np.float32)
         kern = Kernel(device)
-        step = kern.step(n_tokens=t)
+        step = kern.step(n_tokens=t, capacity=chunk)
         w, (wv,) = kern.matrix("w", [rng.standard_normal((n, k)).astype(np.float32)], dtype)
-        y = kern.output("y", 4 * n * 64)
-        K.project(kern.b, "k", Target(), step=step, x=kern.input("x", x), w=w, epilogue=K.store(y, n), chunk=64)
+        y = kern.output("y", 4 * n * chunk)
+        K.project(kern.b, "k", Target(), step=step, x=kern.input("x", x), w=w, epilogue=K.store(y, n), chunk=chunk)
         (got,) = kern.run("y")
-        got = got.reshape(64, n)
+        got = got.reshape(chunk, n)
         close(got[:t], x[:t] @ wv.T)
         assert not got[t:].any()
 

@@ -24,7 +24,10 @@ LAYOUTS = {"Q8_0": {"block": 34, "group": 8, "fields": [[0, 2], [2, 32]]},
 GAIN_TYPES = ("F32", "F16", "BF16")
 UNIT = 8  # elements of a row one invocation loads at a time (two vec4)
 ROWS = 4  # virtual rows per matvec workgroup, and per matmul invocation (one vec4)
-MATMUL = {"TM": 32, "TN": 64, "KT": 32, "RM": 2, "WG": 256}  # tile: WG == TM * KT/4 == TN * KT/8
+# The prefill matmul's tile (matmul.wgsl): TM tokens x TN rows, K in steps of KT; each of the WG
+# invocations computes 4 tokens x 4 rows and loads one W unit and TM*KT/4/WG vec4 of x a step:
+# WG == (TM/4) * (TN/4) == TN * KT/8. Its tiles fill 16 KiB, WebGPU's default workgroup storage.
+MATMUL = {"TM": 64, "TN": 64, "KT": 32, "WG": 256}
 MAX_GRID = 65535
 
 

@@ -27,7 +27,7 @@ from . import kernels as K
 from .builder import ProgramBuilder, align
 from .kernels import Matrix, Target
 
-CHUNK = 64  # prefill tokens per dispatch sequence: bounds the activations and a dispatch's length
+CHUNK = 128  # prefill tokens per dispatch sequence: bounds the activations and a dispatch's length
 TOP_K_MAX = 64  # most (id, logit) pairs the GPU top-k finds
 SPLIT_MIN = 32  # fewest keys an attention split takes
 # u32 words of the step buffer, in order (wgsl/step.wgsl); the chunk's ids follow

@@ -1,17 +1,20 @@
-// x @ W.T for a chunk of tokens (prefill): a workgroup computes a TM x TN tile (tokens x virtual
-// rows), walking K in steps of KT = 32 (one quantized block) through shared memory. Each
-// invocation loads one vec4 of x and one 8-element unit of W per step, then accumulates RM
-// tokens x ROWS rows. An RMSNorm folded in multiplies x by its gain as x is loaded, and sums
-// x*x per token on the way. The epilogue (finish) says what the rows mean and where they go.
+// x @ W.T for a chunk of tokens (prefill), register-tiled: a workgroup computes a TM x TN tile
+// (tokens x virtual rows), each invocation a 4 x 4 block of it (4 tokens x ROWS = 4 rows) from
+// shared-memory tiles of KT = 32 (one quantized block) along K: per step of k, one vec4 of
+// tokens and one vec4 of rows give 16 products. The next step's x and W are loaded into
+// registers while this step's tiles are multiplied (the global loads overlap the math). W is
+// dequantized as it is loaded; an RMSNorm folded in multiplies x by its gain as x is loaded and
+// sums x*x per token on the way. The epilogue (finish) says what the rows mean and where they go.
 // X is (T, K); the grid covers the largest chunk, and tiles past this chunk's T return at once.
-const TX: u32 = TN / ROWS;  // invocations across the tile's rows
+const TY: u32 = TM / 4u;  // invocations down the tile's tokens (4 each)
+const TX: u32 = TN / ROWS;  // invocations across its rows (ROWS = 4 each)
 const X_PER_ROW: u32 = KT / 4u;  // vec4 of x per token per step
 const U_PER_ROW: u32 = KT / 8u;  // W units per row per step
+const X_LOADS: u32 = TM * X_PER_ROW / WG;  // vec4 of x an invocation loads per step
+const X_TOKENS: u32 = WG / X_PER_ROW;  // tokens one round of those loads covers
 
-var<workgroup> xs: array<f32, KT * TM>;  // [k][token]
+var<workgroup> xs: array<vec4<f32>, KT * TM / 4u>;  // [k][token / 4], four tokens a vec4
 var<workgroup> ws: array<vec4<f32>, KT * TN / 4u>;  // [k][row / 4], four rows a vec4
-var<workgroup> ss_part: array<f32, WG>;
-var<workgroup> inv_rms: array<f32, TM>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -21,69 +24,103 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (t0 >= n_tokens) {
         return;
     }
-    // what this invocation loads: token x_t's vec4 x_c of each step, and unit w_u of row w_r
+    // what this invocation loads: vec4 x_c of tokens x_t + i * X_TOKENS, and unit w_u of row w_r
     let x_t = lid / X_PER_ROW;
     let x_c = lid % X_PER_ROW;
     let w_r = lid / U_PER_ROW;
     let w_u = lid % U_PER_ROW;
     let row = w_row(min(v0 + w_r, NV - 1u));  // past NV: a repeat, never stored
-    // what it computes: tokens ty*RM.. x rows tx*ROWS..
+    // what it computes: tokens 4 * ty.. x rows ROWS * tx..
     let tx = lid % TX;
     let ty = lid / TX;
-    var acc: array<vec4<f32>, RM>;
-    var ss = 0.0;
+    var acc: array<vec4<f32>, 4>;  // [token] of 4 rows
+    var ss: array<f32, X_LOADS>;  // sum of x*x of each token it loads
+
+    // step 0's tiles into registers
+    var xv: array<vec4<f32>, X_LOADS>;
+    var w = mat2x4<f32>(vec4<f32>(0.0), vec4<f32>(0.0));
     for (var k0 = 0u; k0 < K; k0 += KT) {
+        if (k0 == 0u) {
+            for (var i = 0u; i < X_LOADS; i++) {
+                xv[i] = load_x(t0 + x_t + i * X_TOKENS, k0 + 4u * x_c, n_tokens);
+            }
+            w = load_w(row, k0 / 8u + w_u);
+        }
+        // registers -> shared tiles, after every invocation is done with the last step's
+        workgroupBarrier();
         let k = k0 + 4u * x_c;
-        var xv = vec4<f32>(0.0);
-        if (t0 + x_t < n_tokens && k < K) {
-            xv = X[((t0 + x_t) * K + k) / 4u];
+        for (var i = 0u; i < X_LOADS; i++) {
+            var v = xv[i];
             if (NORM) {
-                ss += dot(xv, xv);
-                xv *= gain4(k);
+                ss[i] += dot(v, v);
+                v *= select(vec4<f32>(0.0), gain4(min(k, K - 4u)), k < K);
+            }
+            let t = x_t + i * X_TOKENS;
+            for (var e = 0u; e < 4u; e++) {
+                xs[(4u * x_c + e) * (TM / 4u) + t / 4u][t % 4u] = v[e];
             }
         }
-        for (var e = 0u; e < 4u; e++) {
-            xs[(4u * x_c + e) * TM + x_t] = xv[e];
-        }
-        let u = k0 / 8u + w_u;
-        var w = mat2x4<f32>(vec4<f32>(0.0), vec4<f32>(0.0));
-        if (u < UNITS) {
-            w = w_unit(row.x, row.y * UNITS + u);
-        }
-        let at = unit_x(u) - vec2<u32>(k0);
+        let at = unit_x(k0 / 8u + w_u) - vec2<u32>(k0);
         for (var e = 0u; e < 4u; e++) {
             ws[(at.x + e) * (TN / 4u) + w_r / 4u][w_r % 4u] = w[0][e];
             ws[(at.y + e) * (TN / 4u) + w_r / 4u][w_r % 4u] = w[1][e];
         }
         workgroupBarrier();
-        for (var kk = 0u; kk < KT; kk++) {
-            let b = ws[kk * (TN / 4u) + tx];
-            for (var i = 0u; i < RM; i++) {
-                acc[i] += xs[kk * TM + ty * RM + i] * b;
+        // the next step's tiles into registers while this one's are multiplied
+        let k1 = k0 + KT;
+        if (k1 < K) {
+            for (var i = 0u; i < X_LOADS; i++) {
+                xv[i] = load_x(t0 + x_t + i * X_TOKENS, k1 + 4u * x_c, n_tokens);
             }
+            w = load_w(row, k1 / 8u + w_u);
+        }
+        for (var kk = 0u; kk < KT; kk++) {
+            let a = xs[kk * (TM / 4u) + ty];
+            let b = ws[kk * (TN / 4u) + tx];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+    }
+    var scale = vec4<f32>(1.0);
+    if (NORM) {
+        // each token's sum of x*x from the X_PER_ROW invocations that loaded it, through xs
+        workgroupBarrier();
+        for (var i = 0u; i < X_LOADS; i++) {
+            let t = x_t + i * X_TOKENS;
+            xs[t * X_PER_ROW + x_c][0] = ss[i];
         }
         workgroupBarrier();
-    }
-    if (NORM) {
-        ss_part[lid] = ss;
-        workgroupBarrier();
-        if (lid < TM) {
+        for (var i = 0u; i < 4u; i++) {
             var s = 0.0;
             for (var c = 0u; c < X_PER_ROW; c++) {
-                s += ss_part[lid * X_PER_ROW + c];
+                s += xs[(4u * ty + i) * X_PER_ROW + c][0];
             }
-            inv_rms[lid] = rms_scale(s);
+            scale[i] = rms_scale(s);
         }
-        workgroupBarrier();
     }
-    for (var i = 0u; i < RM; i++) {
-        let t = t0 + ty * RM + i;
+    for (var i = 0u; i < 4u; i++) {
+        let t = t0 + 4u * ty + i;
         if (t < n_tokens) {
-            var y = acc[i];
-            if (NORM) {
-                y *= inv_rms[ty * RM + i];
-            }
+            let y = acc[i] * scale[i];
             finish(t, v0 + tx * ROWS, array<f32, ROWS>(y.x, y.y, y.z, y.w));
         }
     }
+}
+
+// vec4 of x at (token t, element k), zero past the chunk's tokens or K
+fn load_x(t: u32, k: u32, n_tokens: u32) -> vec4<f32> {
+    if (t < n_tokens && k < K) {
+        return X[(t * K + k) / 4u];
+    }
+    return vec4<f32>(0.0);
+}
+
+// unit u of a row, zero past the row's units
+fn load_w(row: vec2<u32>, u: u32) -> mat2x4<f32> {
+    if (u < UNITS) {
+        return w_unit(row.x, row.y * UNITS + u);
+    }
+    return mat2x4<f32>(vec4<f32>(0.0), vec4<f32>(0.0));
 }
