@@ -3,8 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
-# The browser-side model store's pure logic and downloader (site/js/store/), in node. It hashes
-# with @noble/hashes from the site build's pinned npm packages.
+# The browser-side model store's pure logic and downloader (site/js/store/) and the page's pure
+# modules (tests/page/), in node. The store hashes with @noble/hashes from the site build's
+# pinned npm packages.
 [ -f build/node_modules/@noble/hashes/sha2.js ] || npm ci --prefix build --no-audit --no-fund --ignore-scripts >/dev/null
-node --test tests/store/
+node --test tests/store/ tests/page/
 exec "${PYTHON:-python3}" -m pytest -q "$@"

@@ -20,6 +20,12 @@ BOOT_MS = 120_000
 LIVE_BY_CHOICE = """try {
     if (localStorage.getItem('chatlens.prefs') === null) localStorage.setItem('chatlens.prefs', '{"mode": "live"}');
 } catch {}"""
+# SwiftShader is the only WebGPU adapter here, and `auto` never takes a CPU emulation while NumPy
+# can compute (chatlens.device); Pyodide's NumPy cannot be had offline. So the tests ask for
+# WebGPU by name, as a learner can in the settings (a test that says otherwise saves its own).
+WEBGPU_BY_CHOICE = """try {
+    if (localStorage.getItem('chatlens.backend') === null) localStorage.setItem('chatlens.backend', 'webgpu');
+} catch {}"""
 
 
 class App:
@@ -32,6 +38,7 @@ class App:
             # A returning learner who chose Live mode, unless the test saves other settings: a
             # first visit lands where the store says (Recorded until the model is stored).
             self.context.add_init_script(LIVE_BY_CHOICE)
+        self.context.add_init_script(WEBGPU_BY_CHOICE)
         self.requests = []
         self.context.on("request", lambda r: self.requests.append(r))
         self.errors = []

@@ -2,7 +2,7 @@
 build.json, written by the build) all read them from here.
 """
 
-from . import presets
+from . import device, presets
 
 REPLY_LIMIT = 96  # new tokens a reply may have; also the reserve kept free in the window for it
 WINDOWS = (256, 512, 1024)  # the windows the lab offers: small, so a learner can watch one fill
@@ -27,4 +27,5 @@ def for_page() -> dict:
         "default_preset": presets.DEFAULT,
         "top_k": TOP_K,
         "near_tie_gap": NEAR_TIE_GAP,
+        "emulated_adapters": list(device.EMULATED),  # chatlens.device's rule, applied before Python starts
     }

@@ -2,24 +2,31 @@
 executor replays, natively through wgpu-py (native.py) or in a browser (site/js/gpu/executor.mjs).
 
     open_native(path, n_ctx) -> WebGPUBackend    a .gguf file or a Hugging Face folder, on wgpu
-    adapter_available() -> bool                  for `--backend auto`
+    adapter_info() -> dict | None                for `--backend auto` (chatlens.device's rule)
 """
 
 from .backend import WebGPUBackend
 from .program import build_program
 from .weights import checked_plan, weight_plan
 
-__all__ = ["WebGPUBackend", "adapter_available", "build_program", "open_native", "weight_plan"]
+__all__ = ["WebGPUBackend", "adapter_available", "adapter_info", "build_program", "open_native", "weight_plan"]
+
+
+def adapter_info():
+    """What wgpu's best adapter says of itself (wgpu-py's adapter.info: vendor, device,
+    adapter_type, ...), or None when wgpu is missing or finds no adapter."""
+    try:
+        from . import native
+
+        adapter = native.request_adapter()
+    except Exception:
+        return None
+    return dict(adapter.info) if adapter is not None else None
 
 
 def adapter_available() -> bool:
     """Whether wgpu is installed and finds a GPU adapter (a CPU one such as lavapipe counts)."""
-    try:
-        from . import native
-
-        return native.shared_device() is not None
-    except Exception:
-        return False
+    return adapter_info() is not None
 
 
 def open_native(path, n_ctx: int | None = None, chunk: int | None = None) -> WebGPUBackend:
