@@ -244,8 +244,7 @@ def bench_server(out, mirror):
             if not urlsplit(self.path).path.startswith("/bench/"):
                 return super().end_headers()
             for k, v in ISOLATION_HEADERS.items():
-                if k != "Content-Security-Policy":
-                    self.send_header(k, v)
+                self.send_header(k, v)
             BaseHTTPRequestHandler.end_headers(self)
 
     server = SiteServer(out, mirror=mirror)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from chatlens.gpu import build_program, open_native, weight_plan
-from chatlens.gpu.bridge import open_browser
+from chatlens.gpu.backend import WebGPUBackend
 from test_gpu_backend import PROMPT, SOURCES
 
 pytestmark = pytest.mark.browser
@@ -67,16 +67,19 @@ def page(browser, served):
 
 
 class PageExecutor:
-    """Stands in for the JS executor object Pyodide would hold: run() forwarded to the page's
-    worker, bytes base64-encoded across Playwright as Pyodide's to_js would pass them."""
+    """The JS executor in the page's worker behind the native executor's submit / collect: each
+    run forwarded and waited for, its bytes base64-encoded across Playwright."""
 
     def __init__(self, page, name):
         self.page, self.name = page, name
 
-    def run(self, sequences, params=b"", readback=None):
+    def submit(self, sequences, params=b"", readback=None):
         out = self.page.evaluate("([s, p, r]) => gpuCall('run', s, p, r)",
                                  [list(sequences), base64.b64encode(params).decode(), readback])
         return base64.b64decode(out)
+
+    def collect(self, ticket):
+        return ticket
 
 
 def browser_backend(page, served, source, n_ctx, features=None):
@@ -88,8 +91,7 @@ def browser_backend(page, served, source, n_ctx, features=None):
     (root / "program.json").write_text(json.dumps(program))
     model_file = path.relative_to(root) if path.is_file() else (path / "model.safetensors").relative_to(root)
     name = page.evaluate("([p, m]) => gpuCall('open', p, m)", [url + "program.json", url + model_file.as_posix()])
-    # the backend as Pyodide will open it (chatlens.gpu.bridge); here calls already block
-    return open_browser(program, PageExecutor(page, name), run_sync=lambda r: r, to_js=lambda v: v), program
+    return WebGPUBackend(program, PageExecutor(page, name), name=f"webgpu: {name}"), program
 
 
 def test_chromium_offers_webgpu_on_swiftshader(page):

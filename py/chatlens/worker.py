@@ -18,24 +18,29 @@ requests (`args` is what the page sends, as JSON):
   gpu_program  {"n_ctx", "features", "limits"} -> the GPU program of the forward pass
                (chatlens.gpu.program) for this source, built for the adapter; only the tensors'
                headers need to be in the file system, the worker's JS uploads the bytes
-  use_gpu      {} and the JS executor of that program (site/js/gpu/executor.mjs) as an extra
-               argument -> {"backend", "n_ctx"}: the next `run` computes on the GPU, each step
-               awaited through pyodide.ffi.run_sync (the call must come through callPromising)
-  run          the same as preview -> the TurnRecord with its reply. Extra arguments: on_token(id,
-               text, token) for each reply id as it is chosen (text: what it adds to the reply,
-               decoded incrementally so no character is ever split; token: the id's token as the
-               vocabulary writes it; a last call with id -1 may end a character), should_stop()
-               asked between tokens. "topK"?: K > 0 fills the record's top_k (each reply token's K
-               best candidates as [id, logit, probability]) and top_k_tokens.
-  predict      the same as preview, "topK"?: K (default defaults.TOP_K) -> {"top_k": [[id, logit,
-               probability], ...], "top_k_tokens", "used", "reused_tokens", "backend"}: the K most
-               likely first tokens of the reply, computed now; the cache is left as it was
-               (PromptCache.first_step), so the reuse a preview and a send report is unchanged
+  use_gpu      {"name"?: the adapter's name} -> {"backend", "n_ctx"}: the next reply computes on
+               the GPU with that program; the worker's JavaScript runs its steps
+               (site/js/gpu/executor.mjs), Python never waits for it
+  start        a reply the page pulls, one call a step (see "Replies" below):
+               {"kind": "chat", the same as preview, "topK"?: K} a chat reply: its answer is the
+                  TurnRecord with the reply (K > 0 fills top_k and top_k_tokens: each reply
+                  token's K best candidates as [id, logit, probability])
+               {"kind": "text", "text", "maxTokens"?: N (default the reply limit), "topK"?: K} the
+                  greedy continuation of plain text (chatlens.complete.continuation's data)
+               {"kind": "predict", the same as preview, "topK"?: K (default defaults.TOP_K)} the K
+                  most likely first tokens of the reply: {"top_k": [[id, logit, probability], ...],
+                  "top_k_tokens", "used", "reused_tokens", "backend"}; the cache is left as it
+                  was, so the reuse a preview and a send report is unchanged
+               and "depth"?: N, the GPU steps to keep in flight (default 2) -> a pull's answer
+  step         {"depth"?: N} and, on the GPU, the bytes the oldest run read back (an extra
+               argument) -> a pull's answer
+  stop         {} -> a pull's answer, done: the reply ends now with stop_reason "stopped" (the
+               steps in flight are discarded, the cache keeps what was accepted)
+  run, predict, complete   start's chat, predict and text, pulled here to the end (NumPy: the
+               tests' way in). run and complete take extra arguments: on_token(id, text, piece)
+               for each reply id, should_stop() asked between steps
   tokenize     {"text"} -> {"prompt_ids", "prompt_tokens", "prompt_vocab", "special_ids"}: the
                text's tokens without any template (special tokens written in it matched)
-  complete     {"text", "maxTokens"?: N (default the reply limit), "topK"?: K} -> the greedy
-               continuation of the plain text (chatlens.complete.complete: ids, text, stop_reason,
-               top_k, ...); on_token and should_stop as for run
   chat_template {} -> {"source": the model's chat template (the default one of several), "names":
                the named templates or null, "special_tokens": the template variables it names}
   lab_source   {} -> {"name", "source"}: the lab's hand-written template and window code
@@ -52,6 +57,18 @@ requests (`args` is what the page sends, as JSON):
                "assistant_mask" (1 for each token inside a {% generation %} block)}: for a template
                workbench, what transformers' apply_chat_template gives; a template that fails is a
                TemplateError (a syntax error names its line)
+
+Replies. The page's JavaScript pulls a reply: `start`, then `step` until the answer is done (or
+`stop`). Each answer is {"tokens": [{"id", "text", "piece"}, ...] (the ids chosen by that step:
+text is what each adds to the reply, decoded incrementally so no character is ever split; piece
+its token as the vocabulary writes it; a last one with id -1 may end a character), "runs": [the
+GPU runs to submit now, in order: {"sequences", "params" (the step buffer's u32 words),
+"readback", "tokens", "chooses"}], "read" and "prompt" (prompt tokens read so far, of all),
+"in_flight" (runs submitted whose bytes are not given yet), "done": null, or the request's
+answer once the reply has ended}. On the GPU the page submits the runs and gives each one's
+bytes to `step`, oldest first; with NumPy, `step` computes the next step itself. Between two
+pulls the worker answers previews and the text side's requests. One reply at a time: `start`
+ends the one before (stopped).
 
 The history is the page's: each request carries the whole conversation, and the cache reuses
 whatever prefix it still holds, so a new worker (after a crash) only recomputes.
@@ -78,11 +95,12 @@ class _Worker:
         self.capacity = None  # the most tokens a backend from new_backend can hold
         self.cache = None  # a PromptCache over the current backend
         self.program = None  # the GPU program last built (gpu_program), for use_gpu
+        self.reply = None  # the _Reply being pulled, if any
 
     def load(self, a):
         self.path = _arg(a, "path", str)
         self.text = load_text_side(self.path)
-        self.new_backend = self.capacity = self.cache = self.program = None
+        self.new_backend = self.capacity = self.cache = self.program = self.reply = None
         cfg = self.text.config
         return {"eos_token": self.text.eos_token, "n_ctx": cfg.n_ctx, "vocab_size": cfg.vocab_size,
                 "source": self.path}
@@ -101,65 +119,127 @@ class _Worker:
                                      a.get("features") or [], a.get("limits") or {})
         return self.program
 
-    def use_gpu(self, a, executor):
-        from .gpu.bridge import open_browser
+    def use_gpu(self, a):
+        from .gpu.backend import WebGPUBackend
 
         if self.program is None:
             raise ChatlensError("use_gpu needs the program gpu_program built")
-        program = self.program
-        backend = open_browser(program, executor)  # one backend: its cache lives in the executor's buffers
-        self._use(lambda n_ctx: backend, program["meta"]["n_ctx"])
+        name = a.get("name") or "adapter"
+        # One backend: its cache lives in the GPU's buffers, which the page's executor holds.
+        backend = WebGPUBackend(self.program, None, name=f"webgpu: {name}")
+        self._use(lambda n_ctx: backend, self.program["meta"]["n_ctx"])
         return {"backend": backend.name, "n_ctx": backend.capacity}
 
     def _use(self, new_backend, capacity):
+        self.reply = None
         self.new_backend, self.capacity, self.cache = new_backend, capacity, None
 
     def preview(self, a):
         return self._record(a).to_json()
 
+    # -- replies the page pulls (see the module's docstring) -------------------------------------
+    def start(self, a):
+        if self.reply is not None:
+            self.stop({})
+        kind = a.get("kind", "chat")
+        depth = _arg(a, "depth", int, 2)
+        tok, eos = (self.text.tokenizer, self.text.eos_id) if self.text is not None else (None, None)
+        if kind in ("chat", "predict"):
+            record = self._record(a)
+            top_k = _top_k(a, 0) if kind == "chat" else (_top_k(a, defaults.TOP_K) or defaults.TOP_K)
+            cache = self._cache_for(record.window, f"a window of {record.window} tokens")
+            ids, max_tokens = record.prompt_ids, (record.max_tokens if kind == "chat" else 1)
+        elif kind == "text":
+            from .complete import prepared
+
+            self._loaded()
+            text = _arg(a, "text", str)
+            max_tokens = _arg(a, "maxTokens", int, defaults.REPLY_LIMIT)
+            top_k = _top_k(a, 0)
+            n = len(self.text.tokenizer.encode(text)) + max_tokens
+            cache = self._cache_for(n, f"the text and {max_tokens} new tokens ({n} tokens)")
+            data = prepared(tok, cache, text, max_tokens)
+            ids = data["prompt_ids"]
+        else:
+            raise ChatlensError(f"kind must be chat, text or predict, not {kind!r}")
+
+        def finish(reused, gen):
+            """The request's answer, once the reply has ended."""
+            if kind == "chat":
+                return reply_of(record, tok, eos, reused, gen, cache.backend.name, top_k).to_json()
+            if kind == "text":
+                from .complete import continuation
+
+                return continuation(tok, eos, data, reused, gen, cache.backend.name, top_k)
+            from .chat import candidate_tokens
+
+            cache.truncate(reused)  # a look-ahead: the reuse a preview and a send report stays
+            best = gen.top_k[0] if gen.top_k else []
+            return {"top_k": best, "top_k_tokens": candidate_tokens(tok, [best])[0] if best else [],
+                    "used": record.used, "reused_tokens": reused, "backend": cache.backend.name}
+
+        self.reply = _Reply(self.text, cache, ids, max_tokens, top_k, depth, finish)
+        return self._answered(self.reply, [], depth)
+
+    def step(self, a, raw=None):
+        reply = self._active()
+        depth = _arg(a, "depth", int, reply.depth)
+        try:
+            if reply.pull.planned:
+                if raw is None:
+                    raise ChatlensError("a GPU reply's step needs the bytes its oldest run read back")
+                chosen = reply.pull.give(raw.to_bytes() if hasattr(raw, "to_bytes") else bytes(raw))
+            else:
+                chosen = reply.pull.pull()
+        except BaseException:
+            self.reply = None
+            raise
+        return self._answered(reply, chosen, depth)
+
+    def stop(self, a):
+        reply = self._active()
+        reply.pull.stop()
+        return self._answered(reply, [], reply.depth)
+
+    def _answered(self, reply, chosen, depth):
+        out = reply.answer(chosen, depth)
+        if out["done"] is not None:
+            self.reply = None
+        return out
+
+    def _active(self):
+        if self.reply is None:
+            raise ChatlensError("no reply is being written")
+        return self.reply
+
+    def _pulled(self, a, on_token=None, should_stop=None):
+        """A reply pulled here to its end (NumPy): the page's steps, should_stop() asked between them."""
+        out = self.start(a)
+        first = True
+        while True:
+            for t in out["tokens"]:
+                if on_token is not None:
+                    on_token(t["id"], t["text"], t["piece"])
+            if out["done"] is not None:
+                return out["done"]
+            stop = not first and should_stop is not None and should_stop()
+            out = self.stop({}) if stop else self.step({})
+            first = False
+
     def run(self, a, on_token=None, should_stop=None):
-        record = self._record(a)
-        top_k = _top_k(a, 0)
-        cache = self._cache_for(record.window, f"a window of {record.window} tokens")
-        tok, eos = self.text.tokenizer, self.text.eos_id
-        token, flush = self._streamer(on_token)
-        reused, gen = cache.generate(record.prompt_ids, eos_id=eos, max_new_tokens=record.max_tokens,
-                                     on_token=token, should_stop=should_stop, top_k=top_k)
-        flush()
-        return reply_of(record, tok, eos, reused, gen, cache.backend.name, top_k).to_json()
+        return self._pulled({**a, "kind": "chat"}, on_token, should_stop)
 
     def predict(self, a):
-        from .backend import ranked
-        from .chat import candidate_tokens
+        return self._pulled({**a, "kind": "predict"})
 
-        record = self._record(a)
-        top_k = _top_k(a, defaults.TOP_K) or defaults.TOP_K
-        cache = self._cache_for(record.window, f"a window of {record.window} tokens")
-        reused, step = cache.first_step(record.prompt_ids, top_k)
-        best = ranked(step)
-        return {"top_k": best, "top_k_tokens": candidate_tokens(self.text.tokenizer, [best])[0],
-                "used": record.used, "reused_tokens": reused, "backend": cache.backend.name}
+    def complete(self, a, on_token=None, should_stop=None):
+        return self._pulled({**a, "kind": "text"}, on_token, should_stop)
 
     def tokenize(self, a):
         from .complete import tokenized
 
         self._loaded()
         return tokenized(self.text.tokenizer, _arg(a, "text", str))
-
-    def complete(self, a, on_token=None, should_stop=None):
-        from .complete import complete, tokenized
-
-        self._loaded()
-        text = _arg(a, "text", str)
-        max_tokens = _arg(a, "maxTokens", int, defaults.REPLY_LIMIT)
-        top_k = _top_k(a, 0)
-        n = len(tokenized(self.text.tokenizer, text)["prompt_ids"]) + max_tokens
-        cache = self._cache_for(n, f"the text and {max_tokens} new tokens ({n} tokens)")
-        token, flush = self._streamer(on_token)
-        out = complete(self.text.tokenizer, self.text.eos_id, cache, text, max_new_tokens=max_tokens, top_k=top_k,
-                       on_token=token, should_stop=should_stop)
-        flush()
-        return out
 
     def chat_template(self, a):
         self._loaded()
@@ -198,24 +278,6 @@ class _Worker:
         if self.cache is None or n > self.cache.capacity:
             self.cache = PromptCache(self.new_backend(n))
         return self.cache
-
-    def _streamer(self, on_token):
-        """(token, flush): token(id) reports each id to on_token(id, text, token) with the text
-        it adds, decoded incrementally so no character is ever split; flush() reports what the
-        last ids left of a character (id -1)."""
-        tok, eos = self.text.tokenizer, self.text.eos_id
-        decoder = tok.incremental_decoder()
-
-        def token(i):
-            if on_token is not None:
-                on_token(i, "" if i == eos else decoder.add(i), tok.token_text(i))
-
-        def flush():
-            tail = decoder.flush()
-            if on_token is not None and tail:
-                on_token(-1, tail, "")  # the end of a character the last ids left incomplete
-
-        return token, flush
 
     def render(self, a):
         from .template import ChatTemplate, assistant_mask
@@ -286,6 +348,37 @@ class _Worker:
         return record
 
 
+class _Reply:
+    """A reply being pulled: its loop (chatlens.pull.Pull over the worker's cache), the decoder
+    that streams its text, and its answer once done."""
+
+    def __init__(self, text_side, cache, prompt_ids, max_tokens, top_k, depth, finish):
+        from .pull import Pull
+
+        self.tokenizer, self.eos_id = text_side.tokenizer, text_side.eos_id
+        self.reused = cache.reusable(prompt_ids)
+        cache.truncate(self.reused)
+        self.pull = Pull(cache, prompt_ids[self.reused:], eos_id=self.eos_id, max_new_tokens=max_tokens,
+                         top_k=top_k, depth=depth)
+        self.depth = depth
+        self.finish = finish  # (reused, Generation) -> the request's answer
+        self.decoder = self.tokenizer.incremental_decoder()
+
+    def answer(self, chosen, depth) -> dict:
+        pull, tok = self.pull, self.tokenizer
+        tokens = [{"id": c.id, "text": "" if c.id == self.eos_id else self.decoder.add(c.id),
+                   "piece": tok.token_text(c.id)} for c in chosen]
+        runs = [r.to_json() for r in pull.runs(depth)] if pull.planned and not pull.done else []
+        done = None
+        if pull.done:
+            tail = self.decoder.flush()
+            if tail:  # the end of a character the last ids left incomplete
+                tokens.append({"id": -1, "text": tail, "piece": ""})
+            done = self.finish(self.reused, pull.generation)
+        return {"tokens": tokens, "runs": runs, "read": pull.prompt_read, "prompt": pull.prompt_tokens,
+                "in_flight": pull.in_flight, "done": done}
+
+
 def _top_k(a, default):
     k = _arg(a, "topK", int, default)
     if k < 0:
@@ -308,6 +401,7 @@ def _arg(a, name, kind, default=None):
 
 _worker = _Worker()
 REQUESTS = {"load": _worker.load, "preview": _worker.preview, "run": _worker.run, "use_numpy": _worker.use_numpy,
+            "start": _worker.start, "step": _worker.step, "stop": _worker.stop,
             "gpu_program": _worker.gpu_program, "use_gpu": _worker.use_gpu,
             "render": _worker.render, "predict": _worker.predict, "tokenize": _worker.tokenize,
             "complete": _worker.complete, "lab_source": _worker.lab_source,

@@ -5,14 +5,17 @@
 //                                                  the memory snapshot an earlier visit saved, "saved")
 //   await chatlens.preview({system, messages, window})  -> the turn record, without generating
 //        (or {preset, custom} instead of system: the system text of a preset, taken now)
-//   await chatlens.run({system, messages, window, maxTokens, topK}, {onToken}) -> the turn record
-//        with the reply; onToken({token, text, piece}) streams each reply id as it is chosen (token:
-//        the id, text: what it adds to the reply, piece: its token as the vocabulary writes it);
+//   await chatlens.run({system, messages, window, maxTokens, topK}, {onToken, onProgress, signal})
+//        -> the turn record with the reply; onToken({token, text, piece}) streams each reply id as
+//        it is chosen (token: the id, text: what it adds to the reply, piece: its token as the
+//        vocabulary writes it); onProgress({read, of, ms}) while the prompt is read (tokens read of
+//        all, ms since the reply started); signal: an AbortSignal that stops the reply (as
+//        chatlens.stop() does: it ends with stop_reason "stopped", keeping what it wrote);
 //        topK: K fills the record's top_k, each reply token's K best [id, logit, probability]
 //   await chatlens.predict({system, messages, window, topK}) -> {top_k, top_k_tokens, ...}: the
 //        reply's most likely first tokens, computed now (the cache is left as it was)
-//   await chatlens.complete({text, topK, maxTokens}, {onToken}) -> plain text continued with no
-//        template: {prompt_ids, ids, text, stop_reason, top_k, ...} (chatlens.stop() stops it)
+//   await chatlens.complete({text, topK, maxTokens}, {onToken, onProgress, signal}) -> plain text
+//        continued with no template: {prompt_ids, ids, text, stop_reason, top_k, ...}, as run
 //   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, special_ids}: no template
 //   await chatlens.render({messages, template, tools, documents, add_generation_prompt,
 //        continue_final_message, variables, assistant_mask}) -> {text, ids, tokens, special_ids,
@@ -21,13 +24,15 @@
 //   await chatlens.labSource()                  -> {name, source}: the lab's hand-written Python
 //   await chatlens.runPython({code, seconds, results}) -> {stdout, stderr, error, timed_out, results}
 //        (the worker's request py/chatlens/worker.py documents; each field of these answers too)
-//   chatlens.stop()                             -> stop the reply being written (stop_reason "stopped")
+//   chatlens.stop()                             -> stop the reply being written (stop_reason "stopped"):
+//                                                  a promise that resolves once it has ended (false: none)
+//   chatlens.writing                            -> true while a reply (or a continuation) is being written
 //   await chatlens.downloadModel({onProgress, signal}) -> the stored model once the current source is
 //        stored and verified (then the worker loads its weights: chatlens.model, status "ready")
 //   await chatlens.storedModels()               -> [{id, source, files, bytes, total, complete, verified, stored_at}]
 //   await chatlens.deleteModel(id), chatlens.deleteAllModels(), chatlens.storageEstimate()
 //   chatlens.model                              -> what computes replies once the weights are in:
-//                                                  {backend, n_ctx, kind: "webgpu"|"numpy"} or {error}
+//                                                  {backend, n_ctx, kind: "webgpu"|"numpy", why} or {error}
 //   chatlens.backend                            -> the backend asked for: auto | webgpu | numpy
 //                                                  (?backend= or the saved setting)
 //   chatlens.settings                           -> the site's settings (build.json, from chatlens.defaults):
@@ -48,7 +53,7 @@ import { resolveSource } from "./source.mjs";
 
 export function createApi() {
   const listeners = new Set();
-  let running = 0; // the request id of the run in progress, 0 when none
+  let running = null; // the reply in progress: {id, ended (a promise)}, null when none
   const api = {
     status: { state: "booting", detail: "starting" },
     settings: null,
@@ -72,10 +77,6 @@ export function createApi() {
     api.status = { state, detail };
     for (const fn of listeners) fn(api.status);
   };
-
-  // Stop requests reach a busy worker through shared memory (cross-origin isolated pages) or,
-  // failing that, as a message it reads whenever Python yields.
-  const stopFlag = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
 
   // build.json first: the page builds its controls from its settings while Python boots.
   api.settingsReady = getBuild().then((build) => {
@@ -117,8 +118,10 @@ export function createApi() {
     api.ready = Promise.race([death, (async () => {
       await api.sourceReady;
       setStatus(api.status.state, api.status.detail); // listeners see the source at once
-      const info = await c.call("init", { source: api.source, build: api.build, stop: stopFlag, backend: api.backend,
-                                          lock: c.lock }).answer;
+      // ?jspi=off, for tests: the worker hides JSPI, to show that nothing needs it
+      const hideJspi = new URLSearchParams(globalThis.location?.search).get("jspi") === "off";
+      const info = await c.call("init", { source: api.source, build: api.build, backend: api.backend, lock: c.lock,
+                                          hideJspi }).answer;
       booted = true;
       c.watch();
       return info;
@@ -129,7 +132,7 @@ export function createApi() {
     api.modelReady.catch(() => {}); // chatlens.model and the status say why
   }
   start();
-  const call = (type, args, onToken) => conn.call(type, args, onToken);
+  const call = (type, args, on) => conn.call(type, args, on);
 
   const checkMessages = (args) => {
     if (!args || !Array.isArray(args.messages) || args.messages.length === 0) {
@@ -141,34 +144,39 @@ export function createApi() {
     await api.ready;
     return call("preview", plain(args, api.settings)).answer;
   };
-  api.run = async (args, { onToken } = {}) => {
-    checkMessages(args);
-    await api.ready;
-    const { id, answer } = call("run", plain(args, api.settings), onToken);
-    running = id;
+  /** A reply request (run, complete): streamed, stoppable by chatlens.stop() or its signal. */
+  async function reply(type, request, { onToken, onProgress, signal } = {}) {
+    if (signal?.aborted) throw new DOMException("the reply was stopped before it started", "AbortError");
+    const { id, answer } = call(type, request, { token: onToken, progress: onProgress });
+    const stop = () => conn.signal("stop", { id });
+    signal?.addEventListener("abort", stop, { once: true });
+    const me = { id, ended: answer.then(() => true, () => true) };
+    running = me;
+    setStatus(api.status.state, api.status.detail); // listeners see chatlens.writing
     try {
       return await answer;
     } finally {
-      if (running === id) running = 0;
+      signal?.removeEventListener("abort", stop);
+      if (running === me) running = null;
+      setStatus(api.status.state, api.status.detail);
     }
+  }
+  api.run = async (args, options) => {
+    checkMessages(args);
+    await api.ready;
+    return reply("run", plain(args, api.settings), options);
   };
   api.predict = async (args) => {
     checkMessages(args);
     await api.ready;
     return call("predict", plain(args, api.settings)).answer;
   };
-  api.complete = async (args, { onToken } = {}) => {
+  api.complete = async (args, options) => {
     if (!args || typeof args.text !== "string") throw new TypeError("chatlens: complete needs {text}");
     await api.ready;
     const request = { text: args.text, maxTokens: args.maxTokens ?? api.settings.reply_limit };
     if (args.topK !== undefined) request.topK = args.topK;
-    const { id, answer } = call("complete", request, onToken);
-    running = id;
-    try {
-      return await answer;
-    } finally {
-      if (running === id) running = 0;
-    }
+    return reply("complete", request, options);
   };
   // The text side's requests: the tokenizer and the template, no weights needed.
   const textRequest = (type) => async (args = {}) => {
@@ -193,11 +201,11 @@ export function createApi() {
   for (const k of ["storedModels", "deleteModel", "deleteAllModels", "storageEstimate"]) api[k] = downloads[k];
 
   api.stop = () => {
-    if (!running) return false;
-    if (stopFlag) Atomics.store(stopFlag, 0, running);
-    conn.signal("stop", { id: running });
-    return true;
+    if (!running) return Promise.resolve(false);
+    conn.signal("stop", { id: running.id });
+    return running.ended;
   };
+  Object.defineProperty(api, "writing", { get: () => running !== null, enumerable: true });
   /** For tests: end the worker as a crash would (the page notices through its lock, as it does then). */
   api.terminateWorker = () => conn.kill();
   /** For tests: the worker's GPU device goes, as a driver reset takes it. */

@@ -9,13 +9,14 @@ let count = 0;
 
 /**
  * Start a worker. on: {message(data) for status/model messages, died(error) once it is gone}.
- * Returns {call(type, args, onToken) -> {id, answer}, signal(type, args), lock, failed}.
+ * Returns {call(type, args, on) -> {id, answer}, signal(type, args), lock, failed}; `on`:
+ * {token(t), progress(p)} for a reply's streamed tokens and the prompt's progress.
  */
 export function connect(on) {
   const url = new URL("./worker/worker.mjs", import.meta.url);
   const worker = new Worker(url, { type: "module" });
   const lock = `chatlens-worker-${Date.now()}-${++count}`;
-  const pending = new Map(); // request id -> {resolve, reject, onToken}
+  const pending = new Map(); // request id -> {resolve, reject, on}
   let nextId = 1;
   let dead = null;
 
@@ -32,7 +33,8 @@ export function connect(on) {
     if (data.type === "status" || data.type === "model") return on.message(data);
     const p = pending.get(data.id);
     if (!p) return;
-    if (data.type === "token") return p.onToken?.({ token: data.token, text: data.text, piece: data.piece });
+    if (data.type === "token") return p.on?.token?.({ token: data.token, text: data.text, piece: data.piece });
+    if (data.type === "progress") return p.on?.progress?.({ read: data.read, of: data.of, ms: data.ms });
     pending.delete(data.id);
     if (data.ok) p.resolve(data.result);
     else {
@@ -47,11 +49,11 @@ export function connect(on) {
     die(workerError(e.message ? `the worker failed: ${e.message}` : `the worker failed to start: ${url.pathname} could not be loaded`));
   };
 
-  const call = (type, args, onToken) => {
+  const call = (type, args, on) => {
     const id = nextId++;
     const answer = new Promise((resolve, reject) => {
       if (dead) return reject(dead);
-      pending.set(id, { resolve, reject, onToken });
+      pending.set(id, { resolve, reject, on });
       worker.postMessage({ id, type, args });
     });
     return { id, answer };

@@ -41,11 +41,16 @@ CONTENT_SECURITY_POLICY = "; ".join([
 ])
 # frame-ancestors only works as a header (a meta tag cannot say it).
 HEADER_POLICY = CONTENT_SECURITY_POLICY + "; frame-ancestors 'none'"
+# Cross-origin isolation. The site needs none of it (a stop is a message between two pulls of a
+# reply, not shared memory): it works on a static host that cannot send these headers, and the
+# tests serve it both ways (SiteServer(isolated=False)). Sent here, they keep the page isolated
+# from other origins' windows and resources.
 ISOLATION_HEADERS = {
-    # Cross-origin isolation: SharedArrayBuffer (and so interrupting Python) needs both.
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Embedder-Policy": "require-corp",
     "Cross-Origin-Resource-Policy": "same-origin",
+}
+SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Content-Security-Policy": HEADER_POLICY,
 }
@@ -78,7 +83,8 @@ class SiteHandler(BaseHTTPRequestHandler):
             super().log_message(fmt, *args)
 
     def end_headers(self):
-        for k, v in ISOLATION_HEADERS.items():
+        headers = {**ISOLATION_HEADERS, **SECURITY_HEADERS} if self.server.isolated else SECURITY_HEADERS
+        for k, v in headers.items():
             self.send_header(k, v)
         super().end_headers()
 
@@ -181,10 +187,12 @@ class SiteServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, root, host="127.0.0.1", port=0, mirror=None, quiet=True):
+    def __init__(self, root, host="127.0.0.1", port=0, mirror=None, quiet=True, isolated=True):
+        """isolated False: no cross-origin isolation headers, as most static hosts serve."""
         self.root = Path(root).resolve()
         self.mirror = mirror
         self.quiet = quiet
+        self.isolated = isolated
         super().__init__((host, port), SiteHandler)
 
     @property

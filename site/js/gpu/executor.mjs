@@ -1,12 +1,15 @@
 // The browser's executor of a chatlens GPU program (the plain data chatlens/gpu/program.py
 // builds; its shape is documented in chatlens/gpu/builder.py). It creates what the program
-// lists, once, and replays its named sequences: one compute pass and one submit per run.
-// What the dispatches mean lives in program.py; chatlens/gpu/native.py is the same executor
-// for wgpu-py. Plain ES module, for a Web Worker or a page.
+// lists, once, and replays its named sequences: one compute pass and one submit per run (a
+// long run split into parts where the GPU is slow, so a stop falls between them), several runs
+// in flight, each reading back its own bytes. What the dispatches mean lives in program.py;
+// chatlens/gpu/native.py is the same executor for wgpu-py. Plain ES module, for a Web Worker or
+// a page.
 
 const USAGE = { storage: 0x80, copy_dst: 0x08, copy_src: 0x04 }; // GPUBufferUsage, also where that global is missing
 
-// What program.py needs to know about the adapter: {name, features, limits}.
+// What program.py needs to know about the adapter: {name, features, limits}, and what it says of
+// itself (info: vendor, architecture, device, description, fallback), for chatlens.device's rule.
 export async function probe(gpu = navigator.gpu) {
   if (!gpu) throw new Error("this browser has no WebGPU (navigator.gpu is missing)");
   const adapter = await gpu.requestAdapter({ powerPreference: "high-performance" });
@@ -19,6 +22,10 @@ export async function probe(gpu = navigator.gpu) {
     name: [info.vendor, info.architecture, info.description || info.device].filter(Boolean).join(" ") || "adapter",
     features: [...adapter.features].sort(),
     limits,
+    info: {
+      vendor: info.vendor || "", architecture: info.architecture || "", device: info.device || "",
+      description: info.description || "", fallback: Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter),
+    },
   };
 }
 
@@ -122,51 +129,121 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
   for (const [seqName, seq] of Object.entries(program.sequences)) {
     sequences[seqName] = seq.map((d) => [pipelines[d.pipeline].pipeline, groups[d.bind_group], d.workgroups]);
   }
-  const staging = {};
-  for (const [rbName, r] of Object.entries(program.readbacks)) {
-    staging[rbName] = device.createBuffer({ label: `read ${rbName}`, size: r.size, usage: 0x01 | 0x08 /* MAP_READ | COPY_DST */ });
-  }
+  const free = {}; // readback name -> staging buffers not in use: one per step in flight, made once
+  for (const rbName of Object.keys(program.readbacks)) free[rbName] = [];
   const failed = await device.popErrorScope();
   if (failed) throw new Error(`WebGPU setup failed: ${failed.message}`);
   const stepBuffer = buffers[program.meta.step_buffer];
 
-  // Write the step parameters, run the named sequences in one compute pass, return one
-  // readback's bytes (an empty Uint8Array for none).
-  async function run(sequenceNames, params, readback = null) {
-    if (params && params.byteLength) writeWords(device.queue, stepBuffer, 0, params);
-    const encoder = device.createCommandEncoder();
-    const pass = encoder.beginComputePass();
-    for (const seqName of sequenceNames) {
-      for (const [pipeline, group, [x, y, z]] of sequences[seqName]) {
-        pass.setPipeline(pipeline);
-        pass.setBindGroup(0, group);
-        pass.dispatchWorkgroups(x, y, z);
-      }
-    }
-    pass.end();
-    let r = null;
-    if (readback !== null && readback !== undefined) {
-      r = program.readbacks[readback];
-      encoder.copyBufferToBuffer(buffers[r.buffer], r.offset, staging[readback], 0, r.size);
-    }
-    device.queue.submit([encoder.finish()]);
-    if (r === null) return new Uint8Array(0);
-    const target = staging[readback];
-    await target.mapAsync(1 /* GPUMapMode.READ */);
-    const out = new Uint8Array(target.getMappedRange(0, r.size).slice(0));
-    target.unmap();
-    return out;
+  // How long the GPU takes: ms a dispatch (from the parts that finished), and how long the host
+  // hears of a finished submit (Firefox resolves completions on a ~100 ms timer; Chrome in well
+  // under 1 ms). The first sets how finely a long run is split, the second how many steps go
+  // ahead of a readback.
+  let msPerDispatch = null;
+  const latencyMs = await measureLatency(device);
+  const PART_MS = 400; // a stop falls between two parts: it answers within about this
+
+  // Runs go to the queue one after another (a run split into parts is submitted whole before
+  // the next writes the step buffer).
+  let queued = Promise.resolve();
+
+  /**
+   * Submit one run of the program: write its step parameters, run its sequences, read back one
+   * readback. Returns a promise of the readback's bytes (an empty Uint8Array for none), or null
+   * when `stopped()` said yes between two parts (the rest of the run is not submitted). Runs
+   * may be in flight together; each reads back into a staging buffer of its own.
+   */
+  function submit(sequenceNames, params, readback = null, { stopped = () => false } = {}) {
+    const done = queued.then(() => submitNow(sequenceNames, params, readback, stopped));
+    queued = done.then((r) => r.submitted, () => {});
+    return done.then((r) => r.bytes);
   }
 
-  const executor = { name, device, run, destroy, destroyed: false, lost: false };
+  async function submitNow(sequenceNames, params, readback, stopped) {
+    if (params && params.byteLength) writeWords(device.queue, stepBuffer, 0, params);
+    const dispatches = sequenceNames.flatMap((n) => sequences[n]);
+    // Parts: unmeasured, a long run goes 4 dispatches a part (the first prompt chunk on a slow
+    // device can take minutes); measured, as few as keep each under PART_MS.
+    const parts = msPerDispatch === null ? (dispatches.length > 64 ? Math.ceil(dispatches.length / 4) : 1)
+      : Math.ceil((dispatches.length * msPerDispatch) / PART_MS);
+    const size = Math.max(1, Math.ceil(dispatches.length / Math.max(1, Math.min(parts, dispatches.length))));
+    const r = readback === null || readback === undefined ? null : program.readbacks[readback];
+    for (let at = 0; at < Math.max(dispatches.length, 1); at += size) {
+      const last = at + size >= dispatches.length;
+      const encoder = device.createCommandEncoder();
+      if (dispatches.length) {
+        const pass = encoder.beginComputePass();
+        for (const [pipeline, group, [x, y, z]] of dispatches.slice(at, at + size)) {
+          pass.setPipeline(pipeline);
+          pass.setBindGroup(0, group);
+          pass.dispatchWorkgroups(x, y, z);
+        }
+        pass.end();
+      }
+      let target = null;
+      if (last && r) {
+        target = free[readback].pop() || device.createBuffer({ label: `read ${readback}`, size: r.size, usage: 0x01 | 0x08 /* MAP_READ | COPY_DST */ });
+        encoder.copyBufferToBuffer(buffers[r.buffer], r.offset, target, 0, r.size);
+      }
+      const t0 = performance.now();
+      device.queue.submit([encoder.finish()]);
+      if (last) {
+        const submitted = Promise.resolve();
+        // No readback (a prompt chunk that chooses nothing): done once the GPU has done it.
+        if (!target) return { submitted, bytes: finished(t0, size).then(() => new Uint8Array(0)) };
+        return { submitted, bytes: target.mapAsync(1 /* GPUMapMode.READ */).then(() => {
+          measured(t0, size);
+          const out = new Uint8Array(target.getMappedRange(0, r.size).slice(0));
+          target.unmap();
+          free[readback].push(target);
+          return out;
+        }) };
+      }
+      await finished(t0, size);
+      if (stopped()) return { submitted: Promise.resolve(), bytes: Promise.resolve(null) };
+    }
+  }
+
+  // A part's time, once the GPU has done it: how finely the next long run is split.
+  async function finished(t0, count) {
+    await device.queue.onSubmittedWorkDone();
+    measured(t0, count);
+  }
+
+  function measured(t0, count) {
+    const ms = Math.max(performance.now() - t0 - latencyMs, 0) / Math.max(count, 1);
+    msPerDispatch = msPerDispatch === null ? ms : 0.7 * msPerDispatch + 0.3 * ms;
+  }
+
+  /** Steps to keep in flight: enough to cover the host's completion latency with GPU work. */
+  function depth(stepDispatches = program.meta.dispatches?.decode ?? 1) {
+    const stepMs = Math.max((msPerDispatch ?? 0.01) * stepDispatches, 0.05);
+    return Math.min(16, Math.max(2, 1 + Math.ceil(latencyMs / stepMs)));
+  }
+
+  // One run, waited for (tests, and anything that needs one step's bytes).
+  const run = (sequenceNames, params, readback = null) => submit(sequenceNames, params, readback);
+
+  const executor = { name, device, run, submit, depth, latencyMs, destroy, destroyed: false, lost: false };
   device.lost.then(() => (executor.lost = true));
 
   function destroy() {
     executor.destroyed = true;
     for (const b of Object.values(buffers)) b.destroy();
-    for (const s of Object.values(staging)) s.destroy();
     device.destroy();
   }
 
   return executor;
+}
+
+/** The median time, in ms, between an empty submit and the host hearing it is done. */
+async function measureLatency(device) {
+  const times = [];
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    device.queue.submit([]);
+    await device.queue.onSubmittedWorkDone();
+    times.push(performance.now() - t0);
+  }
+  return times.sort((a, b) => a - b)[1];
 }

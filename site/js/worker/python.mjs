@@ -88,11 +88,10 @@ del _name, _wheel
 `);
 }
 
-/** Install chatlens; returns {call, callAsync, suspended}: one request to chatlens.worker,
- * answered with its result or thrown as an Error named for the Python exception. callAsync enters
- * Python through callPromising, so it may wait for JavaScript (the GPU) with
- * pyodide.ffi.run_sync; suspended() says whether one is waiting so now (Python must not be
- * entered again until it returns). */
+/** Install chatlens; returns {call}: one request to chatlens.worker, answered with its result or
+ * thrown as an Error named for the Python exception. Every call is synchronous and short: a
+ * reply is many calls the worker's JavaScript makes (worker.mjs's `pull`), so Python never waits
+ * for JavaScript and needs no JSPI. Extra arguments (a step's bytes) pass as JavaScript objects. */
 export async function installChatlens(py, site, build) {
   await unpackWheels(py, site, build);
   const snapshot = py.chatlensSnapshot;
@@ -114,16 +113,6 @@ export async function installChatlens(py, site, build) {
     e.name = out.error.name;
     throw e;
   };
-  const call = (name, args = {}, ...callbacks) => answer(entry(name, JSON.stringify(args), ...callbacks));
-  let inFlight = 0;
-  const callAsync = async (name, args = {}, ...callbacks) => {
-    inFlight += 1;
-    try {
-      return answer(await (entry.callPromising ? entry.callPromising(name, JSON.stringify(args), ...callbacks)
-        : entry(name, JSON.stringify(args), ...callbacks)));
-    } finally {
-      inFlight -= 1;
-    }
-  };
-  return { call, callAsync, suspended: () => inFlight > 0 };
+  const call = (name, args = {}, ...extra) => answer(entry(name, JSON.stringify(args), ...extra));
+  return { call };
 }

@@ -6,46 +6,45 @@
 import { createExecutor, probe } from "../gpu/executor.mjs";
 import { WEIGHTS_FILE, mountWeightsHeader, storedReader } from "./files.mjs";
 
-/** JSPI: Python awaits each GPU step through pyodide.ffi.run_sync, which needs it (Chromium has it). */
-export const canSuspend = typeof WebAssembly.Suspending === "function" && typeof WebAssembly.promising === "function";
-
-export const BACKENDS = ["auto", "webgpu", "numpy"];
-
 /**
- * Put the model's weights where `choice` says ("auto": the GPU when there is one, else NumPy).
+ * Put the model's weights where `device` says (worker/device.mjs's choice, made before Python
+ * started: {backend: "webgpu" | "numpy", why, gpu: the probed adapter when webgpu}). `auto` that
+ * chose the GPU falls back to NumPy when the GPU fails.
  * m: {py, call, store, source, path (the text side's mount), nCtx (the GPU program's context),
- * packages (where Pyodide's packages come from), say(detail), onCorrupt(error)}. Returns {backend, n_ctx, kind, executor?}; throws an Error
- * saying why neither could be had.
+ * packages (where Pyodide's packages come from), asked (the backend asked for), say(detail),
+ * onCorrupt(error)}. Returns {backend, n_ctx, kind, why, executor?}; throws an Error saying why
+ * no backend could be had.
  */
-export async function attachWeights(choice, m) {
-  if (!BACKENDS.includes(choice)) throw new Error(`unknown backend ${choice}: one of ${BACKENDS.join(", ")}`);
+export async function attachWeights(device, m) {
   const why = [];
-  if (choice !== "numpy") {
+  if (device.backend === "webgpu") {
     try {
-      return await attachGpu(m);
+      if (!device.gpu) throw new Error(device.why);
+      // An adapter makes one device: a second attach (a larger context, a lost device) asks anew.
+      const gpu = device.gpu.used ? await probe() : device.gpu;
+      gpu.used = true;
+      return { ...(await attachGpu(gpu, m)), why: device.why };
     } catch (e) {
-      if (choice === "webgpu") throw e;
+      if (m.asked === "webgpu") throw e;
       why.push(`WebGPU: ${e.message}`);
     }
   }
   try {
-    return await attachNumpy(m);
+    return { ...(await attachNumpy(m)), why: why.length ? `the GPU failed (${why[0]})` : device.why };
   } catch (e) {
-    if (choice === "numpy") throw e;
+    if (m.asked === "numpy") throw e;
     why.push(`NumPy: ${e.message}`);
   }
   throw new Error(`replies cannot be computed in this browser (${why.join("; ")}). Previews and recorded mode still work.`);
 }
 
-async function attachGpu({ py, call, store, source, path, nCtx, say, onCorrupt }) {
-  if (!canSuspend) throw new Error("this browser lacks JavaScript Promise Integration (JSPI), which the GPU path needs");
-  const gpu = await probe();
+async function attachGpu(gpu, { py, call, store, source, path, nCtx, say, onCorrupt }) {
   say(`building the GPU program on ${gpu.name}`);
   if (source.kind === "hf") await mountWeightsHeader(py, store, source, path);
   const program = call("gpu_program", { n_ctx: nCtx, features: gpu.features, limits: gpu.limits });
   say(`uploading the weights to ${gpu.name}`);
   const executor = await createExecutor(gpu.adapter, program, storedReader(store, source, { onCorrupt }), { name: gpu.name });
-  return { ...call("use_gpu", {}, executor), kind: "webgpu", executor };
+  return { ...call("use_gpu", { name: gpu.name }), kind: "webgpu", executor };
 }
 
 async function attachNumpy({ py, call, store, source, path, say, packages }) {

@@ -3,42 +3,52 @@
 // the GPU or into NumPy once the store holds them, then answers the page.
 //
 // Page -> worker:
-//   requests, answered one at a time in order (Python is single-threaded), except the text side's,
-//   answered at once unless a run is computing:
-//     {id, type: "init", args: {source, build, stop, backend, lock}}  stop: an Int32Array on a
-//          SharedArrayBuffer, or null when the page is not isolated; backend: auto|webgpu|numpy;
-//          lock: a Web Lock the worker holds while it lives (site/js/connection.mjs)
+//   requests, answered in order one at a time when they need the model's steps, at once when
+//   they need only the tokenizer and template (even while a reply is being written):
+//     {id, type: "init", args: {source, build, backend, lock, hideJspi}}  backend: auto|webgpu|numpy;
+//          lock: a Web Lock the worker holds while it lives (site/js/connection.mjs); hideJspi
+//          (tests): hide JSPI before Python starts, as a browser without it would be
 //     {id, type: "attach"}                              load the weights (the store holds the model now)
-//     {id, type: "preview" | "run", args}               (see py/chatlens/worker.py)
-//     {id, type: "render" | "tokenize" | "chat_template" | "lab_source" | "run_python", args}
-//                                                       the text side's requests (no weights needed)
-//     {id, type: "predict" | "complete", args}          steps of the model, as run's (complete streams
-//                                                       tokens and stops as run does)
+//     {id, type: "preview" | "render" | "tokenize" | "chat_template" | "lab_source" | "run_python", args}
+//                                                       the text side's requests (py/chatlens/worker.py)
+//     {id, type: "run" | "complete" | "predict", args}  a chat reply, a plain-text continuation, the
+//                                                       reply's likely first tokens: steps of the model,
+//                                                       pulled here (`pulled` below)
 //     {id, type: "debug"}                               {wasm_heap}: Python's wasm memory in bytes (benchmarks)
 //   signals, handled at once, even while a request runs:
-//     {type: "stop", args: {id}}                        stop the run with request id `id`
+//     {type: "stop", args: {id}}                        stop the reply of request `id`: it ends at the
+//                                                       next pull (within a part of a GPU step)
 // Worker -> page:
 //   {id, ok: true, result} | {id, ok: false, error, name}   the answer to request `id`
 //   {type: "status", state, detail}    booting | loading | text (previews work; replies need the
 //                                      weights) | weights (loading them) | ready | error
-//   {type: "model", model}             what computes replies: {backend, n_ctx, kind} or {error}
-//   {type: "token", id, token, text, piece}  a reply id as it is chosen (run `id`): the text it adds,
-//                                      and its token as the vocabulary writes it
+//   {type: "model", model}             what computes replies: {backend, n_ctx, kind, why} or {error}
+//   {type: "token", id, token, text, piece}  a reply id as it is chosen (request `id`): the text it
+//                                      adds, and its token as the vocabulary writes it
+//   {type: "progress", id, read, of, ms}     the prompt of request `id` read so far: tokens of all,
+//                                      and ms since the reply started
+//
+// A reply is a loop this worker pulls: Python's `start`, then one `step` a token. On the GPU,
+// this side submits the runs Python plans (several in flight: the GPU never waits for the host)
+// and hands Python each run's bytes; with NumPy, Python computes each step in `step`. Between
+// two pulls the worker reads its messages: a stop, a preview. No JSPI, no SharedArrayBuffer.
 
 import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
 import { installChatlens, startPython } from "./python.mjs";
-import { attachWeights, canSuspend } from "./weights.mjs";
+import { chooseBackend } from "./device.mjs";
+import { attachWeights } from "./weights.mjs";
+import { probe } from "../gpu/executor.mjs";
 
 const SITE = new URL("../../", import.meta.url);
 
 let py = null;
-let python = null; // chatlens.worker's {call, callAsync}, once Python is up
+let python = null; // chatlens.worker's {call}, once Python is up
 let booting = null;
-let session = null; // {source, build, backend, path, info, store}
+let session = null; // {source, build, backend, device, path, info, store}
 let attached = null; // {backend, n_ctx, kind, executor?} once replies can be computed
-let stopShared = null; // Int32Array [id of the run to stop], written by the page
-let stopAsked = 0; // the same, from a stop signal (seen whenever Python waits for the GPU)
+const stops = new Map(); // request id -> resolve(): a stop signal for that reply
+const stopsAsked = new Set(); // the ids of replies asked to stop
 
 const status = (state, detail = "") => {
   performance.mark(`chatlens:${state}`, { detail }); // where the time goes (scripts/bench_browser.py)
@@ -51,9 +61,11 @@ async function boot({ source, build, backend }) {
   const stored = store ? await store.status(source).catch(() => null) : null;
   const files = textFiles(source, store, stored?.complete ? stored : null); // while Python starts
   files.catch(() => {}); // reported below, once awaited
-  // A snapshot only where the weights will go to the GPU: NumPy for Pyodide is a binary package
-  // loaded after the boot, which has not been tried on a Python started from a snapshot.
-  const starting = startPython(SITE, build, { snapshot: backend !== "numpy" && canSuspend && "gpu" in navigator });
+  // The device first: Python starts from its memory snapshot only where the weights will go to
+  // the GPU (NumPy for Pyodide is a binary package loaded after the boot, not tried on a Python
+  // started from a snapshot).
+  const device = await chooseDevice(backend, build.settings.emulated_adapters);
+  const starting = startPython(SITE, build, { snapshot: device.backend === "webgpu" });
   await Promise.race([starting, files.then(() => starting)]); // a failed download fails the boot now
   py = await starting;
   status("booting", "installing chatlens");
@@ -68,12 +80,28 @@ async function boot({ source, build, backend }) {
     e.message = `${source.url}: ${e.message.replace(/^\/models\/[^:]*: /, "")}`;
     throw e;
   }
-  session = { source, build, backend, path, info, store };
+  session = { source, build, backend, device, path, info, store };
   if (stored?.complete) status("weights", "the tokenizer and chat template are ready; the weights are next");
   else status("text", "the tokenizer and chat template are ready; replies need the model's weights");
   // how Python started: from a saved snapshot, or booted (and a snapshot saved for the next visit)
   const snapshot = py.chatlensSnapshot?.restored ? "restored" : py.chatlensSnapshot?.key ? "saved" : "none";
-  return { source, info, pyodide: build.pyodide.version, stored, snapshot };
+  const computes = { backend: device.backend, why: device.why, adapter: device.gpu?.name ?? null };
+  return { source, info, pyodide: build.pyodide.version, stored, snapshot, device: computes };
+}
+
+/** The backend `auto` (or the one asked for) takes here, with the adapter probed for it. */
+async function chooseDevice(asked, emulatedNames) {
+  let gpu = null;
+  let missing = null;
+  if (asked !== "numpy") {
+    try {
+      gpu = await probe();
+    } catch (e) {
+      missing = e.message;
+    }
+  }
+  const choice = chooseBackend(asked, gpu?.info ?? null, emulatedNames);
+  return { ...choice, gpu: choice.backend === "webgpu" ? gpu : null, why: missing && !gpu ? `${choice.why} (${missing})` : choice.why };
 }
 
 /** Put the weights to work (the store holds the whole model); `nCtx` for the GPU program. */
@@ -84,8 +112,9 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
   attached = null;
   status("weights", "loading the model's weights");
   try {
-    attached = await attachWeights(session.backend, {
-      py, call: python.call, store, source, path, nCtx, packages: new URL(session.build.pyodide.packages, SITE).href,
+    attached = await attachWeights(session.device, {
+      py, call: python.call, store, source, path, nCtx, asked: session.backend,
+      packages: new URL(session.build.pyodide.packages, SITE).href,
       say: (detail) => status("weights", detail),
       onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`),
     });
@@ -104,7 +133,7 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
     enqueue(() => attached?.executor === executor && attach(attached.n_ctx));
   });
   self.postMessage({ type: "model", model });
-  status("ready", `${session.source.label} on ${attached.backend}`);
+  status("ready", `${session.source.label} on ${attached.backend} (${attached.why})`);
   return model;
 }
 
@@ -112,7 +141,10 @@ const requests = {
   /** For scripts/bench_browser.py: the size of Python's wasm memory, in bytes. */
   debug: () => ({ wasm_heap: py?._module.HEAP8.length ?? null }),
   async init(args) {
-    stopShared = args.stop || null;
+    if (args.hideJspi) { // tests: a browser without JavaScript Promise Integration (older Firefox, Safari)
+      delete WebAssembly.Suspending;
+      delete WebAssembly.promising;
+    }
     // Held as long as this worker lives: the page learns it is gone when the lock is free.
     if (args.lock) navigator.locks?.request(args.lock, () => new Promise(() => {}));
     booting ??= boot(args).catch((e) => {
@@ -133,28 +165,90 @@ const requests = {
     await booting;
     // The GPU program holds the largest window offered; a larger one needs the model's whole context.
     if (attached?.kind === "webgpu" && args.window > attached.n_ctx) await attach(session.info.n_ctx);
-    const onToken = (token, text, piece) => self.postMessage({ type: "token", id, token, text, piece });
-    const shouldStop = () => stopAsked === id || (stopShared !== null && Atomics.load(stopShared, 0) === id);
-    const used = attached;
-    try {
-      return await python.callAsync("run", args, onToken, shouldStop);
-    } catch (e) {
-      if (!used?.executor?.lost) throw e;
-      await attach(used.n_ctx); // the device went during this run: on a new one, the turn again
-      return python.callAsync("run", args, onToken, shouldStop);
-    }
+    return pulled("chat", args, id);
   },
-  async predict(args) {
+  async predict(args, id) {
     await booting;
-    return python.callAsync("predict", args);
+    return pulled("predict", args, id);
   },
   async complete(args, id) {
     await booting;
-    const onToken = (token, text, piece) => self.postMessage({ type: "token", id, token, text, piece });
-    const shouldStop = () => stopAsked === id || (stopShared !== null && Atomics.load(stopShared, 0) === id);
-    return python.callAsync("complete", args, onToken, shouldStop);
+    return pulled("text", args, id);
   },
 };
+
+/**
+ * One reply (kind: chat | text | predict, chatlens.worker's `start`), pulled to its end: the
+ * tokens and the prompt's progress posted as they come, a stop signal answered at the next pull.
+ * A GPU lost during it (a driver reset) puts the weights on a new device and starts it again.
+ */
+async function pulled(kind, args, id) {
+  const used = attached;
+  try {
+    return await pull(kind, args, id);
+  } catch (e) {
+    if (!used?.executor?.lost) throw e;
+    await attach(used.n_ctx);
+    return pull(kind, args, id);
+  } finally {
+    stops.delete(id);
+    stopsAsked.delete(id);
+  }
+}
+
+const STOPPED = Symbol("stopped");
+
+async function pull(kind, args, id) {
+  const gpu = attached?.kind === "webgpu" ? attached.executor : null;
+  let asked = stopsAsked.has(id); // a stop may come before its reply starts
+  const stopped = new Promise((resolve) => stops.set(id, () => resolve(STOPPED))).then((v) => ((asked = true), v));
+  const t0 = performance.now();
+  const flight = []; // the GPU runs submitted, oldest first: promises of their bytes
+  try {
+    return await pullLoop();
+  } finally {
+    for (const f of flight) f.catch(() => {}); // steps computed past the end: their bytes are not needed
+  }
+
+  async function pullLoop() {
+    let out = python.call("start", { ...args, kind, depth: gpu ? gpu.depth() : 1 });
+    for (;;) {
+      for (const t of out.tokens) self.postMessage({ type: "token", id, token: t.id, text: t.text, piece: t.piece });
+      if (out.done) return out.done;
+      if (out.read < out.prompt) {
+        self.postMessage({ type: "progress", id, read: out.read, of: out.prompt, ms: performance.now() - t0 });
+      }
+      if (asked) {
+        out = python.call("stop", {});
+        continue;
+      }
+      if (gpu) {
+        for (const r of out.runs) {
+          const params = new Uint8Array(new Uint32Array(r.params).buffer); // the step buffer's words
+          flight.push(gpu.submit(r.sequences, params, r.readback, { stopped: () => asked }));
+        }
+        const oldest = flight.shift();
+        const raw = await Promise.race([oldest, stopped]);
+        if (raw === STOPPED || raw === null || asked) { // a stop came before this step's bytes: none of them count
+          oldest.catch(() => {});
+          out = python.call("stop", {});
+          continue;
+        }
+        out = python.call("step", { depth: gpu.depth() }, raw);
+      } else {
+        await Promise.race([nextTask(), stopped]); // a stop or a preview between two steps of NumPy
+        out = python.call(asked ? "stop" : "step", {});
+      }
+    }
+  }
+}
+
+/** Resolves after the messages already queued for this worker have been handled. */
+const nextTask = () => new Promise((resolve) => {
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => resolve();
+  channel.port2.postMessage(null);
+});
 // The text side's requests: answered from the tokenizer and template alone.
 for (const name of ["render", "tokenize", "chat_template", "lab_source", "run_python"]) {
   requests[name] = async (args) => {
@@ -165,7 +259,8 @@ for (const name of ["render", "tokenize", "chat_template", "lab_source", "run_py
 
 const signals = {
   stop({ id }) {
-    stopAsked = id;
+    stopsAsked.add(id);
+    stops.get(id)?.();
   },
   /** For tests: the GPU device goes, as it does when a driver resets. */
   loseGpu() {
@@ -173,7 +268,8 @@ const signals = {
   },
 };
 
-// Requests Python answers at once from the tokenizer and template, without waiting for JavaScript.
+// Requests Python answers at once from the tokenizer and template: between two pulls of a reply,
+// and without waiting behind the seconds of JavaScript that put the weights on the GPU.
 const TEXT_SIDE = new Set(["preview", "render", "tokenize", "chat_template", "lab_source", "run_python"]);
 
 let queue = Promise.resolve();
@@ -190,10 +286,8 @@ self.onmessage = ({ data }) => {
       self.postMessage({ id, ok: false, error: String(e?.message ?? e), name: e?.name });
     }
   };
-  // A text-side request is one synchronous call into Python: it can be answered whenever Python
-  // is not inside a call that waits for JavaScript (a run, which suspends it through JSPI). So a
-  // preview need not queue behind the seconds of JavaScript that put the weights on the GPU
-  // (reading the store, compiling pipelines), nor behind a queued run that has not started.
-  if (TEXT_SIDE.has(type) && python && !python.suspended()) return answer();
+  // Python is never inside a call while JavaScript waits (a reply's pulls are separate calls), so
+  // a text-side request can be answered whenever it comes once Python is up.
+  if (TEXT_SIDE.has(type) && python) return answer();
   enqueue(answer);
 };
