@@ -106,6 +106,7 @@ function setMode(mode, { chosen = false } = {}) {
 // -- status ---------------------------------------------------------------------------------------
 api.onStatus(({ state: s }) => {
   drawStatus(api);
+  if (!api.writing) $("next-message-note").hidden = true; // the next message is read under them
   // The chat's banner when replies cannot be had (views/chat.mjs liveBanner).
   const before = state.replies.state;
   if (api.model?.backend) state.replies = { state: "ready", why: "" };
@@ -129,23 +130,36 @@ api.ready
   .catch(() => modelBox.refresh()); // the status line shows the error
 
 // -- controls --------------------------------------------------------------------------------------
+/** A setting changed: the panel reads the turn again; a reply being written keeps the settings it
+ * was sent with, and the page says so. */
+function settingChanged() {
+  if (api.writing) $("next-message-note").hidden = false;
+  refresh();
+}
+
+/** Stop the reply being written (if any), wait for it to end, then do `then`. */
+async function stopFirst(then) {
+  if (api.writing) await api.stop();
+  then();
+}
+
 $("preset").addEventListener("change", () => {
   $("custom-row").hidden = $("preset").value !== "custom";
-  refresh();
+  settingChanged();
 });
-$("custom-system").addEventListener("input", debounce(refresh, 200));
-$("window").addEventListener("change", refresh);
-$("new-conversation").addEventListener("click", () => {
+$("custom-system").addEventListener("input", debounce(settingChanged, 200));
+$("window").addEventListener("change", settingChanged);
+$("new-conversation").addEventListener("click", () => stopFirst(() => {
   if (state.mode === "live") {
     state.live = { turns: [] };
     $("draft").value = "";
   } else state.step = 0;
   refresh();
-});
-$("mode-live").addEventListener("click", () => setMode("live", { chosen: true }));
-$("mode-recorded").addEventListener("click", () => setMode("recorded", { chosen: true }));
-$("mode-plain").addEventListener("click", () => setMode("plain", { chosen: true }));
-$("special-in-text").addEventListener("change", refresh);
+}));
+$("mode-live").addEventListener("click", () => stopFirst(() => setMode("live", { chosen: true })));
+$("mode-recorded").addEventListener("click", () => stopFirst(() => setMode("recorded", { chosen: true })));
+$("mode-plain").addEventListener("click", () => stopFirst(() => setMode("plain", { chosen: true })));
+$("special-in-text").addEventListener("change", settingChanged);
 $("why").checked = state.why; // off at every visit: a form the browser restores would say otherwise
 $("why").addEventListener("change", () => {
   state.why = $("why").checked;
@@ -185,19 +199,21 @@ $("challenges-reset").addEventListener("click", () => {
 $("source-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const v = $("source-url").value.trim();
-  prefs.saveChoice(prefs.MODEL_KEY, v || null);
-  location.reload();
+  stopFirst(() => {
+    prefs.saveChoice(prefs.MODEL_KEY, v || null);
+    location.reload();
+  });
 });
-$("source-reset").addEventListener("click", () => {
+$("source-reset").addEventListener("click", () => stopFirst(() => {
   prefs.saveChoice(prefs.MODEL_KEY, null);
   location.search = ""; // a ?model= in the address would choose the same source again
-});
+}));
 $("source-url").value = prefs.modelPref().url || "";
 $("backend").value = api.backend;
-$("backend").addEventListener("change", () => {
+$("backend").addEventListener("change", () => stopFirst(() => {
   prefs.saveChoice(prefs.BACKEND_KEY, $("backend").value);
   location.reload(); // the worker loads the weights once, for one backend
-});
+}));
 
 // -- offline ------------------------------------------------------------------------------------------
 registerOffline((activate) => {

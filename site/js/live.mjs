@@ -33,7 +33,7 @@ function drawLiveChat(state, dropped = new Set()) {
   for (const t of state.live.turns) {
     items.push({ role: "user", text: t.user, record: t.record, dropped: dropped.has(index++) });
     if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, dropped: dropped.has(index++) });
-    else if (t.streaming) items.push({ role: "assistant", text: t.streaming.text, record: null, streaming: true });
+    else if (t.streaming) items.push({ role: "assistant", text: t.streaming.text, record: null, streaming: true, progress: t.streaming.progress });
     else if (t.note) items.push({ note: t.note, noteClass: t.noteClass });
   }
   drawChat($("chat"), items, EMPTY_LIVE, { banner: liveBanner(state), why: whyOf(state) });
@@ -172,7 +172,7 @@ export async function send(page) {
     }
     if (live !== state.live) return; // a new conversation started meanwhile
     page.see(turn.record);
-    turn.streaming = { text: "", ids: [], tokens: [] };
+    turn.streaming = { text: "", ids: [], tokens: [], progress: null };
     $("stop").hidden = false;
     showLive(page);
     try {
@@ -182,7 +182,13 @@ export async function send(page) {
           if (!s) return;
           if (token >= 0) s.ids.push(token), s.tokens.push(piece);
           s.text += text;
+          s.progress = null;
           if (live === state.live && state.mode === "live") showLive(page);
+        },
+        onProgress: (p) => {
+          if (!turn.streaming) return;
+          turn.streaming.progress = p;
+          if (live === state.live && state.mode === "live") drawLiveChat(state, droppedOf(turn.record));
         },
       });
       turn.record = full;

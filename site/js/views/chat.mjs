@@ -37,10 +37,17 @@ function metaOf(it) {
     if (it.noReply) parts.push("no reply");
     return parts.join(" · ");
   }
-  if (it.streaming) return "writing…";
+  if (it.streaming) return readingText(it.progress) ?? "writing…";
   const r = it.record;
   if (!r?.stop_reason) return "";
   return `wrote ${count(r.reply_ids.length, "token")} · ${STOP_SHORT[r.stop_reason] || r.stop_reason}`;
+}
+
+/** While the prompt is read: how much of it, and how fast (the worker's progress), else null. */
+export function readingText(p) {
+  if (!p || p.read >= p.of) return null;
+  const rate = p.ms > 0 && p.read > 0 ? ` · ${(1000 * p.read / p.ms).toFixed(p.read / p.ms < 0.01 ? 2 : 0)} tokens/s` : "";
+  return `reading the prompt: ${p.read} of ${count(p.of, "token")}${rate}`;
 }
 
 function makeBubble(it, turn) {

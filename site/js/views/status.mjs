@@ -29,8 +29,9 @@ export function restates(headline, detail) {
 
 export function drawStatus(api) {
   const { state, detail } = api.status;
-  const headline = STATUS_TEXT[state] || state;
-  $("status").dataset.state = state;
+  // A reply being written is what the page is doing, whatever the worker last said.
+  const headline = api.writing && state === "ready" ? "Writing a reply" : STATUS_TEXT[state] || state;
+  $("status").dataset.state = api.writing && state === "ready" ? "writing" : state;
   $("status-text").textContent = headline;
   const shown = detail && !restates(headline, detail) ? detail : "";
   $("status-detail").textContent = shown;
