@@ -419,7 +419,7 @@ def test_no_content_length_still_gives_bytes_and_speed(store, blobs, mode):
     assert len(moving) >= 3
     assert all(e["file"]["total"] is None and e["file"]["percent"] is None and e["file"]["eta"] is None for e in moving)
     assert all(e["overall"]["total"] is None for e in moving)
-    assert all(e["file"]["speed"] > 0 for e in moving)
+    assert all(e["file"]["speed"] > 0 for e in moving[1:])  # (the first bytes alone have no rate)
     f = store.file(src)
     assert (f["complete"], f["size"], f["verified"]) == (True, WEIGHTS, False)
     assert store.read(src, "model.safetensors")["sha256"] == sha(m.data["model.safetensors"])

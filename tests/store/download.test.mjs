@@ -51,7 +51,8 @@ function source(files, { hashes = true, chunks = false, sizes = true } = {}) {
 }
 
 function store(server, db = new MemDb(), opts = {}) {
-  return new ModelStore(db, { chunkSize: CS, fetch: server.fetch, retryDelay: 1, progressInterval: 0, ...opts });
+  // speedSettle 0: these downloads last milliseconds, and their progress events show a speed at once
+  return new ModelStore(db, { chunkSize: CS, fetch: server.fetch, retryDelay: 1, progressInterval: 0, speedSettle: 0, ...opts });
 }
 
 const sent = (server, name) => server.log.filter((e) => e.url === BASE + name).reduce((a, e) => a + e.sent, 0);

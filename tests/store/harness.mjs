@@ -42,7 +42,8 @@ function done(r) {
 window.t = {
   async open(options = {}) {
     store?.close();
-    store = await openModelStore({ dbName: DB, retryDelay: 20, progressInterval: 0, ...options });
+    // speedSettle 0: the test downloads last about a second, and their events show a speed at once
+    store = await openModelStore({ dbName: DB, retryDelay: 20, progressInterval: 0, speedSettle: 0, ...options });
     return true;
   },
 

@@ -33,7 +33,8 @@ class Retry extends Error {
  * Fetch and store the files of `spec` (spec.mjs's modelSpec) that are not stored complete.
  * Options: names (only these files), onProgress(snapshot), signal, fetch, retries (per trouble
  * spot), retryDelay (ms, doubled each time), stallMs (a request that brings no bytes for this
- * long is retried), now (ms clock), progressInterval (ms), estimate (async () => {usage, quota}).
+ * long is retried), now (ms clock), progressInterval (ms), speedSettle (ms of bytes before a speed
+ * is said: progress.mjs), estimate (async () => {usage, quota}).
  * Resolves once every requested file is complete; nothing is fetched for files that already are.
  */
 export async function download(db, spec, opts = {}) {
@@ -47,6 +48,7 @@ export async function download(db, spec, opts = {}) {
     stallMs = 30_000,
     now = () => performance.now(),
     progressInterval = 100,
+    speedSettle = undefined,
     estimate = () => globalThis.navigator?.storage?.estimate?.() ?? null,
   } = opts;
   signal?.throwIfAborted();
@@ -55,7 +57,7 @@ export async function download(db, spec, opts = {}) {
     if (!f) throw new TypeError(`${spec.label} has no file ${n}`);
     return f;
   });
-  const progress = new Progress({ model: spec.id, files, now });
+  const progress = new Progress({ model: spec.id, files, now, settle: speedSettle });
   const emit = throttle((s) => onProgress?.(s), progressInterval, now);
   const ctx = {
     db, spec, progress, signal, fetch, retries, retryDelay, stallMs, estimate,

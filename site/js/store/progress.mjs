@@ -1,15 +1,21 @@
 // Download progress: bytes done and total per file and overall, percent, speed and time left.
-// Speed counts only bytes fetched now (not what was stored before a resume), over a sliding
-// window, so a stall shows as falling speed. An unknown total (no Content-Length, no listed
-// size) leaves percent and time left null but still gives bytes and speed. Pure: the clock is
-// passed in.
+// Speed counts only bytes fetched now (not what was stored before a resume), measured from the
+// first byte that arrived (not from the request: connecting and checking stored chunks are not
+// slowness) over a sliding window, so a stall shows as falling speed. Speed and time left stay
+// null until `settle` ms of bytes have come: a first chunk's rate says little ("8 KiB/s, 529 min
+// left"). An unknown total (no Content-Length, no listed size) leaves percent and time left null
+// but still gives bytes and speed. Pure: the clock is passed in.
+
+export const WINDOW_MS = 4000; // the speed is over the last 4 s of bytes
+export const SETTLE_MS = 1500; // and is said once 1.5 s of bytes have come
 
 export class Meter {
-  constructor({ now, window = 4000 }) {
+  constructor({ now, window = WINDOW_MS, settle = SETTLE_MS }) {
     this.now = now;
     this.window = window;
+    this.settle = settle;
     this.started = null;
-    this.samples = []; // [time, bytes fetched so far], oldest first
+    this.samples = []; // [time, bytes fetched so far], oldest first; the first is the first byte's
     this.fetched = 0;
   }
 
@@ -26,23 +32,26 @@ export class Meter {
     while (this.samples.length > 1 && this.samples[1][0] <= t - this.window) this.samples.shift();
   }
 
-  /** Bytes per second over the last `window` ms (since the start, until that long has passed). */
+  /** Bytes per second over the last `window` ms (since the first byte, until that long has
+   * passed), or null before `settle` ms of bytes have come. */
   speed() {
-    if (this.started == null) return null;
+    if (!this.samples.length) return null;
     const t = this.now();
-    const old = this.samples.length && this.samples[0][0] <= t - this.window;
-    const [t0, b0] = old ? this.samples[0] : [this.started, 0];
-    return (this.fetched - b0) / (Math.max(t - t0, 1) / 1000);
+    const first = this.samples[0];
+    if (this.fetched === first[1] || t - first[0] < this.settle) return null;
+    let from = first;
+    for (const s of this.samples) if (s[0] <= t - this.window) from = s;
+    return (this.fetched - from[1]) / (Math.max(t - from[0], 1) / 1000);
   }
 }
 
 export class Progress {
   /** files: [{name, size}] in download order (size null when unknown). */
-  constructor({ model, files, now, window }) {
+  constructor({ model, files, now, window, settle }) {
     this.model = model;
     this.now = now;
-    this.overall = new Meter({ now, window });
-    this.files = files.map((f) => ({ name: f.name, done: 0, total: f.size ?? null, state: "waiting", meter: new Meter({ now, window }) }));
+    this.overall = new Meter({ now, window, settle });
+    this.files = files.map((f) => ({ name: f.name, done: 0, total: f.size ?? null, state: "waiting", meter: new Meter({ now, window, settle }) }));
     this.current = null;
   }
 
