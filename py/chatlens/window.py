@@ -262,6 +262,89 @@ def does_not_fit(pieces, total, window, reserve) -> str:
             "choose a larger window")
 
 
+# -- a bound before counting ---------------------------------------------------------------------------
+
+
+def _lead_byte_ranges(b):
+    """The code points whose UTF-8 encoding starts with byte `b` (a lead byte), as (lo, hi)."""
+    if 0xC2 <= b <= 0xDF:
+        lo = (b & 0x1F) << 6
+        return lo, lo + 0x3F
+    if 0xE0 <= b <= 0xEF:
+        lo = (b & 0x0F) << 12
+        return lo, lo + 0xFFF
+    if 0xF0 <= b <= 0xF4:
+        lo = (b & 0x07) << 18
+        return lo, min(lo + 0x3FFFF, 0x10FFFF)
+    return None
+
+
+_BOUNDS = {}  # id(tokenizer) -> (tokenizer, longest, unspellable pattern) or (tokenizer, None, None)
+
+
+def _bound_rule(tokenizer):
+    """What min_tokens needs to know of a tokenizer, read from it once: the longest token's byte
+    length, and a pattern of the characters it cannot spell (which it drops, making no token);
+    longest None when no sound bound exists for it (an unknown-token or byte-fallback model, added
+    tokens that swallow the spaces beside them, a vocabulary missing a UTF-8 continuation byte)."""
+    got = _BOUNDS.get(id(tokenizer))
+    if got is not None and got[0] is tokenizer:
+        return got[1], got[2]
+    import re
+
+    longest, pattern = None, None
+    lengths = getattr(tokenizer, "_tok_len", None)
+    byte_ids = getattr(tokenizer, "_byte_ids", None)
+    simple = all(getattr(m, "simple", False) for m in getattr(tokenizer, "_matchers", ()))
+    if lengths and byte_ids and simple and getattr(tokenizer, "_unk_id", None) is None \
+            and not getattr(tokenizer, "_byte_fallback", False):
+        missing = [b for b, i in enumerate(byte_ids) if i is None]
+        ranges = []
+        for b in missing:
+            if b < 0x80:
+                ranges.append((b, b))
+            elif _lead_byte_ranges(b):
+                ranges.append(_lead_byte_ranges(b))
+            elif 0x80 <= b <= 0xBF:
+                ranges = None  # a continuation byte: too many characters to name; no bound
+                break
+            # 0xC0, 0xC1 and 0xF5..0xFF never occur in UTF-8
+        if ranges is not None:
+            longest = max(lengths)
+            if ranges:
+                pattern = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges) + "]")
+    _BOUNDS[id(tokenizer)] = (tokenizer, longest, pattern)
+    return longest, pattern
+
+
+def min_tokens(tokenizer, text: str) -> int:
+    """A number of tokens the text's tokens can never be fewer than, wherever it stands in a
+    prompt, found in time linear in its length without tokenizing it: every byte the vocabulary
+    can spell lies in some token, and no token holds more bytes than the longest one, so the
+    tokens that hold the text's bytes number at least ceil(bytes / longest). Characters the
+    vocabulary cannot spell (which the tokenizer drops) are not counted. 0 when the tokenizer
+    allows no such bound (see _bound_rule)."""
+    longest, unspellable = _bound_rule(tokenizer)
+    if not longest or not text:
+        return 0
+    if unspellable is not None:
+        text = unspellable.sub("", text)
+    n = len(text.encode("utf-8", "surrogatepass"))
+    return -(-n // longest)
+
+
+def too_long(tokenizer, content, window, reserve) -> str | None:
+    """The WindowError message for a new message that cannot fit however the window is filled,
+    known from min_tokens alone (a pasted book is answered at once, not after tokenizing it), or
+    None when the bound cannot tell and the exact count decides."""
+    need = min_tokens(tokenizer, content)
+    if need <= window - reserve:
+        return None
+    return (f"the new message is too long for the window: its {len(content):,} characters make at least {need:,} "
+            f"tokens, but a window of {window} tokens with {reserve} kept free for the reply leaves {window - reserve}. "
+            "Shorten the message or choose a larger window")
+
+
 def fit(tokenizer, template, *, system, messages, window, reserve=96, special_in_text=True):
     """Fit the conversation into `window` tokens, keeping `reserve` free for the reply.
 
@@ -278,6 +361,9 @@ def fit(tokenizer, template, *, system, messages, window, reserve=96, special_in
     if reserve < 0 or window <= 0:
         raise WindowError(f"window {window} and reserve {reserve} must be positive")
     budget = window - reserve
+    early = too_long(tokenizer, messages[-1]["content"], window, reserve)
+    if early:
+        raise WindowError(early)
     system, sys_index, first = split_system(system, messages)
     new_index = len(messages) - 1
     groups = turn_groups(range(first, new_index), messages)
