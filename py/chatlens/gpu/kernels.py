@@ -23,7 +23,8 @@ LAYOUTS = {"Q8_0": {"block": 34, "group": 8, "fields": [[0, 2], [2, 32]]},
            "Q4_1": {"block": 20, "group": 4, "fields": [[0, 4], [4, 16]]}}
 GAIN_TYPES = ("F32", "F16", "BF16")
 UNIT = 8  # elements of a row one invocation loads at a time (two vec4)
-ROWS = 4  # virtual rows per matvec workgroup, and per matmul invocation (one vec4)
+ROWS = 4  # virtual rows per matmul invocation (one vec4)
+MATVEC_ROWS = 8  # virtual rows per matvec workgroup: each x unit loaded once serves all of them
 # The prefill matmul's tile (matmul.wgsl): TM tokens x TN rows, K in steps of KT; each of the WG
 # invocations computes 4 tokens x 4 rows and loads one W unit and TM*KT/4/WG vec4 of x a step:
 # WG == (TM/4) * (TN/4) == TN * KT/8. Its tiles fill 16 KiB, WebGPU's default workgroup storage.
@@ -162,14 +163,15 @@ def project(b, sequence: str, target: Target, *, step: str, x: str, w: Matrix, e
         files.append("no_norm")
     bindings += epilogue.bindings
     files += [*epilogue.needs, epilogue.file]
-    consts = {"K": w.k, "UNITS": w.units, "NV": nv, "NORM": gain is not None, "EPS": eps, "ROWS": ROWS}
+    rows = ROWS if chunk else MATVEC_ROWS
+    consts = {"K": w.k, "UNITS": w.units, "NV": nv, "NORM": gain is not None, "EPS": eps, "ROWS": rows}
     consts.update({f"SEG{i}": s for i, s in enumerate(w.segs)})
     consts.update(epilogue.consts)
     if chunk is None:
         wg = matvec_workgroup(w.units)
-        groups = math.ceil(nv / ROWS)
+        groups = math.ceil(nv / rows)
         gx = min(groups, MAX_GRID)
-        consts.update({"WG": wg, "WG_POW2": pow2_at_least(wg), "NRED": ROWS + (gain is not None),
+        consts.update({"WG": wg, "WG_POW2": pow2_at_least(wg), "NRED": rows + (gain is not None),
                        "LAST_ROW": last_row, "GRID_X": gx})
         files += [target.reduce, "matvec"]
         grid = (gx, math.ceil(groups / gx), 1)
