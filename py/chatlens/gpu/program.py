@@ -1,8 +1,9 @@
 """The forward pass of model.py as one GPU program, defined once for every host.
 
 `build_program(plan, n_ctx, features, limits)` turns a weight plan (weights.py) and what the
-adapter offers into builder.py's plain data: the weights uploaded as the source stores them,
-the activations, the KV cache, and four sequences of dispatches:
+adapter offers into builder.py's plain data: the weights uploaded as the source stores them
+(quantized blocks regrouped so every load is aligned: kernels.LAYOUTS), the activations, the
+KV cache (f16 by default: KV_CACHE), and these sequences of dispatches:
 
     prefill  embedding + every layer for a chunk of up to `chunk` tokens (tiled matmuls)
     decode   embedding + every layer for one token (matvecs), its id from the step or the last argmax
@@ -14,7 +15,8 @@ the activations, the KV cache, and four sequences of dispatches:
     top_k    the best step.top_k (id, logit) pairs of the logits, and the softmax's normalizer
              (run only when a step asks for top-k: the argmax path never pays for it)
 
-A step runs e.g. ["decode", "head"] in one compute pass after writing `step_params(...)`.
+A step runs e.g. ["decode", "head"] in one compute pass after writing `step_params(...)`; at
+short contexts 5 dispatches a layer (q/k/v, attention, o, gate/up, down), else 6 (a merge).
 Pure Python (no NumPy, no wgpu): Pyodide builds the same program for the browser's executor.
 """
 

@@ -6,7 +6,7 @@
 // attention_direct.wgsl). Else it takes split wid.x of step.split keys (flash decoding) and
 // writes, per query head, the split's exp-weighted sum of values, its max score and sum of
 // exp(score - max) (attention_split.wgsl); attention_merge.wgsl combines the splits.
-// Q is (T, NH * HD); KC, VC are (NKV, N_CTX, HD), read through kv_load_<dtype>.wgsl;
+// Q is (T, NH * HD); KC, VC are (NKV, N_CTX, HD), read through kv_load_<dtype>.wgsl.
 // Grid (SPLITS, NKV, chunk tokens); workgroups past this step's keys or tokens return at once.
 const GH: u32 = GROUP * HD;
 const HP: u32 = HD / 2u;  // pairs of dims a key holds
@@ -17,7 +17,7 @@ var<workgroup> scores: array<f32, GROUP * BLOCK>;
 var<workgroup> red_m: array<f32, GROUP * WG>;
 var<workgroup> red_l: array<f32, GROUP * WG>;
 
-// red[g * WG] = max (is_max) or sum over the workgroup of red[g * WG + lid]; the caller has
+// red_m[g * WG] = max over the workgroup of red_m[g * WG + lid] (is_max), or red_l's sum; the caller has
 // written its values and passed a barrier; every invocation may read the result afterwards.
 fn reduce(lid: u32, is_max: bool) {
     for (var s = WG_POW2 / 2u; s > 0u; s = s / 2u) {
