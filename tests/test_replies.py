@@ -1,6 +1,9 @@
 """Replies computed in the page, in Chromium on SwiftShader's WebGPU: the model is downloaded into
-the page's store, its weights uploaded to the GPU, and Python's greedy loop in the worker waits
-for each token through JSPI. Every reply is compared with the command line's on the same files.
+the page's store, its weights uploaded to the GPU, and the worker's JavaScript pulls each reply
+from Python's greedy loop, a step at a time, with JSPI hidden (?jspi=off: nothing needs it). Every
+reply is compared with the command line's on the same files; the reply controls (Stop while the
+prompt is read or after the first token, a preview during a reply, New conversation during one)
+are tried on a page served without cross-origin isolation, as most static hosts serve it.
 
 SwiftShader is a CPU emulation of a GPU: a step of the real model takes seconds to tens of
 seconds here, so replies are a few tokens and prompts short (a brief custom system prompt).
@@ -54,7 +57,7 @@ def test_replies_in_the_page_equal_the_cli_a_second_turn_reuses_the_cache_and_st
     command line on the same folder."""
     app = App(browser, server)
     try:
-        page = open_with_the_model(app)
+        page = open_with_the_model(app, "?jspi=off")
         folder = server.mirror.files["config.json"].parent
         first = [{"role": "user", "content": "Hi!"}]
         got = page_run(page, first, 3)
@@ -105,14 +108,86 @@ def test_replies_in_the_page_equal_the_cli_a_second_turn_reuses_the_cache_and_st
         app.close()
 
 
-def test_a_gguf_source_replies_in_the_page_as_the_cli_does(browser, server):
-    mirror = server.mirror
-    app = App(browser, server)
+LONG = " ".join(["The lighthouse keeper counted the ships that passed the rocks each night and wrote their names"
+                 " in a book."] * 14)  # several prompt chunks of the GPU program
+
+
+@pytest.fixture
+def plain_server(server):
+    """The same site and mirror served without cross-origin isolation (no COOP/COEP headers)."""
+    from chatlens.host.serve import SiteServer
+
+    srv = SiteServer(server.root, mirror=server.mirror, isolated=False).start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli_and_stops_when_asked(browser, plain_server, gguf_path):
+    from chatlens.chat import ChatSession
+    from chatlens.source import load_model
+
+    mirror = plain_server.mirror
+    app = App(browser, plain_server)
     try:
-        page = open_with_the_model(app, f"?model={server.url}{mirror.base}{mirror.gguf}")
+        page = open_with_the_model(app, f"?jspi=off&model={plain_server.url}{mirror.base}{mirror.gguf}")
+        assert page.evaluate("crossOriginIsolated") is False
         first = [{"role": "user", "content": "Hi!"}]
         rec = page_run(page, first, 3)["record"]
         want = cli_record(mirror.files[mirror.gguf], first, 3)
         assert rec["reply_ids"] == want["reply_ids"] and rec["reply_text"] == want["reply_text"]
+
+        # Stop right after the first token: exactly that token is kept, the record says stopped,
+        # and the next turn reuses what the command line's chat session reuses for that history.
+        second = first + [{"role": "assistant", "content": rec["reply_text"]}, {"role": "user", "content": "And you?"}]
+        got = page.evaluate("""([messages, system]) => {
+            const streamed = [];
+            return chatlens.run({system, messages, window: 256, maxTokens: 3}, {onToken: (t) => {
+                if (streamed.push(t) === 1) chatlens.stop();
+            }}).then((record) => ({record, streamed}));
+        }""", [second, SYSTEM])
+        stopped = got["record"]
+        assert stopped["stop_reason"] == "stopped" and len(stopped["reply_ids"]) == 1
+        assert [t["token"] for t in got["streamed"] if t["token"] >= 0] == stopped["reply_ids"]
+        session = ChatSession(load_model(gguf_path), window=256, max_tokens=3, system=SYSTEM)
+        session.send("Hi!")
+        asked = iter([True])
+        assert session.send("And you?", should_stop=lambda: next(asked)).reply_ids == stopped["reply_ids"]
+        third = second + [{"role": "assistant", "content": stopped["reply_text"]}, {"role": "user", "content": "Bye."}]
+        preview = page.evaluate("(args) => chatlens.preview(args)", {"system": SYSTEM, "messages": third, "window": 256})
+        assert preview["reused_tokens"] == session.preview("Bye.").reused_tokens > 0
+
+        # Stop while a long prompt is read: the reply ends within a part of the first chunk, with
+        # no reply token; a preview asked meanwhile is answered while the reply is being written.
+        page.fill("#draft", LONG)
+        page.press("#draft", "Enter")
+        page.wait_for_function("() => document.querySelector('#chat .msg.assistant.is-streaming .meta')?.textContent"
+                               ".startsWith('reading the prompt')", timeout=TURN_MS)
+        assert page.text_content("#status-text") == "Writing a reply"
+        during = page.evaluate("""(args) => chatlens.preview(args).then((r) => ({used: r.used, writing: chatlens.writing}))""",
+                               {"system": SYSTEM, "messages": [{"role": "user", "content": "Hello"}], "window": 256})
+        assert during["writing"] is True and during["used"] > 0
+        page.click("#stop")
+        page.wait_for_selector("#chat .msg.assistant:not(.is-streaming) .meta", timeout=TURN_MS)
+        assert "stopped" in page.text_content("#chat .msg.assistant .meta")
+        assert page.text_content("#chat .msg.assistant .content") == ""
+        assert page.evaluate("chatlens.writing") is False
+
+        # New conversation during a reply stops it; the next message sends at once.
+        page.fill("#draft", LONG)
+        page.press("#draft", "Enter")
+        page.wait_for_function("() => chatlens.writing && document.querySelector('#chat .msg.assistant.is-streaming')",
+                               timeout=TURN_MS)
+        page.click("#new-conversation")
+        page.wait_for_function("() => !chatlens.writing && document.querySelectorAll('#chat .msg').length === 0",
+                               timeout=TURN_MS)
+        assert page.is_enabled("#send")
+        page.fill("#draft", "Hello again.")
+        page.press("#draft", "Enter")
+        page.wait_for_function("() => chatlens.writing && document.querySelectorAll('#chat .msg.user').length === 1",
+                               timeout=TURN_MS)
+        page.click("#stop")
+        page.wait_for_function("() => !chatlens.writing", timeout=TURN_MS)
+        app.shot("reply-controls")
     finally:
         app.close()
