@@ -436,3 +436,41 @@ def test_delete_asks_once_then_the_page_the_status_and_the_api_agree(browser, se
         assert not a.errors, a.errors
     finally:
         a.close()
+
+
+def test_a_reload_keeps_each_bubbles_line_and_says_nothing_changed(browser, server):
+    a = App(browser, server)
+    try:
+        page = a.open()
+        page.wait_for_function("() => chatlens.settings")
+        # a conversation as the page saves it: the first reply stopped by the learner
+        saved = page.evaluate("""async () => {
+            const prefs = await import('./js/prefs.mjs');
+            const controls = await import('./js/controls.mjs');
+            const state = await import('./js/state.mjs');
+            const args = (turns, text) => controls.callArgs(state.liveMessages({ live: { turns } }, text), chatlens.settings);
+            const key = (a) => JSON.stringify({ ...a, messages: undefined });
+            const rec = (n, stop) => ({ pieces: [{ kind: 'new', count: 13 }], reply_ids: Array(n).fill(1), stop_reason: stop });
+            const one = { user: 'Hi! My name is Priya.', reply: 'Hello', record: rec(5, 'stopped') };
+            one.settings = key(args([], one.user));
+            const two = { user: 'What is my name?', reply: 'Your name is Priya.', record: rec(6, 'end_turn') };
+            two.settings = key(args([one], two.user));
+            prefs.saveLive([one, two]);
+            return JSON.parse(localStorage.getItem(prefs.LIVE_KEY));
+        }""")
+        assert saved[0]["line"] == {"count": 13, "wrote": 5, "stop": "stopped"}
+        page.reload()
+        a.wait_ready()
+        page.wait_for_function("() => document.querySelectorAll('#chat .msg.assistant .meta[data-stop]').length === 2")
+        metas = page.eval_on_selector_all("#chat .msg .meta", "ms => ms.map(m => m.textContent)")
+        assert metas == ["13 tokens with the template's wrapping", "wrote 5 tokens · stopped by you",
+                         "13 tokens with the template's wrapping", "wrote 6 tokens · the model ended it"]
+        page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Turn 2')")
+        caption = page.text_content("#reads-caption")
+        assert caption.startswith("Turn 2 as you sent it: the same text, read again") and "settings chosen now" not in caption
+        page.select_option("#window", "256")  # now something changed
+        page.wait_for_function("() => document.getElementById('reads-caption').textContent.startsWith('Turn 2 again, under the settings chosen now')")
+        a.shot("learner-reload-lines")
+        assert not a.errors, a.errors
+    finally:
+        a.close()

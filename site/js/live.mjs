@@ -31,8 +31,8 @@ function drawLiveChat(state, dropped = new Set()) {
   const items = [];
   let index = 0;
   for (const t of state.live.turns) {
-    items.push({ role: "user", text: t.user, record: t.record, dropped: dropped.has(index++) });
-    if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, dropped: dropped.has(index++) });
+    items.push({ role: "user", text: t.user, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
+    if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
     else if (t.streaming) items.push({ role: "assistant", text: t.streaming.text, record: null, streaming: true, progress: t.streaming.progress });
     else if (t.note) items.push({ note: t.note, noteClass: t.noteClass });
   }
@@ -107,13 +107,17 @@ export async function showLive(page) {
       drawLiveChat(state, droppedOf(last.record));
       return page.draw(last.record, `Turn ${n}: what the model read when you sent it`);
     }
-    // The settings changed since the last message was sent (or the conversation came back from
-    // a reload): show its turn again under the settings chosen now, what sending it now would read.
+    // The settings changed since the last message was sent: show its turn again under the
+    // settings chosen now, what sending it now would read. After a reload under the same
+    // settings it is the same text, read again (the cache starts empty).
     if (!canPreview(api)) {
       drawLiveChat(state);
       renderMessage(reads, "Waiting for Python to start before the preview…");
     }
-    return previewLive(page, again, seq, `Turn ${n} again, under the settings chosen now: what the model would read if you sent it now`);
+    const caption = last.settings === settingsKey(again)
+      ? `Turn ${n} as you sent it: the same text, read again after the page reloaded (nothing is in the cache yet)`
+      : `Turn ${n} again, under the settings chosen now: what the model would read if you sent it now`;
+    return previewLive(page, again, seq, caption);
   }
   if (!canPreview(api)) {
     drawLiveChat(state);

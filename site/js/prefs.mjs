@@ -4,7 +4,7 @@
 // setting never stops the page.
 
 export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText}
-export const LIVE_KEY = "chatlens.live"; // [{user, reply}]: the live conversation
+export const LIVE_KEY = "chatlens.live"; // [{user, reply, settings, line}]: the live conversation
 export const MODEL_KEY = "chatlens.model"; // a model source URL (source.mjs)
 export const BACKEND_KEY = "chatlens.backend";
 export const BACKENDS = ["auto", "webgpu", "numpy"];
@@ -114,12 +114,28 @@ export function saveConversationPrefs(prefs, storage = globalThis.localStorage) 
 export function loadLive(storage = globalThis.localStorage) {
   const v = read(storage, LIVE_KEY);
   if (!Array.isArray(v)) return [];
+  const number = (n) => (Number.isInteger(n) && n >= 0 ? n : undefined);
   return v.filter((t) => t && typeof t.user === "string" && (t.reply === undefined || typeof t.reply === "string"))
-    .map((t) => (t.reply === undefined ? { user: t.user } : { user: t.user, reply: t.reply }));
+    .map((t) => {
+      const turn = t.reply === undefined ? { user: t.user } : { user: t.user, reply: t.reply };
+      if (typeof t.settings === "string") turn.settings = t.settings;
+      const l = t.line && typeof t.line === "object" ? t.line : {};
+      const saved = { count: number(l.count), wrote: number(l.wrote), stop: typeof l.stop === "string" ? l.stop : undefined };
+      if (Object.values(saved).some((x) => x !== undefined)) turn.saved = saved;
+      return turn;
+    });
 }
 
+/** Each turn's message and reply, the settings it was sent under, and what its bubbles say (the
+ * message's count, how many tokens the reply took and what ended it), so a reload shows the same
+ * lines: a stopped reply still says so. */
 export function saveLive(turns, storage = globalThis.localStorage) {
-  write(storage, LIVE_KEY, turns.filter((t) => t.record || t.reply !== undefined).map((t) => ({ user: t.user, reply: t.reply })));
+  write(storage, LIVE_KEY, turns.filter((t) => t.record || t.reply !== undefined).map((t) => {
+    const r = t.record;
+    const line = r ? { count: r.pieces?.find((p) => p.kind === "new")?.count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined }
+      : t.saved;
+    return { user: t.user, reply: t.reply, settings: t.settings, line };
+  }));
 }
 
 export function saveChoice(key, value, storage = globalThis.localStorage) {

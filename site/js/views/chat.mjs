@@ -30,17 +30,18 @@ function messageCount(record) {
 }
 
 function metaOf(it) {
+  const saved = it.record ? null : it.saved; // a turn that came back from a reload
   if (it.role === "user") {
-    const n = messageCount(it.record);
+    const n = saved ? saved.count ?? null : messageCount(it.record);
     const parts = [];
     if (n !== null) parts.push(`${count(n, "token")} with the template's wrapping`);
     if (it.noReply) parts.push("no reply");
     return parts.join(" · ");
   }
   if (it.streaming) return readingText(it.progress) ?? "writing…";
-  const r = it.record;
-  if (!r?.stop_reason) return "";
-  return `wrote ${count(r.reply_ids.length, "token")} · ${STOP_SHORT[r.stop_reason] || r.stop_reason}`;
+  const [wrote, stop] = saved ? [saved.wrote, saved.stop] : [it.record?.reply_ids?.length, it.record?.stop_reason];
+  if (!stop || wrote === undefined) return "";
+  return `wrote ${count(wrote, "token")} · ${STOP_SHORT[stop] || stop}`;
 }
 
 /** While the prompt is read: how much of it, and how fast (the worker's progress), else null. */
@@ -236,7 +237,7 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
     n.classList.toggle("is-dropped", Boolean(s.dropped));
     n.classList.toggle("current", Boolean(s.current));
     n.classList.toggle("no-reply", Boolean(s.noReply));
-    setMeta(n, metaOf(s), s.kind === "assistant" && !s.streaming ? s.record?.stop_reason : null);
+    setMeta(n, metaOf(s), s.kind === "assistant" && !s.streaming ? s.record?.stop_reason ?? s.saved?.stop : null);
     if (s.kind === "assistant" && !s.streaming) setReplyTokens(n, s.record, why);
   });
 
