@@ -474,3 +474,29 @@ def test_a_reload_keeps_each_bubbles_line_and_says_nothing_changed(browser, serv
         assert not a.errors, a.errors
     finally:
         a.close()
+
+
+def test_recorded_mode_offers_the_windows_it_has(browser, server, doc):
+    a = App(browser, server)
+    try:
+        a.context.add_init_script("localStorage.setItem('chatlens.prefs', JSON.stringify({mode: 'recorded'}))")
+        page = a.open("?window=8192")
+        page.wait_for_function("() => [...document.getElementById('window').options].some(o => o.value === '8192')")
+        page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Recorded')")
+        recorded_windows = sorted({c["window"] for c in doc["conversations"] if c["preset"] == "none"})
+        shown = page.evaluate("""() => ({ value: document.getElementById('window').value,
+            offered: [...document.getElementById('window').options].filter(o => !o.disabled).map(o => Number(o.value)),
+            panel: Number(document.querySelector('.window-title b').textContent),
+            note: document.getElementById('rec-window-note').hidden ? '' : document.getElementById('rec-window-note').textContent })""")
+        assert shown["offered"] == recorded_windows
+        assert int(shown["value"]) == shown["panel"] == max(recorded_windows)  # the select and the panel agree
+        assert "your window of 8192 comes back in Live mode" in shown["note"]
+        a.shot("learner-recorded-windows")
+        page.click("#mode-live")
+        page.wait_for_function("() => document.getElementById('window').value === '8192'")
+        a.type_draft("Hi")
+        assert page.text_content(".window-title b") == "8192"
+        assert page.evaluate("[...document.getElementById('window').options].every(o => !o.disabled)")
+        assert not a.errors, a.errors
+    finally:
+        a.close()

@@ -83,10 +83,60 @@ function drawTryThis(page) {
   drawRecordedSuggestions(jump, (s) => recordedTarget(s, state.recorded, controls()) !== null);
 }
 
+// -- the windows the recording has ------------------------------------------------------------------
+
+let otherWindow = null; // the window chosen in another mode, given back when Recorded mode is left
+
+/** In Recorded mode the window select offers only the recorded windows; a window chosen in Live
+ * (the model's whole context, say) waits, said in a line, and comes back on leaving the mode. */
+function offerRecordedWindows(doc, preset) {
+  const select = $("window");
+  const have = [...new Set(doc.conversations.filter((c) => c.preset === preset).map((c) => Number(c.window)))].sort((a, b) => a - b);
+  if (!have.length) return;
+  for (const o of select.options) o.disabled = !have.includes(Number(o.value));
+  const chosen = Number(select.value);
+  const note = $("rec-window-note");
+  if (!have.includes(chosen)) {
+    otherWindow ??= chosen;
+    select.value = String(have.filter((w) => w <= chosen).pop() ?? have[0]);
+  }
+  if (otherWindow !== null) {
+    note.textContent = `The recording has windows of ${have.join(", ")} tokens; your window of ${otherWindow} comes back in Live mode.`;
+  }
+  note.hidden = otherWindow === null;
+}
+
+function leftRecorded() {
+  const select = $("window");
+  for (const o of select.options) o.disabled = false;
+  $("rec-window-note").hidden = true;
+  if (otherWindow === null) return;
+  const back = String(otherWindow);
+  otherWindow = null;
+  if ([...select.options].some((o) => o.value === back) && select.value !== back) {
+    select.value = back;
+    select.dispatchEvent(new Event("change")); // the page reads the turn again under it
+  }
+}
+
+let shownDoc = null; // the recording, once Recorded mode has shown it
+new MutationObserver(() => {
+  if (document.body.dataset.mode !== "recorded") leftRecorded();
+}).observe(document.body, { attributes: true, attributeFilter: ["data-mode"] });
+// The model's whole context joins the select once Python has read it (and a ?window= of that
+// size is chosen then): in Recorded mode it waits like any window the recording lacks.
+new MutationObserver(() => {
+  if (document.body.dataset.mode === "recorded" && shownDoc) offerRecordedWindows(shownDoc, controls().preset);
+}).observe($("window"), { childList: true });
+
 export async function showRecorded(page) {
   const { state } = page;
   await ensureRecorded(state);
   if (state.mode !== "recorded") return;
+  if (state.recorded) {
+    shownDoc = state.recorded;
+    offerRecordedWindows(state.recorded, controls().preset);
+  }
   const chat = $("chat");
   const reads = $("reads");
   if (state.recordedError) {
