@@ -33,6 +33,15 @@ self.addEventListener("install", (event) => {
       if (got !== f.sha256) throw new Error(`${url}: sha256 ${got}, the build lists ${f.sha256}`);
       await cache.put(url, response);
     }
+    // The mirror's manifest says where the model's files are; the first visit fetched it before
+    // this worker controlled the page, so keep it now: offline, the page still finds its source.
+    try {
+      const manifest = new URL("models/manifest.json", scope).href;
+      const response = await fetch(new Request(manifest, { cache: "no-cache" }));
+      if (response.ok) await (await caches.open(RUNTIME)).put(manifest, response);
+    } catch {
+      // no mirror (a static host): the page reads the Hub, and nothing needs keeping here
+    }
   })());
 });
 

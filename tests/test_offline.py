@@ -136,3 +136,33 @@ def test_a_new_build_replaces_the_shell_when_the_page_reloads(playwright, tmp_pa
         visit.close()
         srv.shutdown()
         srv.server_close()
+
+
+def test_a_page_visited_once_without_the_model_previews_offline(playwright, built, tmp_path):
+    """The text side (tokenizer, template, config: a few MB) is kept on the first visit: with the
+    network gone, previews, plain text and the workbench work; only replies need the model."""
+    srv = serve(built)
+    profile = tmp_path / "profile"
+    visit = Visit(playwright, profile, srv.url)
+    page = visit.open()
+    visit.cached()
+    assert page.evaluate("chatlens.status.state") == "text"  # nothing downloaded
+    visit.close()
+
+    port = srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+    visit = Visit(playwright, profile, f"http://127.0.0.1:{port}/")
+    page = visit.open()
+    assert page.evaluate("chatlens.status.state") == "text", page.evaluate("chatlens.status")
+    record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Hi!'}], window: 256})")
+    assert record["used"] > 0 and "<|im_start|>user\nHi!<|im_end|>" in record["prompt_text"]
+    assert page.evaluate("chatlens.tokenize({text: 'What is the capital of France?'})")["prompt_ids"]
+    rendered = page.evaluate("chatlens.render({messages: [{role: 'user', content: 'Hi'}], add_generation_prompt: true})")
+    assert rendered["text"].endswith("<|im_start|>assistant\n")
+    page.click("#mode-live")
+    page.fill("#draft", "Hello offline")
+    page.wait_for_function("() => document.getElementById('prompt-text')?.textContent.includes('Hello offline')")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "offline-text-side.png"), full_page=True)
+    visit.close()

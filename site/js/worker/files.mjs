@@ -23,10 +23,47 @@ export async function fetchFrom(url, init) {
 }
 
 /** What the text side needs from a source: from `store` when it holds the whole model
- * (`stored`), else fetched. A promise, started at once. */
+ * (`stored`), else fetched, and kept (textCache) so a page visited once previews, tokenizes
+ * and renders templates offline, the model downloaded or not. A promise, started at once. */
 export function textFiles(source, store, stored) {
   if (stored) return source.kind === "gguf" ? storedHead(store, source, ggufName(stored)) : storedFolderFiles(store, source);
   return source.kind === "gguf" ? ggufHead(source.url) : folderFiles(source.url);
+}
+
+// -- the text side, kept -------------------------------------------------------------------------------
+// The few MB of tokenizer, template and config, in Cache Storage beside the site's runtime cache
+// (sw.js keeps "chatlens-runtime" across builds). The network answers first: offline, or when the
+// host is gone, the copy kept last time does.
+const TEXT_CACHE = "chatlens-runtime";
+
+async function textCache() {
+  try {
+    return globalThis.caches ? await caches.open(TEXT_CACHE) : null;
+  } catch {
+    return null; // storage disabled: the text side is fetched each visit
+  }
+}
+
+/** fetch(url) for a text-side file, network first, the kept copy when the network fails; the
+ * copy is refreshed on each good answer. `key` names the copy (a Range request's part). */
+async function fetchKept(url, init, key = url) {
+  const cache = await textCache();
+  try {
+    const r = await fetchFrom(url, init);
+    if (r.ok && cache) {
+      const bytes = await r.clone().arrayBuffer();
+      const headers = { "Content-Type": r.headers.get("Content-Type") || "application/octet-stream" };
+      for (const h of ["Content-Range"]) if (r.headers.get(h)) headers[h] = r.headers.get(h);
+      await cache.put(key, new Response(bytes, { status: 200, headers: { ...headers, "X-Chatlens-Status": String(r.status) } }))
+        .catch(() => {}); // full: the next visit fetches again
+    }
+    return r;
+  } catch (e) {
+    const kept = cache && await cache.match(key);
+    if (!kept) throw e;
+    const status = Number(kept.headers.get("X-Chatlens-Status")) || 200;
+    return new Response(await kept.arrayBuffer(), { status, headers: kept.headers });
+  }
 }
 
 /** The text side's files in Pyodide's file system; returns the path chatlens reads. */
@@ -126,7 +163,7 @@ export function notAModel(bytes, contentType = "") {
 async function folderFiles(base) {
   const fetchOne = async (name, optional) => {
     const url = new URL(name, base).href;
-    const r = await fetchFrom(url);
+    const r = await fetchKept(url);
     if (!r.ok) {
       if (optional) return null;
       throw new Error(`${url}: HTTP ${r.status}`);
@@ -149,7 +186,9 @@ function writeFolder(py, files) {
 
 // A GGUF: its first 8 MiB with one Range request, and the file's size.
 async function ggufHead(url) {
-  const r = await fetchFrom(url, { headers: { Range: `bytes=0-${GGUF_HEAD - 1}` } });
+  const part = new URL(url);
+  part.searchParams.set("chatlens-kept", `bytes=0-${GGUF_HEAD - 1}`); // the kept copy's name: a part, not the file
+  const r = await fetchKept(url, { headers: { Range: `bytes=0-${GGUF_HEAD - 1}` } }, part.href);
   if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
   const head = new Uint8Array(await r.arrayBuffer());
   if (String.fromCharCode(...head.subarray(0, 4)) !== "GGUF") {
