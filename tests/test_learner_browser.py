@@ -500,3 +500,26 @@ def test_recorded_mode_offers_the_windows_it_has(browser, server, doc):
         assert not a.errors, a.errors
     finally:
         a.close()
+
+
+# -- honest about what needs the network -------------------------------------------------------------------------------
+
+
+def test_numpy_from_the_cdn_is_said_before_and_its_failure_in_a_sentence(browser, server, tiny):
+    a = App(browser, server)
+    try:
+        page = a.open(f"?model={tiny}&backend=numpy")
+        note = page.text_content("#numpy-note")
+        host = page.evaluate("new URL(chatlens.build.pyodide.packages).host")
+        assert f"Replies are computed by NumPy, which this page fetches once from Pyodide's site ({host})" in note
+        assert "keeps for offline use" in note
+        page.click("#download")  # this machine has no internet: Pyodide's NumPy cannot come
+        page.wait_for_function("() => chatlens.model?.error || chatlens.model?.backend", timeout=300_000)
+        error = page.evaluate("chatlens.model.error")
+        assert error and f"NumPy, which computes replies in this browser, could not be fetched from Pyodide's site ({host})" in error
+        assert "http" not in error.split("could not be fetched")[1], error  # a sentence, not a link to Pyodide's docs
+        page.wait_for_function("(e) => document.getElementById('model-body').textContent.includes(e)", arg=error[:60])
+        a.shot("learner-numpy-failed")
+        assert not a.errors, a.errors
+    finally:
+        a.close()

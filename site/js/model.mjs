@@ -6,12 +6,25 @@ import { drawManage, drawModelBox } from "./views/downloads.mjs";
 import { MODEL_KEY, saveChoice } from "./prefs.mjs";
 import { weightsSentence } from "./weights.mjs";
 
+/** Where NumPy comes from, said before it is needed: the NumPy path (chosen, or the fallback of
+ * "automatic" without a usable GPU) fetches Pyodide's NumPy from its CDN once, and the service
+ * worker keeps it. Null when NumPy cannot be what computes, or the site serves it itself. */
+export function numpyNote(api) {
+  const packages = api.build?.pyodide?.packages;
+  if (!packages || !/^https?:/.test(packages) || new URL(packages).origin === location.origin) return null;
+  if (api.model?.kind && api.model.kind !== "numpy") return null; // the GPU computes
+  if (api.backend !== "numpy" && api.backend !== "auto") return null;
+  const host = new URL(packages).host;
+  const when = api.backend === "numpy" ? "Replies are computed by NumPy" : "Without a usable GPU, replies are computed by NumPy";
+  return `${when}, which this page fetches once from Pyodide's site (${host}) when the weights load, and then keeps for offline use.`;
+}
+
 export function createModelBox(api) {
   const box = { files: [], stored: null, progress: null, error: null, controller: null };
 
   const draw = () =>
     drawModelBox({ ...box, source: api.source, model: api.model, status: api.status.state, detail: api.status.detail,
-                   weightsSentence: api.source ? weightsSentence(api.source) : null }, {
+                   weightsSentence: api.source ? weightsSentence(api.source) : null, numpyNote: numpyNote(api) }, {
       download: () => download(),
       cancel: () => box.controller?.abort(),
       useDefault: () => {

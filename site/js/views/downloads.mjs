@@ -45,6 +45,7 @@ export function drawModelBox(m, on) {
     parts.push(el("p", { class: `about-download ${m.stored.verified ? "" : "unverified"}`, dataset: { stored: "complete" } },
       `Stored in this browser: ${formatBytes(m.stored.bytes)} from ${where}; ${check}. Later visits read it from here, with no download.`));
     parts.push(el("p", { class: "about-download", id: "model-backend", text: backendText(m) }));
+    if (m.numpyNote && !m.model?.backend) parts.push(el("p", { class: "about-download", id: "numpy-note", text: m.numpyNote }));
   } else {
     parts.push(el("p", { class: "about-download", id: "about-download" },
       `Replies need the model's weights: SmolLM2-135M-Instruct, ${size} of files from ${where}. `,
@@ -53,6 +54,7 @@ export function drawModelBox(m, on) {
     if (m.stored && m.stored.bytes > 0) {
       parts.push(el("p", { class: "about-download", text: `${formatBytes(m.stored.bytes)} of it is stored already: the download goes on from there.` }));
     }
+    if (m.numpyNote) parts.push(el("p", { class: "about-download", id: "numpy-note", text: m.numpyNote }));
     parts.push(el("button", { type: "button", id: "download", onclick: on.download, disabled: !m.source, text: "Download" }));
   }
   if (m.error) parts.push(el("p", { class: "error", id: "download-error", role: "alert", text: m.error }));

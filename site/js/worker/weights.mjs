@@ -53,8 +53,12 @@ async function attachNumpy({ py, call, store, source, path, say, packages }) {
     await py.loadPackage("numpy", { messageCallback: () => {}, errorCallback: () => {} });
     py.pyimport("numpy");
   } catch (e) {
-    const lines = String(e.message || e).trim().split("\n"); // a Python traceback ends with what went wrong
-    throw new Error(`NumPy could not be loaded from ${packages}: ${lines[lines.length - 1]}`);
+    // Pyodide's own message points to its documentation; a learner needs where and why.
+    const remote = /^https?:/.test(packages) && new URL(packages).origin !== self.location.origin;
+    const where = remote ? `Pyodide's site (${new URL(packages).host})` : "this site";
+    throw new Error(`NumPy, which computes replies in this browser, could not be fetched from ${where}: ` +
+      (remote ? "the network may be off, or that address blocked. " : "the site may be missing it. ") +
+      "Once fetched it is kept for offline use.");
   }
   say("reading the weights into Python");
   const file = source.kind === "hf" ? `${path}/${WEIGHTS_FILE}` : path;
