@@ -523,3 +523,25 @@ def test_numpy_from_the_cdn_is_said_before_and_its_failure_in_a_sentence(browser
         assert not a.errors, a.errors
     finally:
         a.close()
+
+
+def test_a_model_on_another_host_is_explained_not_failed_to_fetch(browser, server):
+    a = App(browser, server)
+    try:
+        page = a.open("?model=https://example.org/models/x.Q8_0.gguf", ready=False)
+        page.wait_for_selector("#source-error")
+        text = page.text_content("#source-error")
+        assert text.startswith("This page cannot read example.org: it reads models only from this site, huggingface.co")
+        assert "Content-Security-Policy" in text and "Failed to fetch" not in text
+        page.wait_for_function("() => document.getElementById('status').dataset.state === 'error'")
+        for where in ("#status", "#reads"):
+            assert "Failed to fetch" not in page.text_content(where) and "cannot read example.org" in page.text_content(where)
+        assert page.is_visible("#use-default") or page.evaluate("chatlens.status.state") != "error"
+        hosts = page.evaluate("""async () => { const m = await import('./js/hosts.mjs');
+            return [m.canRead(location.href + 'models/x.gguf'), m.canRead('https://huggingface.co/a/b'),
+                    m.canRead('https://cdn-lfs.hf.co/x'), m.canRead('https://example.org/x'), m.canRead('http://huggingface.co/a')]; }""")
+        assert hosts == [True, True, True, False, False]
+        a.shot("learner-other-host")
+        assert not [e for e in a.errors if not e.startswith("CSP:")], a.errors  # its own policy said no, as meant
+    finally:
+        a.close()

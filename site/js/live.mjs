@@ -5,6 +5,7 @@
 // asked for after a pause in typing, at most one at a time, and only for the newest draft.
 
 import { callArgs } from "./controls.mjs";
+import { hostNote } from "./hosts.mjs";
 import { liveMessages } from "./state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "./views/chat.mjs";
 import { $ } from "./views/dom.mjs";
@@ -89,7 +90,7 @@ export async function showLive(page) {
   const last = state.live.turns[state.live.turns.length - 1];
   if (api.status.state === "error") {
     drawLiveChat(state);
-    return renderMessage(reads, `The worker failed: ${api.status.detail}`, "error");
+    return renderMessage(reads, hostNote(api.source) || `The worker failed: ${api.status.detail}`, "error");
   }
   const n = state.live.turns.length;
   if (!draft.trim() || last?.streaming) {

@@ -3,6 +3,7 @@
 
 import { MODEL_DELETED } from "./downloads.mjs";
 import { drawManage, drawModelBox } from "./views/downloads.mjs";
+import { hostNote } from "./hosts.mjs";
 import { MODEL_KEY, saveChoice } from "./prefs.mjs";
 import { weightsSentence } from "./weights.mjs";
 
@@ -24,7 +25,8 @@ export function createModelBox(api) {
 
   const draw = () =>
     drawModelBox({ ...box, source: api.source, model: api.model, status: api.status.state, detail: api.status.detail,
-                   weightsSentence: api.source ? weightsSentence(api.source) : null, numpyNote: numpyNote(api) }, {
+                   weightsSentence: api.source ? weightsSentence(api.source) : null, numpyNote: numpyNote(api),
+                   hostNote: hostNote(api.source) }, {
       download: () => download(),
       cancel: () => box.controller?.abort(),
       useDefault: () => {

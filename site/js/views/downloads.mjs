@@ -29,12 +29,14 @@ export function drawModelBox(m, on) {
   const parts = [];
   if (m.status === "error") {
     // The source could not be read: say so, and offer the way back to the default model.
-    parts.push(el("p", { class: "error", id: "source-error", role: "alert", text: `The model source could not be used: ${m.detail}` }));
+    parts.push(el("p", { class: "error", id: "source-error", role: "alert",
+      text: m.hostNote || `The model source could not be used: ${m.detail}` }));
     if (m.source?.origin === "url" || !m.source) {
       parts.push(el("button", { type: "button", id: "use-default", onclick: on.useDefault, text: "Use the default model" }));
     }
     return fill(body, ...parts);
   }
+  if (m.hostNote) parts.push(el("p", { class: "error", id: "source-error", role: "alert", text: m.hostNote }));
   if (m.weightsSentence) parts.push(el("p", { class: "about-download weights", text: m.weightsSentence }));
   if (m.progress) {
     parts.push(progressView(m.progress), el("button", { type: "button", id: "download-cancel", onclick: on.cancel, text: "Cancel" }));

@@ -1,5 +1,6 @@
 // The status line (is Python up, is the model read) and the model-source line in the settings.
 
+import { hostNote } from "../hosts.mjs";
 import { weightsSentence } from "../weights.mjs";
 import { $ } from "./dom.mjs";
 
@@ -33,7 +34,9 @@ export function drawStatus(api) {
   const headline = api.writing && state === "ready" ? "Writing a reply" : STATUS_TEXT[state] || state;
   $("status").dataset.state = api.writing && state === "ready" ? "writing" : state;
   $("status-text").textContent = headline;
-  const shown = detail && !restates(headline, detail) ? detail : "";
+  const unreadable = state === "error" && hostNote(api.source);
+  const shown = unreadable ? `this page cannot read ${new URL(api.source.url).host} (the model box says why)`
+    : detail && !restates(headline, detail) ? detail : "";
   $("status-detail").textContent = shown;
   $("status-detail").hidden = !shown;
   $("status").title = detail ? `${headline}: ${detail}` : headline;
