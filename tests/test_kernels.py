@@ -288,10 +288,12 @@ def test_rope_and_kv_cache_write_after_the_qkv_projection(device, layout, chunk,
 @pytest.mark.parametrize("nh, nkv, hd", [(9, 3, 64), (4, 2, 16), (4, 4, 16)])
 @pytest.mark.parametrize("splits", [1, 10])
 @pytest.mark.parametrize("kv", ["F16", "F32"])
-def test_attention_equals_numpy_attention_over_the_cache(device, nh, nkv, hd, splits, kv):
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_attention_equals_numpy_attention_over_the_cache(device, nh, nkv, hd, splits, kv, target):
     """model.attention over a cache held in f16 or f32 (NumPy reads the same values), causal: one
     split written directly, or split in keys of `split` and merged; decode (T=1) at 1, 71 and
-    320 keys (over 1, 3 and 10 splits, and blocks of keys past one), and prefill chunks of 7."""
+    320 keys (over 1, 3 and 10 splits, and blocks of keys past one), and prefill chunks of 7;
+    its reductions by subgroups and by shared memory."""
     n_ctx, split_max = 320, 32
     rng = rng_for("attn", nh, nkv, hd)
     kc = rng.standard_normal((nkv, n_ctx, hd)).astype({"F16": np.float16, "F32": np.float32}[kv])
@@ -304,7 +306,8 @@ def test_attention_equals_numpy_attention_over_the_cache(device, nh, nkv, hd, sp
         kern.b.buffer("partials", 4 * t * nh * splits * (hd + 2))
         K.attention(kern.b, "k", step=step, q=kern.input("q", q), kc=kern.input("kc", kc), vc=kern.input("vc", vc),
                     partials="partials", out=out, n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx,
-                    splits=splits, split_max=split_max if splits > 1 else n_ctx, tokens=t, kv=kv)
+                    splits=splits, split_max=split_max if splits > 1 else n_ctx, tokens=t, kv=kv,
+                    target=TARGETS[target])
         (got,) = kern.run("out")
         end = start + t
         want = attention(split_heads(q, nh), kc[:, :end].astype(np.float32), vc[:, :end].astype(np.float32), start)

@@ -234,10 +234,10 @@ def kv_cache_bytes(n_kv_heads: int, n_ctx: int, head_dim: int, kv: str = "F16") 
 
 def attention(b, sequence: str, *, step: str, q: str, kc: str, vc: str, partials: str | None, out: str,
               n_heads: int, n_kv_heads: int, head_dim: int, n_ctx: int, splits: int, split_max: int, tokens: int,
-              kv: str = "F16"):
+              kv: str = "F16", target: Target = Target()):
     """softmax(q k^T / sqrt(hd)) v over the cache (in `kv`), causal: with one split written to
     `out` directly (one dispatch), else as split partials and a merge pass; tokens: the grid's
-    tokens (1 for decode, the chunk for prefill)."""
+    tokens (1 for decode, the chunk for prefill). Its reductions use subgroups where the target has them."""
     wg = 32  # a split's 32 keys, one a thread (lavapipe: a prefill chunk's attention 1.5x faster than with 64)
     group = n_heads // n_kv_heads
     common = {"HD": head_dim, "NH": n_heads, "SPLITS": splits}
@@ -246,13 +246,13 @@ def attention(b, sequence: str, *, step: str, q: str, kc: str, vc: str, partials
     t = KV_TYPES[kv]
     bindings = [step_binding(step), ("Q", "array<vec4<f32>>", "read", q), ("KC", f"array<{t['key8']}>", "read", kc),
                 ("VC", f"array<{t['pair']}>", "read", vc)]
-    load = f"kv_load_{kv.lower()}"
+    files = ["step", f"kv_load_{kv.lower()}", "attention_reduce_" + ("subgroup" if target.subgroups else "shared")]
     if splits == 1:
         b.kernel(sequence, "attention-direct", bindings + [("A", "array<f32>", "read_write", out)], consts,
-                 ["step", load, "attention_direct", "attention"], (1, n_kv_heads, tokens))
+                 files + ["attention_direct", "attention"], (1, n_kv_heads, tokens), enable=target.enable)
         return
     b.kernel(sequence, "attention", bindings + [("P", "array<f32>", "read_write", partials)], consts,
-             ["step", load, "attention_split", "attention"], (splits, n_kv_heads, tokens))
+             files + ["attention_split", "attention"], (splits, n_kv_heads, tokens), enable=target.enable)
     bindings = [step_binding(step), ("P", "array<f32>", "read", partials), ("A", "array<f32>", "read_write", out)]
     b.kernel(sequence, "attention_merge", bindings, {**common, "WG": wg}, ["step", "attention_merge"],
              (n_heads, tokens, 1))

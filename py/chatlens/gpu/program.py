@@ -135,7 +135,8 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
             # (T, nh, splits, hd+2) and a merge when there is more than one split
             K.attention(b, seq, step=step, q="q", kc=w["k_cache"], vc=w["v_cache"], partials="partials", out="attn",
                         n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=seq_splits,
-                        split_max=split_max if seq_splits > 1 else short or split_max, tokens=tokens, kv=kv)
+                        split_max=split_max if seq_splits > 1 else short or split_max, tokens=tokens, kv=kv,
+                        target=target)
             # x (T, dim) += attn (T, nh*hd) @ o.T
             K.project(b, seq, target, step=step, x="attn", w=w["o"], epilogue=K.residual("x", dim), chunk=rows)
             # rms_norm(x) (T, dim) -> h (T, ffn) = silu(. @ gate.T) * (. @ up.T)

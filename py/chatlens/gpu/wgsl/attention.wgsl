@@ -7,6 +7,7 @@
 // writes, per query head, the split's exp-weighted sum of values, its max score and sum of
 // exp(score - max) (attention_split.wgsl); attention_merge.wgsl combines the splits.
 // Q is (T, NH * HD); KC, VC are (NKV, N_CTX, HD), read through kv_load_<dtype>.wgsl.
+// Its maxima and sums over the workgroup: attention_reduce_<shared|subgroup>.wgsl.
 // Grid (SPLITS, NKV, chunk tokens); workgroups past this step's keys or tokens return at once.
 const GH: u32 = GROUP * HD;
 const HP: u32 = HD / 2u;  // pairs of dims a key holds
@@ -14,28 +15,8 @@ const OUTS: u32 = (GROUP * HP + WG - 1u) / WG;  // (head, dim pair) outputs per 
 
 var<workgroup> qs: array<vec4<f32>, GH / 4u>;
 var<workgroup> scores: array<f32, GROUP * BLOCK>;
-var<workgroup> red_m: array<f32, GROUP * WG>;
-var<workgroup> red_l: array<f32, GROUP * WG>;
-
-// red_m[g * WG] = max over the workgroup of red_m[g * WG + lid] (is_max), or red_l's sum; the caller has
-// written its values and passed a barrier; every invocation may read the result afterwards.
-fn reduce(lid: u32, is_max: bool) {
-    for (var s = WG_POW2 / 2u; s > 0u; s = s / 2u) {
-        if (lid < s && lid + s < WG) {
-            for (var g = 0u; g < GROUP; g++) {
-                if (is_max) {
-                    red_m[g * WG + lid] = max(red_m[g * WG + lid], red_m[g * WG + lid + s]);
-                } else {
-                    red_l[g * WG + lid] += red_l[g * WG + lid + s];
-                }
-            }
-        }
-        workgroupBarrier();
-    }
-}
-
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32, lanes: Lanes) {
     let kv = wid.y;
     let t = wid.z;
     let n_keys = step.start + t + 1u;
@@ -84,17 +65,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 bm[g] = max(bm[g], sc);
             }
         }
-        for (var g = 0u; g < GROUP; g++) {
-            red_m[g * WG + lid] = bm[g];
-        }
-        workgroupBarrier();
-        reduce(lid, true);
+        let block_max = group_max(lid, lanes, bm);
         // the new running max, what the old sums are scaled by, and exp(score - max)
         var alpha: array<f32, GROUP>;
         var bl: array<f32, GROUP>;
         for (var g = 0u; g < GROUP; g++) {
             bl[g] = 0.0;
-            let mn = max(m[g], red_m[g * WG]);
+            let mn = max(m[g], block_max[g]);
             alpha[g] = exp(m[g] - mn);
             m[g] = mn;
         }
@@ -105,13 +82,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 bl[g] += e;
             }
         }
+        let block_sum = group_sum(lid, lanes, bl);  // its barrier: every score is exp'd before the sums below
         for (var g = 0u; g < GROUP; g++) {
-            red_l[g * WG + lid] = bl[g];
-        }
-        workgroupBarrier();
-        reduce(lid, false);
-        for (var g = 0u; g < GROUP; g++) {
-            l[g] = l[g] * alpha[g] + red_l[g * WG];
+            l[g] = l[g] * alpha[g] + block_sum[g];
         }
         // the exp-weighted sum of values, two dims of one head per output
         for (var i = 0u; i < OUTS; i++) {
