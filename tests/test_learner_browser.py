@@ -324,6 +324,10 @@ def test_a_phone_keeps_the_composer_and_the_headline_figures_in_view(browser, se
         page.wait_for_function("() => document.getElementById('reads-title').getBoundingClientRect().top < 100")
         assert page.evaluate(IN_VIEW, "#draft")
         page.screenshot(path=str(SHOTS / "learner-phone-reads-view.png"))
+        page.click(".dock-to-chat")  # and one tap back to the chat
+        page.wait_for_function("() => Math.abs(document.getElementById('chat-title').getBoundingClientRect().top) < 100")
+        assert page.evaluate(IN_VIEW, "#draft")
+        page.screenshot(path=str(SHOTS / "learner-phone-chat-view.png"))
         # nothing hides under the dock: the page's end scrolls above it
         page.evaluate("window.scrollTo(0, document.scrollingElement.scrollHeight)")
         gap = page.evaluate("""() => document.getElementById('dock').getBoundingClientRect().top -
