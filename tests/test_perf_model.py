@@ -49,3 +49,11 @@ def test_the_model_lines_say_what_to_give_without_a_bandwidth():
     assert "--bandwidth" in bench.gpu_model_lines(r, None, None)[1]
     line = bench.gpu_model_lines(r, 1000, 4)[1]
     assert "roofline at 1000 GB/s and 4 us a dispatch" in line and "measured 2.0 tok/s" in line
+
+
+def test_model_files_get_an_f16_cache_and_numpy_arrays_numpy_s_f32(tmp_path):
+    """The cache is f16 for a model's files; a plan over NumPy's float32 arrays (gpu.open_arrays,
+    the backend contract's tests held to NumPy at f32 precision) keeps f32."""
+    plan = weight_plan(SOURCES["hf-f16"](tmp_path))
+    assert build_program(plan, 64)["meta"]["kv"] == "F16"
+    assert build_program({**plan, "source": "arrays"}, 64)["meta"]["kv"] == "F32"

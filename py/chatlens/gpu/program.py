@@ -39,11 +39,14 @@ DEFAULT_LIMIT = 128 << 20  # WebGPU's default maxStorageBufferBindingSize
 # moves the real model's logits by up to ~1.4e-2 against NumPy's f32 cache (the greedy ids stay:
 # tests/test_gpu_backend.py); F32 gives NumPy's own.
 KV_CACHE = "F16"
+# A plan over NumPy's own float32 arrays (gpu.open_arrays: the backend contract's tests, held to
+# NumPy at f32 precision) keeps NumPy's f32 cache.
+KV_CACHE_OF_SOURCE = {"arrays": "F32"}
 
 
 def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = None, chunk: int = CHUNK,
                   kv: str | None = None) -> dict:
-    kv = kv or KV_CACHE
+    kv = kv or KV_CACHE_OF_SOURCE.get(plan.get("source"), KV_CACHE)
     if kv not in K.KV_TYPES:
         raise ChatlensError(f"a KV cache in {kv}: the GPU holds one in {' or '.join(K.KV_TYPES)}")
     cfg = ModelConfig(**plan["config"])
