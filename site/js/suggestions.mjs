@@ -45,7 +45,7 @@ export const SUGGESTIONS = [
     id: "tip",
     text: "Give me one tip for sleeping better.",
     hint: "a long answer",
-    why: "A long answer shows the reply limit: watch it stop at max_tokens instead of with its end-of-turn token.",
+    why: "A long answer shows the reply limit: watch it get cut off there (max_tokens) instead of ending with its end-of-turn token.",
     recorded: { message: "Give me one tip for sleeping better." },
   },
   {
