@@ -6,7 +6,7 @@ Debian's Chromium (/usr/bin/chromium, the flags of tests/webapp.py) runs the sit
 mirror `serve` uses. Without a GPU its WebGPU adapter is SwiftShader, a CPU emulation: every
 figure from the page is a functional measurement of this machine, not a GPU's speed.
 
-Sections (`--only reload,replies,wllama,long`; all by default):
+Sections (`--only reload,replies,wllama,long,panel`; all by default):
   reload   issue 9: a persistent profile visits once online (the model downloaded into the store,
            the service worker in control), then `--reloads` reloads: the time from navigation to
            previews ready and to the model ready to answer, and where it goes (the worker's
@@ -21,6 +21,8 @@ Sections (`--only reload,replies,wllama,long`; all by default):
   long     issue 11: the tiny model (tests/tiny_model.py) in one page: `--turns` previews of a growing
            conversation, then `--replies` replies, with the page's JS heap, the worker's wasm memory
            and JS heap (its "debug" request) and the GPU process's resident memory along the way
+  panel    issue 15: the main thread's time for each streamed token at a ~900-token prompt on the
+           Tokens tab, the whole panel drawn again (before) against the reply's box alone (after)
 
 Figures are medians of repeats, printed, never asserted; rows compared by a ratio run back to
 back in the same invocation. The machine's load average is printed with each section.
@@ -43,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "py"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-SECTIONS = ("reload", "replies", "wllama", "long")
+SECTIONS = ("reload", "replies", "wllama", "long", "panel")
 BENCH_FILES = ROOT / "scripts" / "bench"  # package.json + lock (wllama), the wllama page
 NPM_DIR = ROOT / ".cache" / "bench"  # ignored (/.cache/ in .gitignore): wllama's node_modules
 WORKER_URL = "/js/worker/worker.mjs"
@@ -282,7 +284,7 @@ class Bench:
         self.results = {}
         self.profiles = {}
         self.wllama_error = None
-        if "long" in sections:
+        if "long" in sections or "panel" in sections:
             from tiny_model import write_tiny_model
 
             write_tiny_model(self.out / "tiny" / "model", self.hf_folder)
@@ -323,9 +325,11 @@ class Bench:
         return self.pw.chromium.launch(executable_path=CHROMIUM, args=self.launch_args())
 
     def page_query(self):
+        # WebGPU by name: `auto` passes SwiftShader over for NumPy (chatlens.device), and the page
+        # is measured on the GPU path
         if self.args.page_source == "gguf":
-            return f"?model={self.url}{self.mirror.base}{self.mirror.gguf}"
-        return ""
+            return f"?backend=webgpu&model={self.url}{self.mirror.base}{self.mirror.gguf}"
+        return "?backend=webgpu"
 
     def page_model_path(self):
         return self.gguf if self.args.page_source == "gguf" else self.hf_folder
@@ -418,7 +422,7 @@ def section_reload(bench, args):
         visits = []
         for i in range(args.reloads + 1):
             if i == 0:
-                page.goto(bench.url)  # the browser just started on the profile
+                page.goto(bench.url + bench.page_query())  # the browser just started on the profile
             else:
                 page.reload()
             page.wait_for_function("() => window.__bench && __bench.modelReadyAt !== null && __bench.previewAt !== null"
@@ -622,6 +626,7 @@ def section_replies(bench, args):
             page.evaluate(RUN, {"messages": [{"role": "user", "content": "Hi"}], "window": 256, "n": 1})
         runs = [page.evaluate(RUN, {"messages": prompt_messages(args, r), "window": args.window, "n": n})
                 for r in range(args.page_repeats)]
+        host = chatlens_worker(page).evaluate(WORKER_DEBUG)["last_reply"]
     finally:
         ctx.close()
     rec0 = runs[0]["record"]
@@ -640,6 +645,11 @@ def section_replies(bench, args):
           f"first token {page_fig['ttft'] / 1000:7.2f} s")
     print(f"   {'  (the record: worker-side)':<34} prefill {fmt_rate(page_fig['rec_prefill'])} tok/s   "
           f"decode {fmt_rate(page_fig['rec_decode'])} tok/s")
+    if host:
+        pulls = max(host["pulls"], 1)
+        print(f"   the worker's time a pull of the last run ({host['pulls']} pulls, one a token): Python "
+              f"{host['python_ms'] / pulls:.2f} ms, encoding and submitting runs {host['submit_ms'] / pulls:.2f} ms, "
+              f"waiting for the GPU's bytes {host['wait_ms'] / pulls:.0f} ms; at most {host['most_in_flight']} steps in flight")
     native = native_figures(bench.page_model_path(), rec0["ids"], n, args.repeats, args.native_threads)
     nat = {"prefill": med([len(rec0["ids"]) / (r["prefill_ms"] / 1000) for r in native["runs"]]),
            "decode": med([(n - 1) / (r["decode_ms"] / 1000) for r in native["runs"]]) if n > 1 else None,
@@ -795,6 +805,65 @@ def memory(page, cdp, worker_cdp, gpu_pids):
     return {"page_js": metrics.get("JSHeapUsedSize"), "wasm": wasm, "worker_js": worker_js, "gpu_rss": rss or None}
 
 
+# Times the page's handling of each streamed token: the handler the page gives the worker
+# (connection.mjs), wrapped before any script runs.
+TOKEN_TIMER = """(() => {
+  const times = (window.__tokenMs = []);
+  const desc = Object.getOwnPropertyDescriptor(Worker.prototype, "onmessage");
+  Object.defineProperty(Worker.prototype, "onmessage", {
+    get: desc.get,
+    set(fn) {
+      desc.set.call(this, (e) => {
+        const t = performance.now();
+        try { return fn(e); } finally { if (e.data?.type === "token") times.push(performance.now() - t); }
+      });
+    },
+  });
+  if (new URLSearchParams(location.search).has("full-redraw")) window.chatlensFullRedraw = true;
+})();"""
+
+
+def section_panel(bench, args):
+    print(f"\n== the panel while a reply streams (issue 15): the tiny model, a ~900-token prompt on the Tokens tab, "
+          f"{args.panel_tokens} tokens a reply; main-thread time a streamed token, before (the whole panel drawn "
+          f"again) and after (the reply's box alone); {load()}")
+    browser = bench.browser()
+    try:
+        rows = []
+        for label, flag in (("before: whole panel", "&full-redraw"), ("after: the reply alone", "")):
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+            ctx.add_init_script(TOKEN_TIMER)
+            page = ctx.new_page()
+            page.goto(f"{bench.url}?backend=webgpu&model={bench.url}tiny/model/{flag}")
+            wait_previews(page)
+            if not page.evaluate("chatlens.downloadModel()").get("complete"):
+                raise RuntimeError("the tiny model was not stored")
+            page.evaluate("chatlens.modelReady")
+            page.wait_for_function("() => chatlens.status.state === 'ready'")
+            page.evaluate("localStorage.clear()")
+            page.click("#mode-live")
+            page.select_option("#window", "1024")
+            page.evaluate(f"chatlens.settings.reply_limit = {args.panel_tokens}")
+            page.fill("#draft", " ".join(["the lighthouse keeper"] * 290))
+            page.wait_for_selector("#reads-tab-tokens")
+            page.click("#reads-tab-tokens")
+            page.press("#draft", "Enter")
+            page.wait_for_function("() => !chatlens.writing && document.querySelector('#chat .msg.assistant:not(.is-streaming)')",
+                                   timeout=LONG_WAIT_MS)
+            used = page.evaluate("document.querySelectorAll('#token-view .tok').length")
+            ms = sorted(page.evaluate("window.__tokenMs"))
+            rows.append((label, ms, used))
+            ctx.close()
+        for label, ms, used in rows:
+            p90 = ms[min(len(ms) - 1, int(0.9 * len(ms)))] if ms else float("nan")
+            print(f"   {label:<26} {len(ms)} tokens: median {med(ms):6.2f} ms, p90 {p90:6.2f} ms a token "
+                  f"(the Tokens tab holds {used} chips)")
+        if rows[0][1] and rows[1][1]:
+            print(f"   after / before: {med(rows[1][1]) / med(rows[0][1]):.3f}x (medians)")
+    finally:
+        browser.close()
+
+
 def section_long(bench, args):
     print(f"\n== long use (issue 11): the tiny model in one page, {args.turns} previews of a growing conversation, "
           f"{args.replies} replies of 4 tokens; {load()}")
@@ -803,7 +872,7 @@ def section_long(bench, args):
     try:
         ctx = browser.new_context()
         page = ctx.new_page()
-        page.goto(f"{bench.url}?model={bench.url}tiny/model/")
+        page.goto(f"{bench.url}?backend=webgpu&model={bench.url}tiny/model/")
         wait_previews(page)
         summary = page.evaluate("chatlens.downloadModel()")
         model = page.evaluate("chatlens.modelReady")
@@ -869,6 +938,7 @@ def parse(argv):
     p.add_argument("--wllama-webgpu", action="store_true", help="wllama: also a row with its layers on WebGPU")
     p.add_argument("--turns", type=int, default=100, help="long: previews of a growing conversation (default 100)")
     p.add_argument("--replies", type=int, default=50, help="long: replies of 4 tokens (default 50)")
+    p.add_argument("--panel-tokens", type=int, default=40, help="panel: tokens a streamed reply (default 40)")
     p.add_argument("--native-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -901,7 +971,8 @@ def main(argv=None) -> int:
     try:
         for name in args.sections:
             try:
-                {"reload": section_reload, "replies": section_replies, "wllama": section_wllama, "long": section_long}[name](bench, args)
+                {"reload": section_reload, "replies": section_replies, "wllama": section_wllama, "long": section_long,
+                 "panel": section_panel}[name](bench, args)
             except Exception as e:
                 failed.append(name)
                 print(f"   {name}: failed: {type(e).__name__}: {e}")

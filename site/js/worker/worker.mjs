@@ -49,6 +49,7 @@ let session = null; // {source, build, backend, device, path, info, store}
 let attached = null; // {backend, n_ctx, kind, executor?} once replies can be computed
 const stops = new Map(); // request id -> resolve(): a stop signal for that reply
 const stopsAsked = new Set(); // the ids of replies asked to stop
+let lastReply = null; // where the last reply's time went (the bench's "debug" request)
 
 const status = (state, detail = "") => {
   performance.mark(`chatlens:${state}`, { detail }); // where the time goes (scripts/bench_browser.py)
@@ -138,8 +139,9 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
 }
 
 const requests = {
-  /** For scripts/bench_browser.py: the size of Python's wasm memory, in bytes. */
-  debug: () => ({ wasm_heap: py?._module.HEAP8.length ?? null }),
+  /** For scripts/bench_browser.py: the size of Python's wasm memory, in bytes, and where the
+   * last reply's time went in this thread (`pull`'s figures). */
+  debug: () => ({ wasm_heap: py?._module.HEAP8.length ?? null, last_reply: lastReply }),
   async init(args) {
     if (args.hideJspi) { // tests: a browser without JavaScript Promise Integration (older Firefox, Safari)
       delete WebAssembly.Suspending;
@@ -204,6 +206,20 @@ async function pull(kind, args, id) {
   const stopped = new Promise((resolve) => stops.set(id, () => resolve(STOPPED))).then((v) => ((asked = true), v));
   const t0 = performance.now();
   const flight = []; // the GPU runs submitted, oldest first: promises of their bytes
+  // Where the time goes, for the bench: in Python, submitting runs, waiting for their bytes.
+  const spent = { python_ms: 0, submit_ms: 0, wait_ms: 0, pulls: 0, most_in_flight: 0 };
+  const timed = (what, f) => {
+    const t = performance.now();
+    try {
+      return f();
+    } finally {
+      spent[what] += performance.now() - t;
+    }
+  };
+  const ask = (name, a, ...extra) => {
+    spent.pulls += 1;
+    return timed("python_ms", () => python.call(name, a, ...extra));
+  };
   try {
     return await pullLoop();
   } finally {
@@ -211,7 +227,8 @@ async function pull(kind, args, id) {
   }
 
   async function pullLoop() {
-    let out = python.call("start", { ...args, kind, depth: gpu ? gpu.depth() : 1 });
+    let out = ask("start", { ...args, kind, depth: gpu ? gpu.depth() : 1 });
+    lastReply = spent;
     for (;;) {
       for (const t of out.tokens) self.postMessage({ type: "token", id, token: t.id, text: t.text, piece: t.piece });
       if (out.done) return out.done;
@@ -219,25 +236,28 @@ async function pull(kind, args, id) {
         self.postMessage({ type: "progress", id, read: out.read, of: out.prompt, ms: performance.now() - t0 });
       }
       if (asked) {
-        out = python.call("stop", {});
+        out = ask("stop", {});
         continue;
       }
       if (gpu) {
         for (const r of out.runs) {
           const params = new Uint8Array(new Uint32Array(r.params).buffer); // the step buffer's words
-          flight.push(gpu.submit(r.sequences, params, r.readback, { stopped: () => asked }));
+          flight.push(timed("submit_ms", () => gpu.submit(r.sequences, params, r.readback, { stopped: () => asked })));
         }
+        spent.most_in_flight = Math.max(spent.most_in_flight, flight.length);
         const oldest = flight.shift();
+        const t = performance.now();
         const raw = await Promise.race([oldest, stopped]);
+        spent.wait_ms += performance.now() - t;
         if (raw === STOPPED || raw === null || asked) { // a stop came before this step's bytes: none of them count
           oldest.catch(() => {});
-          out = python.call("stop", {});
+          out = ask("stop", {});
           continue;
         }
-        out = python.call("step", { depth: gpu.depth() }, raw);
+        out = ask("step", { depth: gpu.depth() }, raw);
       } else {
         await Promise.race([nextTask(), stopped]); // a stop or a preview between two steps of NumPy
-        out = python.call(asked ? "stop" : "step", {});
+        out = ask(asked ? "stop" : "step", {});
       }
     }
   }
