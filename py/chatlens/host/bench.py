@@ -119,7 +119,52 @@ def run_chatlens(model, ids, new_tokens, repeats):
            "first_token_ms": statistics.median(first), "backend": backend.name}
     if hasattr(backend, "meta"):  # the GPU: what one token costs it, at the decode's mean context
         out.update(gpu_figures(backend.meta, model.path, len(ids) + new_tokens // 2))
+    if getattr(backend, "planned", False):  # the GPU's loop as chatlens.pull drives it
+        out["in_flight"] = {str(depth): pulled_runs(backend, ids, new_tokens, repeats, depth) for depth in (1, 2)}
     return out
+
+
+def pulled_runs(backend, ids, new_tokens, repeats, depth) -> dict:
+    """Decode through chatlens.pull with `depth` steps in flight (1: the host waits for each id
+    before it submits the next step, as the loop did before steps went ahead): decode tokens/s
+    and the host's time a token, taken apart: planning the step (Python), encoding and
+    submitting it, waiting for its bytes."""
+    from ..pull import Pull
+
+    ex = backend.executor
+    spent = {"submit": 0.0, "collect": 0.0}
+    submit, collect = ex.submit, ex.collect
+
+    def timed(name, call):
+        def run(*a):
+            t = time.perf_counter()
+            try:
+                return call(*a)
+            finally:
+                spent[name] += time.perf_counter() - t
+        return run
+
+    ex.submit, ex.collect = timed("submit", submit), timed("collect", collect)
+    rates, host = [], []
+    try:
+        for _ in range(repeats):
+            backend.reset()
+            pull = Pull(backend, ids, eos_id=-1, max_new_tokens=new_tokens, depth=depth)
+            while pull.chosen == 0:
+                pull.pull()
+            spent.update(submit=0.0, collect=0.0)
+            t0 = time.perf_counter()
+            while not pull.done:
+                pull.pull()
+            total = time.perf_counter() - t0
+            steps = max(new_tokens - 1, 1)
+            rates.append(steps / total)
+            host.append({"submit_ms": 1000 * spent["submit"] / steps, "wait_ms": 1000 * spent["collect"] / steps,
+                         "python_ms": 1000 * (total - spent["submit"] - spent["collect"]) / steps})
+    finally:
+        ex.submit, ex.collect = submit, collect
+    mid = {k: statistics.median(h[k] for h in host) for k in host[0]}
+    return {"decode_tok_s": statistics.median(rates), **mid}
 
 
 # --- the GPU's performance model: what a decode token reads and dispatches, and the rate that
@@ -319,3 +364,7 @@ def _row(name, r, bandwidth=None, dispatch_us=None):
     if "weight_bytes_per_token" in r:
         for line in gpu_model_lines(r, bandwidth, dispatch_us):
             print(f"{'':36s} {line}")
+    for depth, f in r.get("in_flight", {}).items():
+        print(f"{'':36s} {depth} step{'s' if depth != '1' else ''} in flight: decode {f['decode_tok_s']:6.1f} tok/s; "
+              f"host a token: encode+submit {f['submit_ms']:.2f} ms, Python {f['python_ms']:.2f} ms, "
+              f"waiting for the bytes {f['wait_ms']:.2f} ms")
