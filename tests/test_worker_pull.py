@@ -1,0 +1,107 @@
+"""A reply as the page's worker pulls it from chatlens.worker: `start`, then `step` with each GPU
+run's bytes, or `stop`. Here the tests play the worker's JavaScript (site/js/worker/worker.mjs's
+`pull`): the runs Python plans go to the native executor (wgpu-py on lavapipe), as the browser's
+executor runs them, and their bytes back to `step`. The tiny random Llama with SmolLM2's real
+tokenizer and template keeps every step fast; its replies must equal the NumPy path's.
+"""
+
+import json
+import struct
+from collections import deque
+
+import pytest
+
+from chatlens import worker
+from tiny_model import write_tiny_model
+
+pytest.importorskip("wgpu")
+
+MESSAGES = [{"role": "user", "content": "Tell me about lighthouses."}]
+REQUEST = {"kind": "chat", "messages": MESSAGES, "window": 256, "maxTokens": 6, "reserve": 6, "system": "Be brief."}
+
+
+def call(name, args, *extra):
+    out = json.loads(worker.call(name, json.dumps(args), *extra))
+    assert out["ok"], out["error"]
+    return out["result"]
+
+
+@pytest.fixture(scope="module")
+def tiny(hf_dir, tmp_path_factory):
+    return write_tiny_model(tmp_path_factory.mktemp("tiny") / "model", hf_dir)
+
+
+def on_numpy(folder, request):
+    call("load", {"path": str(folder)})
+    call("use_numpy", {})
+    return call("run", request)
+
+
+def on_the_gpu(folder):
+    """The worker loaded with `folder`'s GPU program, and the executor the page's JS would hold."""
+    from chatlens.gpu import native
+
+    device, info = native.shared_device()
+    call("load", {"path": str(folder)})
+    program = call("gpu_program", {"n_ctx": 256, "features": info["features"], "limits": info["limits"]})
+    read = lambda file, offset, n: (folder / file).read_bytes()[offset:offset + n]
+    executor = native.NativeExecutor(device, program, read, info["name"])
+    assert call("use_gpu", {"name": info["name"]})["backend"] == f"webgpu: {info['name']}"
+    return executor
+
+
+def pulled(executor, request, stop_after=None):
+    """worker.mjs's loop: submit the runs, give the oldest one's bytes, post the tokens."""
+    flight, tokens, most = deque(), [], 0
+    out = call("start", {**request, "depth": 3})
+    while out["done"] is None:
+        tokens += [t for t in out["tokens"] if t["id"] >= 0]
+        if stop_after is not None and len(tokens) >= stop_after:
+            out = call("stop", {})
+            break
+        for r in out["runs"]:
+            flight.append(executor.submit(r["sequences"], struct.pack(f"<{len(r['params'])}I", *r["params"]), r["readback"]))
+        most = max(most, len(flight))
+        out = call("step", {"depth": 3}, executor.collect(flight.popleft()))
+    tokens += [t for t in out["tokens"] if t["id"] >= 0]
+    for ticket in flight:
+        executor.collect(ticket)  # steps computed past the end: their bytes are not used
+    return out["done"], tokens, most
+
+
+def test_a_reply_pulled_through_gpu_runs_equals_the_numpy_path(tiny):
+    want = on_numpy(tiny, REQUEST)
+    executor = on_the_gpu(tiny)
+    record, tokens, most = pulled(executor, REQUEST)
+    assert record["reply_ids"] == want["reply_ids"] and record["prompt_ids"] == want["prompt_ids"]
+    assert [t["id"] for t in tokens] == record["reply_ids"] and record["backend"].startswith("webgpu: ")
+    assert most > 1  # the next steps were in flight before each id was read back
+    # A second turn reuses what the first left in the cache, as the NumPy path does.
+    follow = {**REQUEST, "messages": MESSAGES + [{"role": "assistant", "content": record["reply_text"]},
+                                                 {"role": "user", "content": "And ships?"}]}
+    again, _, _ = pulled(executor, follow)
+    on_numpy(tiny, REQUEST)
+    ref = call("run", follow)  # the NumPy path, in the same two turns
+    assert again["reply_ids"] == ref["reply_ids"] and again["reused_tokens"] == ref["reused_tokens"] > 0
+
+
+def test_a_stop_after_the_first_token_keeps_it_and_the_cache_stays_right(tiny):
+    executor = on_the_gpu(tiny)
+    record, tokens, _ = pulled(executor, REQUEST, stop_after=1)
+    assert record["stop_reason"] == "stopped" and record["reply_ids"] == [tokens[0]["id"]]
+    # the steps already in flight were discarded: the next turn's reuse is the prompt's
+    follow = {**REQUEST, "messages": MESSAGES + [{"role": "assistant", "content": record["reply_text"]},
+                                                 {"role": "user", "content": "Go on."}]}
+    preview = call("preview", follow)
+    again, _, _ = pulled(executor, follow)
+    assert again["reused_tokens"] == preview["reused_tokens"] >= len(record["prompt_ids"])
+
+
+def test_a_prediction_is_pulled_too_and_leaves_the_cache_as_it_was(tiny):
+    executor = on_the_gpu(tiny)
+    pulled(executor, REQUEST)
+    follow = {**REQUEST, "messages": MESSAGES + [{"role": "assistant", "content": "Yes."}, {"role": "user", "content": "Hm?"}]}
+    before = call("preview", follow)["reused_tokens"]
+    predicted, _, _ = pulled(executor, {**follow, "kind": "predict", "topK": 5})
+    assert len(predicted["top_k"]) == 5 and predicted["reused_tokens"] == before
+    assert call("preview", follow)["reused_tokens"] == before
