@@ -327,9 +327,10 @@ class Bench:
     def page_query(self):
         # WebGPU by name: `auto` passes SwiftShader over for NumPy (chatlens.device), and the page
         # is measured on the GPU path
+        query = "?backend=webgpu" + ("&jspi=off" if self.args.no_jspi else "")
         if self.args.page_source == "gguf":
-            return f"?backend=webgpu&model={self.url}{self.mirror.base}{self.mirror.gguf}"
-        return "?backend=webgpu"
+            return f"{query}&model={self.url}{self.mirror.base}{self.mirror.gguf}"
+        return query
 
     def page_model_path(self):
         return self.gguf if self.args.page_source == "gguf" else self.hf_folder
@@ -939,6 +940,7 @@ def parse(argv):
     p.add_argument("--turns", type=int, default=100, help="long: previews of a growing conversation (default 100)")
     p.add_argument("--replies", type=int, default=50, help="long: replies of 4 tokens (default 50)")
     p.add_argument("--panel-tokens", type=int, default=40, help="panel: tokens a streamed reply (default 40)")
+    p.add_argument("--no-jspi", action="store_true", help="the page's worker hides JSPI (?jspi=off), as a browser without it")
     p.add_argument("--native-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]

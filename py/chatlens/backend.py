@@ -30,6 +30,9 @@ class Step:
 
 @runtime_checkable
 class Backend(Protocol):
+    """What computes the model. Optionally also: `chunk`, the most prompt ids one step takes (the
+    loop feeds longer prompts in chunks a stop can fall between), and `planned` with plan / read /
+    submit / collect: a GPU whose steps its host runs, several in flight (chatlens.pull)."""
     name: str  # what computes, for the turn record: "numpy", "webgpu: <adapter>"
     capacity: int  # most tokens the cache can hold
     length: int  # tokens whose keys and values are in the cache now

@@ -97,15 +97,3 @@ class PromptCache:
         gen = greedy(self, prompt_ids[reuse:], eos_id=eos_id, max_new_tokens=max_new_tokens,
                      on_token=on_token, should_stop=should_stop, top_k=top_k)
         return reuse, gen
-
-    def first_step(self, prompt_ids, top_k: int = 0) -> tuple[int, Step]:
-        """What the model would write first after `prompt_ids`, without changing what a later
-        turn finds in the cache: the step after the prompt is computed (reusing the cached
-        prefix), then the cache is cut back to that prefix. A look-ahead (the page's prediction
-        while the user types) so leaves the reuse a preview or a send reports as it was.
-        Returns (reused token count, the Step)."""
-        reuse = self.reusable(prompt_ids)
-        self.truncate(reuse)
-        step = self.prefill(prompt_ids[reuse:], top_k)
-        self.truncate(reuse)
-        return reuse, step
