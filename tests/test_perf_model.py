@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from chatlens.gpu import build_program, weight_plan
+from chatlens.gpu import build_program, program, weight_plan
 from chatlens.host import bench
 from test_gpu_backend import SOURCES, TINY
 
 
-@pytest.mark.parametrize("kv, value_bytes", [(None, 2), ("F32", 4)])
+@pytest.mark.parametrize("kv, value_bytes", [(None, 4), ("F16", 2)])
 def test_bytes_and_dispatches_a_token_come_from_the_program(tmp_path, kv, value_bytes):
     path = SOURCES["gguf-q4_1"](tmp_path)
     plan = weight_plan(path)
@@ -51,9 +51,10 @@ def test_the_model_lines_say_what_to_give_without_a_bandwidth():
     assert "roofline at 1000 GB/s and 4 us a dispatch" in line and "measured 2.0 tok/s" in line
 
 
-def test_model_files_get_an_f16_cache_and_numpy_arrays_numpy_s_f32(tmp_path):
-    """The cache is f16 for a model's files; a plan over NumPy's float32 arrays (gpu.open_arrays,
-    the backend contract's tests held to NumPy at f32 precision) keeps f32."""
+def test_model_files_get_the_default_cache_and_numpy_arrays_numpy_s_f32(tmp_path, monkeypatch):
+    """The cache is program.KV_CACHE's for a model's files; a plan over NumPy's float32 arrays
+    (gpu.open_arrays, the backend contract's tests held to NumPy at f32 precision) keeps f32."""
+    monkeypatch.setattr(program, "KV_CACHE", "F16")
     plan = weight_plan(SOURCES["hf-f16"](tmp_path))
     assert build_program(plan, 64)["meta"]["kv"] == "F16"
     assert build_program({**plan, "source": "arrays"}, 64)["meta"]["kv"] == "F32"

@@ -3,7 +3,7 @@
 `build_program(plan, n_ctx, features, limits)` turns a weight plan (weights.py) and what the
 adapter offers into builder.py's plain data: the weights uploaded as the source stores them
 (quantized blocks regrouped so every load is aligned: kernels.LAYOUTS), the activations, the
-KV cache (f16 by default: KV_CACHE), and these sequences of dispatches:
+KV cache (f32 or f16: KV_CACHE), and these sequences of dispatches:
 
     prefill  embedding + every layer for a chunk of up to `chunk` tokens (tiled matmuls)
     decode   embedding + every layer for one token (matvecs), its id from the step or the last argmax
@@ -35,10 +35,12 @@ SPLIT_MIN = 32  # fewest keys an attention split takes
 # u32 words of the step buffer, in order (wgsl/step.wgsl); the chunk's ids follow
 STEP_FIELDS = ("n_tokens", "start", "split", "use_argmax", "top_k", "pad0", "pad1", "pad2")
 DEFAULT_LIMIT = 128 << 20  # WebGPU's default maxStorageBufferBindingSize
-# The KV cache's precision (kernels.KV_TYPES): f16 halves the bytes attention reads a token and
-# moves the real model's logits by up to ~1.4e-2 against NumPy's f32 cache (the greedy ids stay:
-# tests/test_gpu_backend.py); F32 gives NumPy's own.
-KV_CACHE = "F16"
+# The KV cache's precision (kernels.KV_TYPES). F16 (two per u32) halves the bytes attention reads
+# a token; it moves the real model's logits by up to 1.4e-2 against NumPy's f32 cache, with the
+# same greedy ids (tests/test_gpu_backend.py), a random tiny model's by up to 4e-2. F32 gives
+# NumPy's own values, which the tests that hold the GPU's logits and top-k to NumPy's within
+# 1e-3 (test_commands.py, test_why_browser.py) still ask for: the default until they allow F16's.
+KV_CACHE = "F32"
 # A plan over NumPy's own float32 arrays (gpu.open_arrays: the backend contract's tests, held to
 # NumPy at f32 precision) keeps NumPy's f32 cache.
 KV_CACHE_OF_SOURCE = {"arrays": "F32"}
