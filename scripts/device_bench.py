@@ -4,10 +4,11 @@ them the program's performance model (chatlens.host.bench: bytes and dispatches 
 roofline at --bandwidth).
 
     PYTHONPATH=py python3 scripts/device_bench.py MODEL... [--contexts 256 1000] [--new-tokens 64]
-        [--repeats 3] [--bandwidth GB/S] [--dispatch-us US] [--json OUT]
+        [--repeats 3] [--kv F32 F16] [--bandwidth GB/S] [--dispatch-us US] [--json OUT]
 
 The prompt is bench's conversation, its ids repeated to the context's length: the figures
-depend on the number of tokens, not their text. Prints one line a row, and with --json the rows.
+depend on the number of tokens, not their text. Each model runs with each KV cache precision
+given (chatlens.gpu.program.KV_CACHE). Prints one line a row, and with --json the rows.
 """
 
 import argparse
@@ -49,12 +50,13 @@ def main(argv=None) -> int:
     p.add_argument("--contexts", nargs="+", type=int, default=[256, 1000])
     p.add_argument("--new-tokens", type=int, default=64)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--kv", nargs="+", default=["F32", "F16"], choices=["F32", "F16"], help="KV cache precisions")
     p.add_argument("--bandwidth", type=float, metavar="GB/S")
     p.add_argument("--dispatch-us", type=float, metavar="US")
     p.add_argument("--json", metavar="OUT")
     args = p.parse_args(argv)
 
-    from chatlens.gpu import native, open_native
+    from chatlens.gpu import native, open_native, program
     from chatlens.host import bench
 
     opened = native.shared_device()
@@ -63,20 +65,22 @@ def main(argv=None) -> int:
         return 1
     print(f"adapter: {opened[1]['name']}", flush=True)
     rows = []
-    for model in map(Path, args.models):
+    for model, kv in ((Path(m), kv) for m in args.models for kv in args.kv):
         n_ctx = max(args.contexts) + args.new_tokens
+        program.KV_CACHE = kv
         t0 = time.perf_counter()
         backend = open_native(model, n_ctx)
-        print(f"{model.name}: program for {n_ctx} keys made, weights uploaded and pipelines compiled in "
+        print(f"{model.name}, {kv} cache: program for {n_ctx} keys made, weights uploaded and pipelines compiled in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         backend.prefill(prompt_of(model, 8))  # the first run of each pipeline out of the figures
+        backend.decode(0)
         for context in args.contexts:
             ids = prompt_of(model, context)
-            row = {"model": model.name, "context": context, "new_tokens": args.new_tokens,
+            row = {"model": model.name, "kv": kv, "context": context, "new_tokens": args.new_tokens,
                    **measure(backend, ids, args.new_tokens, args.repeats),
                    **bench.gpu_figures(backend.meta, model, context + args.new_tokens // 2)}
             rows.append(row)
-            print(f"{model.name} at {context} tokens: prefill {row['prefill_tok_s']:.1f} tok/s, "
+            print(f"{model.name}, {kv} cache, at {context} tokens: prefill {row['prefill_tok_s']:.1f} tok/s, "
                   f"decode {row['decode_tok_s']:.1f} tok/s", flush=True)
             for line in bench.gpu_model_lines(row, args.bandwidth, args.dispatch_us):
                 print(f"  {line}", flush=True)
