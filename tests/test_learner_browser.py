@@ -336,6 +336,8 @@ def test_a_phone_keeps_the_composer_and_the_headline_figures_in_view(browser, se
         page.click("#mode-recorded")
         page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Recorded')")
         assert page.evaluate(IN_VIEW, "#reads-summary") and not page.is_visible("#draft")
+        page.evaluate("document.getElementById('rec-suggestions').scrollIntoView({block: 'center'})")
+        assert page.evaluate(IN_VIEW, "#rec-next")  # Previous and Next stay in reach down the chat column
         page.screenshot(path=str(SHOTS / "learner-phone-recorded-view.png"))
         assert not a.errors, a.errors
     finally:
