@@ -74,7 +74,7 @@ def numpy_worker(gguf_path):
 def worker_complete(text, top_k, max_tokens):
     """The worker's `complete` request, as the page sends it."""
     streamed = []
-    out = json.loads(worker.call("complete", json.dumps({"text": text, "topK": top_k, "maxTokens": max_tokens}),
+    out = json.loads(worker.call("complete", json.dumps({"text": text, "top_k": top_k, "max_tokens": max_tokens}),
                                  lambda i, t, tok: streamed.append((i, t))))
     assert out["ok"], out
     result = out["result"]

@@ -57,7 +57,7 @@ HISTORY = [{"role": "user", "content": "Hi! My name is Priya."}, {"role": "assis
 def test_a_preview_is_the_turn_record_the_cli_computes(loaded):
     request = page_request({"preset": "pirate", "messages": HISTORY, "window": 256})
     assert json.loads(request) == {"messages": HISTORY, "preset": "pirate", "window": 256,
-                                   "reserve": defaults.REPLY_LIMIT, "maxTokens": defaults.REPLY_LIMIT}
+                                   "reserve": defaults.REPLY_LIMIT, "max_tokens": defaults.REPLY_LIMIT}
     got = answer("preview", request)
     from chatlens.presets import system_for
 
@@ -80,7 +80,7 @@ def test_blank_custom_text_is_the_templates_default_in_the_page_too(loaded):
 
 @pytest.mark.parametrize("api_args, name, message", [
     ({"messages": [{"role": "user", "content": "Tell me about sleep. " * 200}], "window": 256}, "WindowError", "alone need"),
-    ({"messages": HISTORY, "window": 9000}, "ChatlensError", "longer than the model's context of 8192"),
+    ({"messages": HISTORY, "window": 9000}, "WindowError", "longer than the model's context of 8192"),
     ({"messages": HISTORY, "window": 256.5}, "ChatlensError", "window must be a whole number"),
     ({"messages": HISTORY, "preset": "shakespeare"}, "ChatlensError", "unknown preset"),
     ({"messages": HISTORY[:2]}, "ChatlensError", "new user message"),
@@ -88,6 +88,40 @@ def test_blank_custom_text_is_the_templates_default_in_the_page_too(loaded):
 def test_bad_requests_come_back_as_the_pythons_error_type_and_message(loaded, api_args, name, message):
     got_name, got_message = error_of("preview", page_request(api_args))
     assert got_name == name and message in got_message and "Traceback" not in got_message
+
+
+def test_a_window_error_carries_its_numbers_to_the_page(loaded):
+    """The page draws the overflow from data, never by parsing the sentence."""
+    out = json.loads(worker.call("preview", page_request({"messages": [{"role": "user", "content": "Tell me about sleep. " * 60}],
+                                                         "window": 256})))
+    error = out["error"]
+    assert error["name"] == "WindowError"
+    data = error["data"]
+    assert (data["window"], data["reserve"], data["at_least"]) == (256, defaults.REPLY_LIMIT, False)
+    assert data["needed"] == sum(p["count"] for p in data["pieces"]) > 256 - defaults.REPLY_LIMIT
+    assert f"alone need {data['needed']} tokens" in error["message"]
+    # a pasted book is answered from a bound before tokenizing: its count is a floor, and says so
+    book = json.loads(worker.call("preview", json.dumps({"messages": [{"role": "user", "content": "x" * 1_000_000}],
+                                                        "window": 256})))["error"]
+    assert book["name"] == "WindowError" and book["data"]["at_least"] is True and book["data"]["needed"] > 256
+
+
+def test_requests_are_read_through_the_protocol(loaded):
+    """chatlens.protocol's types: an unknown or mistyped argument is refused with a plain sentence."""
+    assert error_of("preview", json.dumps({"messages": HISTORY, "maxTokens": 5})) == (
+        "ChatlensError", "unknown argument 'maxTokens': this request takes " + ", ".join(
+            ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k"]))
+    assert error_of("preview", json.dumps({"messages": HISTORY, "special_in_text": "yes"})) == (
+        "ChatlensError", "special_in_text must be boolean, not 'yes'")
+    assert error_of("load", "{}") == ("ChatlensError", "the request lacks 'path'")
+
+
+def test_the_pages_side_of_the_protocol_is_current():
+    """site/js/worker/protocol.gen.mjs is written from chatlens.protocol: `python -m chatlens protocol --write`."""
+    from chatlens import protocol
+
+    assert (ROOT / protocol.GENERATED).read_text(encoding="utf-8") == protocol.javascript(), \
+        "stale: run python -m chatlens protocol --write"
 
 
 def test_unknown_requests_and_replies_before_the_weights(loaded):

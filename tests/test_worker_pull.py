@@ -17,7 +17,7 @@ from tiny_model import write_tiny_model
 pytest.importorskip("wgpu")
 
 MESSAGES = [{"role": "user", "content": "Tell me about lighthouses."}]
-REQUEST = {"kind": "chat", "messages": MESSAGES, "window": 256, "maxTokens": 6, "reserve": 6, "system": "Be brief."}
+REQUEST = {"messages": MESSAGES, "window": 256, "max_tokens": 6, "reserve": 6, "system": "Be brief."}  # a Turn
 
 
 def call(name, args, *extra):
@@ -50,10 +50,10 @@ def on_the_gpu(folder):
     return executor
 
 
-def pulled(executor, request, stop_after=None):
+def pulled(executor, request, stop_after=None, kind="chat"):
     """worker.mjs's loop: submit the runs, give the oldest one's bytes, post the tokens."""
     flight, tokens, most = deque(), [], 0
-    out = call("start", {**request, "depth": 3})
+    out = call("start", {"kind": kind, "args": request, "depth": 3})
     while out["done"] is None:
         tokens += [t for t in out["tokens"] if t["id"] >= 0]
         if stop_after is not None and len(tokens) >= stop_after:
@@ -102,6 +102,6 @@ def test_a_prediction_is_pulled_too_and_leaves_the_cache_as_it_was(tiny):
     pulled(executor, REQUEST)
     follow = {**REQUEST, "messages": MESSAGES + [{"role": "assistant", "content": "Yes."}, {"role": "user", "content": "Hm?"}]}
     before = call("preview", follow)["reused_tokens"]
-    predicted, _, _ = pulled(executor, {**follow, "kind": "predict", "topK": 5})
+    predicted, _, _ = pulled(executor, {**follow, "top_k": 5}, kind="predict")
     assert len(predicted["top_k"]) == 5 and predicted["reused_tokens"] == before
     assert call("preview", follow)["reused_tokens"] == before

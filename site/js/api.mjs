@@ -174,8 +174,8 @@ export function createApi() {
   api.complete = async (args, options) => {
     if (!args || typeof args.text !== "string") throw new TypeError("chatlens: complete needs {text}");
     await api.ready;
-    const request = { text: args.text, maxTokens: args.maxTokens ?? api.settings.reply_limit };
-    if (args.topK !== undefined) request.topK = args.topK;
+    const request = { text: args.text, max_tokens: args.maxTokens ?? api.settings.reply_limit }; // a Text
+    if (args.topK !== undefined) request.top_k = args.topK;
     return reply("complete", request, options);
   };
   // The text side's requests: the tokenizer and the template, no weights needed.

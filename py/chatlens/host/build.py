@@ -32,7 +32,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import defaults
+from .. import defaults, protocol
 from ..errors import ChatlensError
 
 
@@ -332,6 +332,7 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
         "wheels": wheel_urls,
         "model": {"repo": HF_REPO, "revision": HF_REVISION, "files": HF_FILES},
         "settings": defaults.for_page(),
+        "protocol": protocol.describe(),  # the worker's requests and their arguments (chatlens.protocol)
     }
     files[BUILD_MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()
     files[SERVICE_WORKER] = service_worker(files, manifest["pyodide"]["packages"] if not self_hosted else None)

@@ -116,6 +116,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default: build/site)")
     p.add_argument("--pyodide-dist", help="a full Pyodide distribution to self-host (numpy included)")
 
+    p = sub.add_parser("protocol", help="print the page's side of the worker protocol (site/js/worker/protocol.gen.mjs)")
+    p.add_argument("--write", action="store_true", help="write it into the checkout (the working directory)")
+
     p = sub.add_parser("serve", help="build if needed and serve the site with a local model mirror")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--host", default="127.0.0.1")
@@ -151,6 +154,13 @@ def main(argv=None) -> int:
         elif args.command == "serve":
             from .serve import serve
             return serve(args)
+        elif args.command == "protocol":
+            from .. import protocol
+            if not args.write:
+                sys.stdout.write(protocol.javascript())
+                return 0
+            from pathlib import Path
+            Path(protocol.GENERATED).write_text(protocol.javascript(), encoding="utf-8")
     except ChatlensError as e:
         print(f"chatlens: {e}", file=sys.stderr)
         return 1

@@ -19,7 +19,8 @@
 //     {type: "stop", args: {id}}                        stop the reply of request `id`: it ends at the
 //                                                       next pull (within a part of a GPU step)
 // Worker -> page:
-//   {id, ok: true, result} | {id, ok: false, error, name}   the answer to request `id`
+//   {id, ok: true, result} | {id, ok: false, error, name, data}   the answer to request `id` (data: the
+//                                      error's numbers where it has them, chatlens.protocol)
 //   {type: "status", state, detail}    booting | loading | text (previews work; replies need the
 //                                      weights) | weights (loading them) | ready | error
 //   {type: "model", model}             what computes replies: {backend, n_ctx, kind, why} or {error}
@@ -227,7 +228,7 @@ async function pull(kind, args, id) {
   }
 
   async function pullLoop() {
-    let out = ask("start", { ...args, kind, depth: gpu ? gpu.depth() : 1 });
+    let out = ask("start", { kind, args, depth: gpu ? gpu.depth() : 1 });
     lastReply = spent;
     for (;;) {
       for (const t of out.tokens) self.postMessage({ type: "token", id, token: t.id, text: t.text, piece: t.piece });
@@ -303,7 +304,7 @@ self.onmessage = ({ data }) => {
       if (!handler) throw new Error(`unknown request ${type}`);
       self.postMessage({ id, ok: true, result: await handler(args || {}, id) });
     } catch (e) {
-      self.postMessage({ id, ok: false, error: String(e?.message ?? e), name: e?.name });
+      self.postMessage({ id, ok: false, error: String(e?.message ?? e), name: e?.name, data: e?.data });
     }
   };
   // Python is never inside a call while JavaScript waits (a reply's pulls are separate calls), so
