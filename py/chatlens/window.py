@@ -241,7 +241,7 @@ def _check(messages):
 
 def does_not_fit(pieces, total, window, reserve) -> str:
     """What WindowError says when the system prompt and the new message alone overflow the window: each count
-    for a learner first, then the sentence the page's reads panel parses (site/js/views/reads.mjs, OVERFLOW)."""
+    for a learner first, then the whole sum (the page draws it from the error's data, not from this text)."""
     counts = {}
     for p in pieces:
         counts[p["kind"]] = counts.get(p["kind"], 0) + p["count"]
@@ -363,7 +363,9 @@ def fit(tokenizer, template, *, system, messages, window, reserve=96, special_in
     budget = window - reserve
     early = too_long(tokenizer, messages[-1]["content"], window, reserve)
     if early:
-        raise WindowError(early)
+        need = min_tokens(tokenizer, messages[-1]["content"])
+        raise WindowError(early, {"needed": need, "window": window, "reserve": reserve, "at_least": True,
+                                  "pieces": [{"label": "new message", "count": need}]})
     system, sys_index, first = split_system(system, messages)
     new_index = len(messages) - 1
     groups = turn_groups(range(first, new_index), messages)
@@ -395,7 +397,9 @@ def fit(tokenizer, template, *, system, messages, window, reserve=96, special_in
     if count(0) > budget:
         text, ids, pieces = pieces_of(tokenizer, template, slots_keeping(0), text=counts[0][1],
                                       special_in_text=special_in_text)
-        raise WindowError(does_not_fit(pieces, len(ids), window, reserve))
+        raise WindowError(does_not_fit(pieces, len(ids), window, reserve),
+                          {"needed": len(ids), "window": window, "reserve": reserve, "at_least": False,
+                           "pieces": [{"label": p["label"], "count": p["count"]} for p in pieces]})
 
     # Fit is monotone in the number of turns kept: gallop up from the newest turns, then
     # bisect. Each probe renders about a window's worth, however long the history.

@@ -40,6 +40,7 @@ export function connect(on) {
     else {
       const e = new Error(data.error);
       if (data.name) e.name = data.name;
+      if (data.data !== undefined) e.data = data.data; // a WindowError's numbers
       p.reject(e);
     }
   };

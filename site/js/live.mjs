@@ -143,7 +143,7 @@ async function previewLive(page, args, seq, caption) {
   } catch (e) {
     if (seq !== state.draftSeq || state.mode !== "live") return;
     drawLiveChat(state);
-    renderMessage(reads, `Cannot preview: ${e.message}`, "error");
+    renderMessage(reads, `Cannot preview: ${e.message}`, "error", e);
   }
 }
 
@@ -171,7 +171,7 @@ export async function send(page) {
       if (!$("draft").value.trim()) $("draft").value = text; // nothing new typed: give it back
       if (state.mode === "live" && live === state.live) {
         drawLiveChat(state);
-        renderMessage($("reads"), `Cannot send: ${e.message}`, "error");
+        renderMessage($("reads"), `Cannot send: ${e.message}`, "error", e);
       }
       return;
     }

@@ -621,15 +621,11 @@ export function renderRecord(root, record, options = {}) {
 
 // -- messages and the overflow ------------------------------------------------------------------------------
 
-const OVERFLOW = /alone need (\d+) tokens \((.*)\), but a window of (\d+) tokens with (\d+) kept free for the reply leaves (-?\d+)/;
-
-/** The numbers of a WindowError's message (the system prompt and the new message do not fit):
- * {needed, pieces: [{label, count}], window, reserve, budget}, or null for any other message. */
-export function windowOverflow(message) {
-  const m = OVERFLOW.exec(message || "");
-  if (!m) return null;
-  const pieces = [...m[2].matchAll(/([^,]+?) (\d+)(?:, |$)/g)].map((p) => ({ label: p[1].trim(), count: Number(p[2]) }));
-  return { needed: Number(m[1]), pieces, window: Number(m[3]), reserve: Number(m[4]), budget: Number(m[5]) };
+/** The overflow a WindowError's data describes (chatlens.errors.WindowError: the system prompt
+ * and the new message do not fit), with what the window leaves; null for any other error. */
+export function windowOverflow(error) {
+  const d = error?.name === "WindowError" ? error.data : null;
+  return d ? { ...d, budget: d.window - d.reserve } : null;
 }
 
 const PIECE_WORDS = {
@@ -645,8 +641,9 @@ const pieceClass = (label) =>
 /** The window drawn overflowing: what the system prompt and the new message need against what
  * the window leaves once the reply's room is kept free. */
 export function renderOverflow(root, info, message = "") {
-  const { needed, pieces, window: w, reserve, budget } = info;
+  const { needed, pieces, window: w, reserve, budget, at_least: bound } = info;
   const over = needed - budget;
+  const least = bound ? "at least " : ""; // counted from a bound, before tokenizing (a pasted book)
   const scale = needed + reserve;
   if (root.id === "reads") drawSummary(null, `needs ${needed + reserve} of ${count(w, "token")}: too long for the window`);
   const bar = el("div", {
@@ -678,17 +675,18 @@ export function renderOverflow(root, info, message = "") {
     el(
       "p",
       { class: "overflow-text" },
-      `Even with every older turn dropped, ${needs} need ${needed} tokens, but a window of ${w} keeps ${reserve} free for the reply and leaves ${budget}: `,
-      el("b", { text: `${over} too many` }),
+      `Even with every older turn dropped, ${needs} need ${least}${needed} tokens, but a window of ${w} keeps ${reserve} free for the reply and leaves ${budget}: `,
+      el("b", { text: `${least}${over} too many` }),
       ". Shorten the message, choose a larger window, or a shorter system prompt.",
     ),
     message ? el("p", { class: "error detail", text: message }) : null,
   );
 }
 
-/** A message instead of a record; an error that is a window overflow is drawn as one. */
-export function renderMessage(root, text, cls = "note") {
-  const info = cls === "error" ? windowOverflow(text) : null;
+/** A message instead of a record; `error` (the Error it reports) that is a window overflow is
+ * drawn as one. */
+export function renderMessage(root, text, cls = "note", error = null) {
+  const info = windowOverflow(error);
   if (info) return renderOverflow(root, info, text);
   fill(root, el("p", { class: cls, text }));
   if (root.id === "reads") drawSummary(null);

@@ -111,6 +111,7 @@ export async function installChatlens(py, site, build) {
     if (out.ok) return out.result;
     const e = new Error(out.error.message);
     e.name = out.error.name;
+    if (out.error.data !== undefined) e.data = out.error.data; // a WindowError's numbers
     throw e;
   };
   const call = (name, args = {}, ...extra) => answer(entry(name, JSON.stringify(args), ...extra));
