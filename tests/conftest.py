@@ -66,7 +66,7 @@ def run_cli(*args, stdin="", model=None, env=None) -> subprocess.CompletedProces
 
 # -- the browser tests' shared server and browser ---------------------------------------------------
 # One server and one Playwright for the whole session, shared by every browser test module
-# (test_browser, test_lab, ...): a second sync Playwright started in the same thread fails. Test
+# (test_page_browser, test_lab_browser, ...: every browser test module is named *_browser.py): a second sync Playwright started in the same thread fails. Test
 # modules use these fixtures by name and must not import them (an imported fixture is a copy).
 
 

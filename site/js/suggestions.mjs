@@ -4,7 +4,7 @@
 // Priya, sleep tip, "What is my name?", "Who are you?", "What year is it?".
 
 // Long enough that this one message, with any preset's system prompt, fills nine tenths or more
-// of the smallest window (the reply limit kept free included); tests/test_lab.py checks it.
+// of the smallest window (the reply limit kept free included); tests/test_lab_browser.py checks it.
 export const LONG_MESSAGE =
   "Tell me the whole story of the printing press: how Gutenberg built his press and cast metal type in Mainz, " +
   "why his Bible mattered so much, how printing spread to Venice, Paris and London within fifty years, what it did " +

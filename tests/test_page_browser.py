@@ -164,7 +164,7 @@ def test_live_preview_matches_the_cli_including_dropped_messages(app):
 def test_challenge_progress_updates_and_survives_a_reload(app):
     page = app.open()
     assert page.text_content("#challenge-count") == "0 of 3 complete"
-    # Turns without a reply complete nothing (tests/test_lab.py tests the rule itself)
+    # Turns without a reply complete nothing (tests/test_lab_browser.py tests the rule itself)
     app.send("Who are you?")  # no system prompt
     page.select_option("#preset", "pirate")
     app.send("Who are you?")  # again with one
