@@ -9,7 +9,6 @@ line's on the same files (NumPy): candidate ids exactly, probabilities within 1e
 
 import json
 
-import numpy as np
 import pytest
 
 from conftest import run_cli
@@ -21,6 +20,7 @@ pytestmark = pytest.mark.browser
 K = 10  # the site's top_k (chatlens.defaults.TOP_K)
 GAP = 0.01  # the site's near_tie_gap
 TOL = 1e-3
+F16_CACHE_LOGITS = 0.05  # the GPU's f16 KV cache against NumPy's f32 one (tests/test_gpu_backend.py)
 MESSAGES = [{"role": "user", "content": "Tell me why the sky is blue."}]
 REPLY_LIMIT = 10  # the page's reply limit here: the tiny model never ends a reply, and SwiftShader is slow
 
@@ -53,10 +53,27 @@ def cli_record(folder, messages, max_tokens, top_k=K):
     return json.loads(done.stdout)
 
 
+def same_rows(rows, want):
+    """One step's candidates in the page, [(id, probability), ...], are the CLI's `want` ([id, logit,
+    probability] rows): the same ids in the same order, probabilities within the GPU's difference
+    from NumPy. The GPU keeps the KV cache in f16 (chatlens.gpu.program: logits move by up to
+    F16_CACHE_LOGITS), so two candidates whose logits are closer than that may trade places, at
+    the cut of the K best too."""
+    assert len(rows) == len(want) == K
+    theirs = {c[0]: c for c in want}
+    for rank, ((i, p), c) in enumerate(zip(rows, want)):
+        if i != c[0]:  # a swap only between candidates NumPy's logits call near-equal
+            assert abs(theirs.get(i, want[-1])[1] - c[1]) < 2 * F16_CACHE_LOGITS, (rank, i, c)
+        if i in theirs:
+            assert abs(p - theirs[i][2]) < F16_CACHE_LOGITS * theirs[i][2] + TOL, (rank, i, p, theirs[i])
+
+
 def same_top_k(got, want):
-    assert [[c[0] for c in s] for s in got] == [[c[0] for c in s] for s in want]
-    np.testing.assert_allclose([[c[2] for c in s] for s in got], [[c[2] for c in s] for s in want], atol=TOL, rtol=0)
-    np.testing.assert_allclose([[c[1] for c in s] for s in got], [[c[1] for c in s] for s in want], atol=TOL, rtol=0)
+    """same_rows for every step of a reply, and the logits within the same difference."""
+    for g, w in zip(got, want, strict=True):
+        same_rows([(c[0], c[2]) for c in g], w)
+        theirs = {c[0]: c[1] for c in w}
+        assert all(abs(c[1] - theirs[c[0]]) < F16_CACHE_LOGITS for c in g if c[0] in theirs)
 
 
 def test_top_k_in_the_page_equals_the_cli(page, settings_of, tiny):
@@ -65,7 +82,8 @@ def test_top_k_in_the_page_equals_the_cli(page, settings_of, tiny):
     want = cli_record(tiny[0], MESSAGES, 6)
     assert rec["reply_ids"] == want["reply_ids"] and rec["backend"].startswith("webgpu: ")
     same_top_k(rec["top_k"], want["top_k"])
-    assert rec["top_k_tokens"] == want["top_k_tokens"]
+    tokens = {i: t for s, ts in zip(want["top_k"], want["top_k_tokens"]) for (i, _, _), t in zip(s, ts)}
+    assert all(tokens.get(i, t) == t for s, ts in zip(rec["top_k"], rec["top_k_tokens"]) for (i, _, _), t in zip(s, ts))
     assert all(len(s) == K and s[0][0] == i for s, i in zip(rec["top_k"], rec["reply_ids"]))
     plain = page.evaluate("m => chatlens.run({messages: m, window: 256, maxTokens: 2})", MESSAGES)
     assert plain["top_k"] is None and plain["reply_ids"] == rec["reply_ids"][:2]
@@ -96,8 +114,7 @@ def test_hover_a_reply_token_to_see_its_candidates(page, tiny):
     assert rows.count() == K
     shown = page.eval_on_selector_all("#chat .msg.assistant .why-table tbody tr",
                                       "rs => rs.map(r => [Number(r.dataset.id), Number(r.dataset.p)])")
-    assert [i for i, _ in shown] == [c[0] for c in want["top_k"][1]]
-    np.testing.assert_allclose([p for _, p in shown], [c[2] for c in want["top_k"][1]], atol=TOL, rtol=0)
+    same_rows(shown, want["top_k"][1])
     assert "%" in page.text_content("#chat .msg.assistant .why-table tbody tr.chosen")
     # the panel's reply tokens: click one
     chips = page.locator(".reply-tokens .tok[data-step]")
@@ -153,8 +170,7 @@ def test_the_preview_predicts_the_first_token_and_leaves_the_cache_as_it_was(pag
     assert asked[-1] == text and len(asked) < len(text) / 2, asked  # one a pause, not one a keystroke
     rows = page.eval_on_selector_all("#prediction .why-table tbody tr", "rs => rs.map(r => [Number(r.dataset.id), Number(r.dataset.p)])")
     want = cli_record(tiny[0], [{"role": "user", "content": text}], 1)
-    assert [i for i, _ in rows] == [c[0] for c in want["top_k"][0]]
-    np.testing.assert_allclose([p for _, p in rows], [c[2] for c in want["top_k"][0]], atol=TOL, rtol=0)
+    same_rows(rows, want["top_k"][0])
     assert "A prediction" in page.text_content("#prediction")
     # sending reuses exactly what it would have reused without the prediction
     messages = [{"role": "user", "content": text}]
