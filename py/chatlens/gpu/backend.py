@@ -68,8 +68,13 @@ class WebGPUBackend:
                 raise ChatlensError(f"token id out of range 0..{self.vocab - 1}")
         if self.length + len(tokens) > self.capacity:
             raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {self.length} + {len(tokens)} do not fit")
-        # A lone token takes the decode path: matvecs instead of a mostly empty matmul tile.
+        # A lone token takes the decode path: matvecs instead of a mostly empty matmul tile. While
+        # the keys fit one attention workgroup, the short sequences write attention's output in one
+        # dispatch (no merge: 5 a layer, program.py).
         body = "decode" if len(tokens) == 1 else "prefill"
+        short = self.meta.get("short")
+        if short and self.length + len(tokens) <= short["keys"]:
+            body = short[body]
         k = min(max(int(top_k), 0), self.vocab) if chooses else 0
         on_gpu = 0 < k <= self.meta["top_k_max"]
         params = step_params(self.meta, self.length, tokens, use_argmax=use_argmax, top_k=k if on_gpu else 0)
