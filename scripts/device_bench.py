@@ -56,7 +56,9 @@ def main(argv=None) -> int:
     p.add_argument("--json", metavar="OUT")
     args = p.parse_args(argv)
 
-    from chatlens.gpu import native, open_native, program
+    from chatlens.gpu import program
+    from chatlens.host import native_gpu as native
+    from chatlens.host.native_gpu import open_native
     from chatlens.host import bench
 
     opened = native.shared_device()

@@ -29,7 +29,9 @@ def main(argv=None) -> int:
 
     import wgpu
 
-    from chatlens.gpu import _file_reader, native, program, weight_plan
+    from chatlens.gpu import program, weight_plan
+    from chatlens.host import native_gpu as native
+    from chatlens.host.native_gpu import _file_reader
     from chatlens.host.fetch import resolve_model
 
     path = resolve_model(args.model)

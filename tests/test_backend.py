@@ -55,7 +55,7 @@ def numpy_backend(n_ctx, weights=WEIGHTS):
 
 
 def webgpu_backend(n_ctx, weights=WEIGHTS):
-    from chatlens.gpu import open_arrays
+    from chatlens.host.native_gpu import open_arrays
 
     return open_arrays(TINY, weights, n_ctx)
 

@@ -30,7 +30,8 @@ import pytest
 
 from chatlens.config import ModelConfig
 from chatlens.errors import ChatlensError
-from chatlens.gpu import adapter_available, open_native, program, weight_plan
+from chatlens.gpu import program, weight_plan
+from chatlens.host.native_gpu import adapter_available, open_native
 from chatlens.source import load_model
 
 Q = gguf.GGMLQuantizationType

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chatlens.gpu import build_program, open_native, weight_plan
+from chatlens.gpu import build_program, weight_plan
+from chatlens.host.native_gpu import open_native
 from chatlens.gpu.backend import WebGPUBackend
 from test_gpu_backend import PROMPT, SOURCES
 

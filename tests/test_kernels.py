@@ -19,7 +19,7 @@ import pytest
 from chatlens.backend import log_z_of, top_k_of
 from chatlens.gguf import GGML_TYPES, unpermute_qk
 from chatlens.gpu import kernels as K
-from chatlens.gpu import native
+from chatlens.host import native_gpu as native
 from chatlens.gpu.builder import ProgramBuilder
 from chatlens.gpu.kernels import Matrix, Target
 from chatlens.gpu.program import STEP_FIELDS, rope_table

@@ -53,7 +53,7 @@ def test_the_model_lines_say_what_to_give_without_a_bandwidth():
 
 def test_model_files_get_the_default_cache_and_numpy_arrays_numpy_s_f32(tmp_path, monkeypatch):
     """The cache is program.KV_CACHE's for a model's files; a plan over NumPy's float32 arrays
-    (gpu.open_arrays, the backend contract's tests held to NumPy at f32 precision) keeps f32."""
+    (host.native_gpu.open_arrays, the backend contract's tests held to NumPy at f32 precision) keeps f32."""
     monkeypatch.setattr(program, "KV_CACHE", "F16")
     plan = weight_plan(SOURCES["hf-f16"](tmp_path))
     assert build_program(plan, 64)["meta"]["kv"] == "F16"

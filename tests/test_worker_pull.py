@@ -39,7 +39,7 @@ def on_numpy(folder, request):
 
 def on_the_gpu(folder):
     """The worker loaded with `folder`'s GPU program, and the executor the page's JS would hold."""
-    from chatlens.gpu import native
+    from chatlens.host import native_gpu as native
 
     device, info = native.shared_device()
     call("load", {"path": str(folder)})

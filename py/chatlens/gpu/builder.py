@@ -1,6 +1,6 @@
 """A GPU program as plain data: buffers, shader modules, pipelines, bind groups, and named
 sequences of dispatches, plus the byte ranges a host may read back. JSON-serialisable, made
-once per model and context size; the executors (native.py, site/js/gpu/executor.mjs) only
+once per model and context size; the executors (chatlens/host/native_gpu.py, site/js/gpu/executor.mjs) only
 create what it lists and replay its sequences.
 
 The shape of `ProgramBuilder.to_dict()`:
@@ -21,7 +21,7 @@ A fill with a layout writes the tensor's bytes regrouped: they are blocks of `bl
 and each `group` of blocks (the last padded with zero blocks) is written as field 0 of each of
 its blocks, then field 1 of each, and so on (a field: [offset, size] in a block; the fields
 cover the block). An executor does this one tensor at a time as it uploads it, knowing nothing
-of what the blocks mean (native.regroup, executor.mjs's regroup).
+of what the blocks mean (native_gpu.regroup, executor.mjs's regroup).
 """
 
 import base64

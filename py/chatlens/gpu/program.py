@@ -41,7 +41,7 @@ DEFAULT_LIMIT = 128 << 20  # WebGPU's default maxStorageBufferBindingSize
 # NumPy's own values, which the tests that hold the GPU's logits and top-k to NumPy's within
 # 1e-3 (test_commands.py, test_why_browser.py) still ask for: the default until they allow F16's.
 KV_CACHE = "F32"
-# A plan over NumPy's own float32 arrays (gpu.open_arrays: the backend contract's tests, held to
+# A plan over NumPy's own float32 arrays (host.native_gpu.open_arrays: the backend contract's tests, held to
 # NumPy at f32 precision) keeps NumPy's f32 cache.
 KV_CACHE_OF_SOURCE = {"arrays": "F32"}
 

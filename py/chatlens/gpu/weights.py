@@ -5,7 +5,7 @@ Pure Python, no NumPy: the browser runs this in Pyodide to tell its JS which byt
 upload, so weight bytes never pass through Python there.
 
 A plan is plain data:
-    {"source": "gguf" | "hf" (| "arrays": chatlens.gpu.open_arrays), "rope": "gguf" | "hf",
+    {"source": "gguf" | "hf" (| "arrays": chatlens.host.native_gpu.open_arrays), "rope": "gguf" | "hf",
      "config": ModelConfig.to_dict(),
      "tensors": {hf_name: {"file": name inside the source, "offset": absolute byte offset,
                            "nbytes": n, "dtype": "F32" | "F16" | "BF16" | "Q8_0" | "Q4_0" | "Q4_1",

@@ -22,9 +22,9 @@ def choose_backend_why(kind: str) -> tuple[str, str]:
         raise ChatlensError(f"unknown backend {kind!r}: numpy, webgpu or auto")
     if kind == "numpy":
         return device.choose(kind, None)
-    from ..gpu import adapter_info
+    from .native_gpu import best_adapter_info
 
-    return device.choose(kind, adapter_info())
+    return device.choose(kind, best_adapter_info())
 
 
 def open_model(path=None, backend: str = "numpy", clock=None) -> Model:
@@ -36,7 +36,7 @@ def open_model(path=None, backend: str = "numpy", clock=None) -> Model:
         print(f"chatlens: computing with {kind} ({why})", file=sys.stderr)
     if kind == "numpy":
         return load_model(path, clock=clock)
-    from ..gpu import open_native
+    from .native_gpu import open_native
 
     text = load_text_side(path, clock=clock)
     return Model(path, text, backend_factory=lambda n_ctx: open_native(path, n_ctx))

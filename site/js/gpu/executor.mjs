@@ -3,7 +3,7 @@
 // lists, once, and replays its named sequences: one compute pass and one submit per run (a
 // long run split into parts where the GPU is slow, so a stop falls between them), several runs
 // in flight, each reading back its own bytes. What the dispatches mean lives in program.py;
-// chatlens/gpu/native.py is the same executor for wgpu-py. Plain ES module, for a Web Worker or
+// chatlens/host/native_gpu.py is the same executor for wgpu-py. Plain ES module, for a Web Worker or
 // a page.
 
 const USAGE = { storage: 0x80, copy_dst: 0x08, copy_src: 0x04 }; // GPUBufferUsage, also where that global is missing
@@ -47,7 +47,7 @@ function writeWords(queue, buffer, offset, bytes) {
   queue.writeBuffer(buffer, offset, data.buffer, data.byteOffset, data.byteLength);
 }
 
-// One tensor's bytes in a fill's layout (chatlens/gpu/builder.py; native.py's regroup): each
+// One tensor's bytes in a fill's layout (chatlens/gpu/builder.py; native_gpu.py's regroup): each
 // `group` of `block`-byte blocks, the last padded with zero blocks, as field 0 of each block,
 // then field 1 of each, ... Made as the tensor is uploaded: one tensor's copy at a time.
 function regroup(bytes, layout) {
