@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from chatlens.config import ModelConfig
-from chatlens.errors import ChatlensError
+from chatlens.errors import ChatlensError, ModelFormatError
 from chatlens.gpu import program, weight_plan
 from chatlens.host.native_gpu import adapter_available, open_native
 from chatlens.source import load_model
@@ -395,3 +395,14 @@ def test_real_model_f16_cache_against_numpy_f32_cache(gguf_path, monkeypatch):
             got, want = gpu.decode(got.id), ref.decode(want.id)
     print(f"largest logit difference the f16 cache adds: {worst:.2e}")
     assert worst < F16_CACHE_LOGITS
+
+
+def test_an_unknown_tensor_is_refused_the_same_way_on_both_paths(tmp_path):
+    """One tensor table (ModelConfig.tensors): a folder with a tensor this Llama has no place for
+    (a bias: ignored, the forward pass would be silently wrong) is refused by NumPy and the GPU."""
+    weights = {**random_weights(), "model.layers.0.self_attn.q_proj.bias": np.zeros(TINY.n_heads * TINY.head_dim, np.float32)}
+    folder = write_hf(tmp_path / "biased", TINY, weights, "F32")
+    with pytest.raises(ModelFormatError, match="weights this Llama has no place for: model.layers.0.self_attn.q_proj.bias"):
+        load_model(folder)
+    with pytest.raises(ModelFormatError, match="weights this Llama has no place for: model.layers.0.self_attn.q_proj.bias"):
+        open_native(folder, 8)

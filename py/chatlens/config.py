@@ -34,6 +34,44 @@ class ModelConfig:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
                 raise ModelFormatError(f"model config: {name} must be a positive finite number, not {value!r}")
 
+    def tensors(self) -> dict:
+        """The one tensor table: every weight this Llama holds, by Hugging Face name, with its
+        shape. The NumPy path, the GPU program and the readers check a model against it
+        (`check_tensors`)."""
+        q_dim, kv_dim = self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
+        want = {"model.embed_tokens.weight": (self.vocab_size, self.dim), "model.norm.weight": (self.dim,)}
+        if not self.tied_output:
+            want["lm_head.weight"] = (self.vocab_size, self.dim)
+        for i in range(self.n_layers):
+            p = f"model.layers.{i}."
+            want.update({
+                p + "input_layernorm.weight": (self.dim,),
+                p + "post_attention_layernorm.weight": (self.dim,),
+                p + "self_attn.q_proj.weight": (q_dim, self.dim),
+                p + "self_attn.k_proj.weight": (kv_dim, self.dim),
+                p + "self_attn.v_proj.weight": (kv_dim, self.dim),
+                p + "self_attn.o_proj.weight": (self.dim, q_dim),
+                p + "mlp.gate_proj.weight": (self.ffn_dim, self.dim),
+                p + "mlp.up_proj.weight": (self.ffn_dim, self.dim),
+                p + "mlp.down_proj.weight": (self.dim, self.ffn_dim),
+            })
+        return want
+
+    def check_tensors(self, shapes: dict, where) -> None:
+        """Refuse a model whose tensors (name -> shape) are not the table's: one missing, one of
+        another shape, or one this forward pass has no place for (a bias, say: ignored, it would
+        compute silently wrong). A tied model's spare lm_head is allowed. The same sentences on
+        every path."""
+        want = self.tensors()
+        unexpected = set(shapes) - set(want) - {"lm_head.weight"}
+        if unexpected:
+            raise ModelFormatError(f"{where}: weights this Llama has no place for: {', '.join(sorted(unexpected)[:5])}")
+        for name, shape in want.items():
+            if name not in shapes:
+                raise ModelFormatError(f"{where}: weight {name} is missing")
+            if tuple(shapes[name]) != shape:
+                raise ModelFormatError(f"{where}: weight {name} has shape {tuple(shapes[name])}, the config implies {shape}")
+
     def to_dict(self) -> dict:
         return asdict(self)
 

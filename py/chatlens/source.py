@@ -155,31 +155,4 @@ def load_model(path, clock=None) -> Model:
 
 
 def _check_weights(weights: dict, cfg: ModelConfig, where):
-    q_dim, kv_dim = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
-    want = {
-        "model.embed_tokens.weight": (cfg.vocab_size, cfg.dim),
-        "model.norm.weight": (cfg.dim,),
-    }
-    if not cfg.tied_output:
-        want["lm_head.weight"] = (cfg.vocab_size, cfg.dim)
-    for i in range(cfg.n_layers):
-        p = f"model.layers.{i}."
-        want.update({
-            p + "input_layernorm.weight": (cfg.dim,),
-            p + "post_attention_layernorm.weight": (cfg.dim,),
-            p + "self_attn.q_proj.weight": (q_dim, cfg.dim),
-            p + "self_attn.k_proj.weight": (kv_dim, cfg.dim),
-            p + "self_attn.v_proj.weight": (kv_dim, cfg.dim),
-            p + "self_attn.o_proj.weight": (cfg.dim, q_dim),
-            p + "mlp.gate_proj.weight": (cfg.ffn_dim, cfg.dim),
-            p + "mlp.up_proj.weight": (cfg.ffn_dim, cfg.dim),
-            p + "mlp.down_proj.weight": (cfg.dim, cfg.ffn_dim),
-        })
-    unexpected = set(weights) - set(want) - {"lm_head.weight"}
-    if unexpected:  # biases, say: this forward pass would silently ignore them
-        raise ModelFormatError(f"{where}: weights this Llama has no place for: {', '.join(sorted(unexpected)[:5])}")
-    for name, shape in want.items():
-        if name not in weights:
-            raise ModelFormatError(f"{where}: weight {name} is missing")
-        if tuple(weights[name].shape) != shape:
-            raise ModelFormatError(f"{where}: weight {name} has shape {tuple(weights[name].shape)}, the config implies {shape}")
+    cfg.check_tensors({name: w.shape for name, w in weights.items()}, where)

@@ -201,28 +201,16 @@ def rope_table(cfg: ModelConfig, n_ctx: int) -> bytes:
 
 
 def _checked_tensors(plan: dict, cfg: ModelConfig) -> dict:
-    q_dim, kv_dim = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
-    want = {"model.embed_tokens.weight": [cfg.vocab_size, cfg.dim], "model.norm.weight": [cfg.dim]}
-    if not cfg.tied_output:
-        want["lm_head.weight"] = [cfg.vocab_size, cfg.dim]
-    for i in range(cfg.n_layers):
-        p = f"model.layers.{i}."
-        want.update({
-            p + "input_layernorm.weight": [cfg.dim], p + "post_attention_layernorm.weight": [cfg.dim],
-            p + "self_attn.q_proj.weight": [q_dim, cfg.dim], p + "self_attn.k_proj.weight": [kv_dim, cfg.dim],
-            p + "self_attn.v_proj.weight": [kv_dim, cfg.dim], p + "self_attn.o_proj.weight": [cfg.dim, q_dim],
-            p + "mlp.gate_proj.weight": [cfg.ffn_dim, cfg.dim], p + "mlp.up_proj.weight": [cfg.ffn_dim, cfg.dim],
-            p + "mlp.down_proj.weight": [cfg.dim, cfg.ffn_dim]})
+    """The plan's tensors, checked against the one tensor table (ModelConfig.tensors) as the NumPy
+    path checks them: an unknown tensor is refused on both."""
     tensors = plan["tensors"]
-    for name, shape in want.items():
-        if name not in tensors:
-            raise ChatlensError(f"weight {name} is missing")
-        if list(tensors[name]["shape"]) != shape:
-            raise ChatlensError(f"weight {name} has shape {tensors[name]['shape']}, the config implies {shape}")
+    where = ", ".join(sorted({t["file"] for t in tensors.values()})) or "the model"
+    cfg.check_tensors({name: t["shape"] for name, t in tensors.items()}, where)
+    q_dim = cfg.n_heads * cfg.head_dim
     for dim in (cfg.dim, cfg.ffn_dim, q_dim, cfg.head_dim):
         if dim % 8:
             raise ChatlensError(f"the GPU kernels need model sizes that are multiples of 8, not {dim}")
-    return {name: tensors[name] for name in want}
+    return {name: tensors[name] for name in cfg.tensors()}
 
 
 def _require(b: ProgramBuilder, target: Target, limits: dict | None):
