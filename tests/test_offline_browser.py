@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from webapp import BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS
+from webapp import BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS, WEBGPU_BY_CHOICE
 from chatlens.host import build as site
 from chatlens.host.mirror import prepare_mirror
 from chatlens.host.serve import SiteServer
@@ -26,6 +26,7 @@ class Visit:
         self.context = playwright.chromium.launch_persistent_context(
             str(profile), executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True,
             viewport={"width": 1400, "height": 1000})
+        self.context.add_init_script(WEBGPU_BY_CHOICE)  # SwiftShader by name: auto would take NumPy
         self.requests, self.errors = [], []
         self.context.on("request", lambda r: self.requests.append(r.url))
         self.page = self.context.pages[0] if self.context.pages else self.context.new_page()
