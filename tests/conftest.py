@@ -92,6 +92,31 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def doc(server):
+    """site/recorded.json, as the built site serves it."""
+    import json
+
+    path = server.root / "recorded.json"
+    if not path.exists():
+        pytest.skip("site/recorded.json is not there yet (python -m chatlens record)")
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="session")
+def text_side(server):
+    """The mirror's GGUF, its text side only (tokenizer, template, config): what the page reads first."""
+    from chatlens.source import load_text_side
+
+    mirror = server.mirror
+    return load_text_side(mirror.files[mirror.gguf])
+
+
+@pytest.fixture(scope="session")
+def tokenizer(text_side):
+    return text_side.tokenizer
+
+
+@pytest.fixture(scope="session")
 def playwright():
     """The session's one sync Playwright."""
     api = pytest.importorskip("playwright.sync_api")

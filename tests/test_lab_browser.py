@@ -5,7 +5,6 @@ window overflow, and a 390 px phone. One desktop page serves most tests (Python 
 each state named in the issue saves a screenshot to artifacts/screenshots/lab-*.png.
 """
 
-import json
 
 import pytest
 
@@ -24,27 +23,6 @@ def lab(browser, server):
     errors = a.errors
     a.close()
     assert not errors, errors
-
-
-@pytest.fixture(scope="module")
-def doc(server):
-    path = server.root / "recorded.json"
-    if not path.exists():
-        pytest.skip("site/recorded.json is not there yet (python -m chatlens record)")
-    return json.loads(path.read_text())
-
-
-@pytest.fixture(scope="module")
-def text_side(server):
-    from chatlens.source import load_text_side
-
-    mirror = server.mirror
-    return load_text_side(mirror.files[mirror.gguf])
-
-
-@pytest.fixture(scope="module")
-def tokenizer(text_side):
-    return text_side.tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ the page's styles), and the phone layout. One page serves the tests (Python boot
 state saves a screenshot to artifacts/screenshots/learner-*.png.
 """
 
-import json
 import re
 
 import pytest
@@ -23,22 +22,6 @@ def learner(browser, server):
     errors = a.errors
     a.close()
     assert not errors, errors
-
-
-@pytest.fixture(scope="module")
-def doc(server):
-    path = server.root / "recorded.json"
-    if not path.exists():
-        pytest.skip("site/recorded.json is not there yet (python -m chatlens record)")
-    return json.loads(path.read_text())
-
-
-@pytest.fixture(scope="module")
-def tokenizer(server):
-    from chatlens.source import load_text_side
-
-    mirror = server.mirror
-    return load_text_side(mirror.files[mirror.gguf]).tokenizer
 
 
 def recorded(app, preset="none", window=1024, step=0):
