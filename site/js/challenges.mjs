@@ -95,9 +95,6 @@ function identityLine(heard) {
  *   live: false  anything else (a recorded turn): at most "seen in the recording"; `where` says
  *                where (preset, window and turn)
  */
-// TODO(ux): app.mjs page.see(record) (called by live.mjs for the turns the learner sends) must say
-//   they are live: challenges.observe(state.progress, record, new Date(), { live: true }).
-//   Without { live: true } a turn completes nothing (recorded.mjs passes live: false itself).
 export function observe(progress, record, now = new Date(), { live = false, where = "" } = {}) {
   const found = detect(record, now);
   const next = {

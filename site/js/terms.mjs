@@ -32,9 +32,6 @@ export const STOP_SHORT = {
   stopped: "stopped by you",
 };
 
-// TODO(ux): controls.mjs buildControls, if the nav should carry it too (the panel's "reply limit"
-//   row already does): a line after #reply-limit's span with replyLimitNote(settings.reply_limit)
-//   and TERMS.greedy.
 /** Beside the reply limit: why it is kept free, and when a reply ends. `limit` is the number. */
 export function replyLimitNote(limit) {
   const n = limit ? `${limit} tokens` : "the reply limit";

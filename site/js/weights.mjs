@@ -49,9 +49,6 @@ export function weightsOf(x) {
   return { kind: quant ? "copy" : "unknown", quant, bits: bitsOf(quant), name: x.label || url, from: url };
 }
 
-// TODO(ux): views/status.mjs (the model-source line) and views/downloads.mjs (the download box):
-//   show weightsSentence(api.source) beside the source, so the mirror's folder is never read
-//   as the original download.
 /**
  * One plain sentence: which weights are in use, and that replies differ between copies.
  *   weightsSentence(recordedDoc)    for recorded mode

@@ -50,13 +50,9 @@ function suggestionButtons(list, pick, label, recorded = false) {
   });
 }
 
-// TODO(ux): app.mjs: delete its SUGGESTIONS list (the lab's list is suggestions.mjs) and call
-//   drawSuggestions((text) => { $("draft").value = text; $("draft").focus(); showLive(page); });
-// Until then the list app.mjs passes is ignored: only `pick` is taken from the arguments.
 /** The Live mode suggestions (#suggestions): pick(text) puts one into the draft. */
-export function drawSuggestions(...args) {
-  const pick = args.find((a) => typeof a === "function");
-  fill($("suggestions"), ...suggestionButtons(SUGGESTIONS, (s) => pick?.(s.text), "put it in the draft"));
+export function drawSuggestions(pick) {
+  fill($("suggestions"), ...suggestionButtons(SUGGESTIONS, (s) => pick(s.text), "put it in the draft"));
 }
 
 /** The Recorded mode suggestions (#rec-suggestions): jump(s) shows the recorded turn it is about;

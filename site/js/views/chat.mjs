@@ -12,9 +12,6 @@ import { STOP_SHORT } from "../terms.mjs";
 import { count, el, fill } from "./dom.mjs";
 import { bindWhy, markNearTies, whyBox } from "./why.mjs";
 
-// TODO(ux): live.mjs drawLiveChat: drawChat($("chat"), items, EMPTY_LIVE) instead of its own text
-//   ("The right side shows..." is wrong in one column), and in showLive "Start typing: this panel
-//   previews ..." for "this side previews ...".
 /** The chat's hint in Live mode, before the first message (the one-column layout has no
  * "right side", so it names the panel). */
 export const EMPTY_LIVE = "Type a message below. The panel “What the model reads” shows, as you type, the exact text the model would read.";
@@ -160,8 +157,6 @@ export function noRepliesText(why) {
     "as two of your messages in a row, which no chat app sends. Recorded mode has real replies.";
 }
 
-// TODO(ux): live.mjs can drive the banner instead of the per-turn notes: set state.replies (see
-// state.mjs) and call drawChat($("chat"), items, EMPTY_LIVE, { banner: liveBanner(state) }).
 /** The banner state.replies asks for, or null. */
 export function liveBanner(state) {
   const r = state.replies;

@@ -131,7 +131,8 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
   executor?.device.lost.then(() => {
     if (attached?.executor !== executor || executor.destroyed) return; // let go on purpose
     status("weights", "the GPU device was lost: putting the weights on a new one");
-    // In turn with the requests: Python may be waiting on the lost device in a run right now.
+    // In turn with the requests: a reply may be pulling on the lost device right now (it puts
+    // the weights on a new device itself, and this then has nothing to do).
     enqueue(() => attached?.executor === executor && attach(attached.n_ctx));
   });
   self.postMessage({ type: "model", model });
