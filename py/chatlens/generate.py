@@ -60,14 +60,14 @@ def decoding(ids, *, eos_id, max_new_tokens, top_k=0, chunk=0):
     out = Generation()
     chunk = int(chunk) or len(ids) or 1
     clock = time.perf_counter
-    t0 = clock()
+    t0 = t1 = clock()
+    read = False  # the whole prompt fed: the time after it is the decode's
     try:
         for at in range(0, len(ids), chunk):
             last = at + chunk >= len(ids)
             step = yield Feed(tuple(ids[at:at + chunk]), top_k if last else 0, wants_step=last)
             out.prefill_tokens += len(ids[at:at + chunk])
-        t1 = clock()
-        out.prefill_ms = (t1 - t0) * 1000
+        t1, read = clock(), True
         while max_new_tokens > 0:
             out.ids.append(step.id)
             candidates = ranked(step) if top_k else []
@@ -83,10 +83,8 @@ def decoding(ids, *, eos_id, max_new_tokens, top_k=0, chunk=0):
     except Stop:
         out.stop_reason = "stopped"
     now = clock()
-    if out.prefill_ms == 0.0:  # stopped while the prompt was read
-        out.prefill_ms = (now - t0) * 1000
-    else:
-        out.decode_ms = (now - t0) * 1000 - out.prefill_ms
+    out.prefill_ms = ((t1 if read else now) - t0) * 1000  # stopped while the prompt was read: all of it
+    out.decode_ms = (now - t1) * 1000 if read else 0.0
     return out
 
 
