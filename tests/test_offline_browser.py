@@ -51,6 +51,14 @@ class Visit:
         assert not self.errors, self.errors
 
 
+def offline_again(playwright, profile, srv):
+    """The server gone, a browser started again on the same profile at the same address."""
+    port = srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+    return Visit(playwright, profile, f"http://127.0.0.1:{port}/")
+
+
 def serve(out):
     return SiteServer(out, mirror=prepare_mirror(quiet=True)).start()
 
@@ -79,10 +87,7 @@ def test_a_stored_model_loads_without_a_download_then_works_with_no_network(play
     visit.close()
 
     # The server is gone and the browser restarted on the same profile.
-    port = srv.server_address[1]
-    srv.shutdown()
-    srv.server_close()
-    visit = Visit(playwright, profile, f"http://127.0.0.1:{port}/")
+    visit = offline_again(playwright, profile, srv)
     page = visit.open()
     assert page.evaluate("chatlens.source.origin") == "mirror"
     record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Hi!'}], window: 256})")
@@ -150,10 +155,7 @@ def test_a_page_visited_once_without_the_model_previews_offline(playwright, buil
     assert page.evaluate("chatlens.status.state") == "text"  # nothing downloaded
     visit.close()
 
-    port = srv.server_address[1]
-    srv.shutdown()
-    srv.server_close()
-    visit = Visit(playwright, profile, f"http://127.0.0.1:{port}/")
+    visit = offline_again(playwright, profile, srv)
     page = visit.open()
     assert page.evaluate("chatlens.status.state") == "text", page.evaluate("chatlens.status")
     record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Hi!'}], window: 256})")
