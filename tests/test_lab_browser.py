@@ -161,7 +161,7 @@ def test_recorded_mode_never_completes_a_challenge(lab, doc):
 
 def test_a_challenge_completes_only_from_a_live_turn_with_a_reply(lab):
     got = lab.evaluate("""async () => {
-        const c = await import('./js/challenges.mjs');
+        const c = await import('./js/lesson/challenges.mjs');
         const who = (system, reply) => ({
             pieces: [{kind: 'new', text: '<|im_start|>user\\nWho are you?<|im_end|>\\n'}], dropped_messages: [],
             system, preset: system ? 'pirate' : 'none', window: 1024, reply_text: reply, reply_ids: reply ? [1] : null,
@@ -198,7 +198,7 @@ def test_a_challenge_completes_only_from_a_live_turn_with_a_reply(lab):
     assert got["same"] is True and got["notYet"] == "not yet"
     # drawn: the state as text and the line that says what the completion showed
     lab.evaluate("""async () => {
-        const c = await import('./js/challenges.mjs');
+        const c = await import('./js/lesson/challenges.mjs');
         const v = await import('./js/views/challenges.mjs');
         const rec = (reply, extra) => ({pieces: [{kind: 'new', text: 'Who are you?'}], dropped_messages: [], system: null,
                                         preset: 'none', window: 256, reply_text: reply, ...extra});
@@ -307,7 +307,7 @@ def test_split_characters_are_shown_as_their_bytes(lab, tokenizer):
     record = page.evaluate("t => chatlens.preview({messages: [{role: 'user', content: t}], window: 1024})", text)
     assert record["prompt_vocab"] == [tokenizer.id_to_token(i) for i in record["prompt_ids"]]
     got = page.evaluate("""async (rec) => {
-        const b = await import('./js/bytes.mjs');
+        const b = await import('./js/views/bytes.mjs');
         const lay = b.layout(rec.prompt_tokens, rec.prompt_text, rec.prompt_vocab);
         return {hexes: lay.bytes.map(x => b.hex(x)), groups: lay.groups.map(g => g[2]),
                 none: b.layout(rec.prompt_tokens, rec.prompt_text) === null};

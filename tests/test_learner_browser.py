@@ -251,7 +251,7 @@ def test_plain_text_says_why_its_numbers_are_not_the_lessons(learner):
 
 def test_a_challenge_counts_only_replies_that_show_it_and_quotes_them(learner):
     got = learner.evaluate("""async () => {
-        const c = await import('./js/challenges.mjs');
+        const c = await import('./js/lesson/challenges.mjs');
         const who = (system, reply, stop) => ({
             pieces: [{kind: 'new', text: '<|im_start|>user\\nWho are you?<|im_end|>\\n'}], dropped_messages: [],
             system, preset: system ? 'pirate' : 'none', window: 1024, reply_text: reply, reply_ids: [1], stop_reason: stop});

@@ -176,7 +176,7 @@ def test_challenge_progress_updates_and_survives_a_reload(app):
         assert page.text_content("#challenge-count") == "0 of 3 complete"
     # Live turns with replies complete challenges; the progress the page keeps survives a reload
     page.evaluate("""async () => {
-        const c = await import('./js/challenges.mjs');
+        const c = await import('./js/lesson/challenges.mjs');
         const rec = (text, system, extra) => ({pieces: [{kind: 'new', text}], dropped_messages: [], system,
                                                preset: system ? 'pirate' : 'none', window: 256, reply_text: 'Hello.', ...extra});
         let p = c.load();
@@ -189,7 +189,7 @@ def test_challenge_progress_updates_and_survives_a_reload(app):
 
     # the year challenge needs a reply that says the current year: check the detector itself
     year = page.evaluate("""async () => {
-        const c = await import('./js/challenges.mjs');
+        const c = await import('./js/lesson/challenges.mjs');
         const base = {pieces: [], dropped_messages: [], system: null, preset: 'none'};
         const dated = {...base, preset: 'date', system: "You are a helpful assistant. Today's date is Monday, November 30, 2026."};
         const later = new Date(2031, 0, 1);
@@ -248,7 +248,7 @@ def test_an_empty_custom_prompt_is_the_template_default(app):
     # The first counts as asked with no system prompt, the second as asked with one (the records
     # the page sends, with a reply added: the completion rule needs one)
     kinds = page.evaluate("""async () => {
-        const c = await import('./js/challenges.mjs');
+        const c = await import('./js/lesson/challenges.mjs');
         const args = (custom) => ({preset: 'custom', custom, window: 1024, messages: [{role: 'user', content: 'Who are you?'}]});
         const blank = await chatlens.preview(args('  \\n '));
         const cat = await chatlens.preview(args('You are a cat.'));

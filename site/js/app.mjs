@@ -3,7 +3,7 @@
 // User and model text always goes in as text (views/dom.mjs), never as HTML.
 
 import { createApi } from "./api.mjs";
-import * as challenges from "./challenges.mjs";
+import * as challenges from "./lesson/challenges.mjs";
 import { addFullContext, buildControls } from "./controls.mjs";
 import { setUpByHand } from "./byhand.mjs";
 import { send, showLive, stop, whyOf } from "./live.mjs";

@@ -2,7 +2,7 @@
 // from the site's settings (build.json's "settings", written from chatlens.defaults), so the
 // page states none of them itself.
 
-import { replyLimitNote } from "./terms.mjs";
+import { replyLimitNote } from "./lesson/terms.mjs";
 import { $, el, fill } from "./views/dom.mjs";
 
 /** Fill the selects and the reply limit from `settings`. */

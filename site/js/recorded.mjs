@@ -2,9 +2,9 @@
 // lesson's five messages, one conversation per system prompt preset and window. Recorded mode
 // needs no download and no Python: every turn record is in the file.
 
-import * as challenges from "./challenges.mjs";
+import * as challenges from "./lesson/challenges.mjs";
 import { controls } from "./controls.mjs";
-import { recordedTarget } from "./suggestions.mjs";
+import { recordedTarget } from "./lesson/suggestions.mjs";
 import { drawChallenges, drawRecordedSuggestions } from "./views/challenges.mjs";
 import { drawChat, droppedOf } from "./views/chat.mjs";
 import { $, el, fill } from "./views/dom.mjs";

@@ -1,7 +1,7 @@
 // The challenges box and the "Try this" suggestions.
 
-import { CHALLENGES, done, stateText } from "../challenges.mjs";
-import { SUGGESTIONS } from "../suggestions.mjs";
+import { CHALLENGES, done, stateText } from "../lesson/challenges.mjs";
+import { SUGGESTIONS } from "../lesson/suggestions.mjs";
 import { $, el, fill } from "./dom.mjs";
 
 /** Each challenge with its state as text ("done" / "not yet"), what a completion showed, and

@@ -7,8 +7,8 @@
 // the learner types. New messages are announced through #chat-announce, a visually hidden live
 // region that gets nothing else.
 
-import { vocabBytes } from "../bytes.mjs";
-import { STOP_SHORT } from "../terms.mjs";
+import { vocabBytes } from "./bytes.mjs";
+import { STOP_SHORT } from "../lesson/terms.mjs";
 import { count, el, fill } from "./dom.mjs";
 import { bindWhy, markNearTies, whyBox } from "./why.mjs";
 

@@ -7,8 +7,8 @@
 // Every piece of text goes in as text nodes. Special tokens are the record's special_ids: text
 // that merely looks like one is drawn as the text it is.
 
-import { hex, layout } from "../bytes.mjs";
-import { replyLimitNote, stopReasonText, TERMS } from "../terms.mjs";
+import { hex, layout } from "./bytes.mjs";
+import { replyLimitNote, stopReasonText, TERMS } from "../lesson/terms.mjs";
 import { count, el, fill } from "./dom.mjs";
 import { focusTab, tabList } from "./tabs.mjs";
 import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";

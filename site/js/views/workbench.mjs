@@ -2,7 +2,7 @@
 // tokens and counts, the assistant-token mask where the template marks {% generation %}, and
 // errors (the template's raise_exception, a Jinja syntax error with its line) said plainly.
 
-import { layout } from "../bytes.mjs";
+import { layout } from "./bytes.mjs";
 import { el, fill } from "./dom.mjs";
 import { visibleToken } from "./reads.mjs";
 
