@@ -4,8 +4,8 @@
 // apply_chat_template semantics (py/chatlens/template.py). Every edit renders again, after a
 // short pause; only the newest answer is drawn.
 
-import { $, debounce, el, fill } from "./views/dom.mjs";
-import { renderWorkbench } from "./views/workbench.mjs";
+import { $, debounce, el, fill } from "../views/dom.mjs";
+import { renderWorkbench } from "../views/workbench.mjs";
 
 const ROLES = ["system", "user", "assistant", "tool"];
 const START = [

@@ -4,12 +4,12 @@
 // also shows what the model would most likely write first: one step of the model on the draft,
 // asked for after a pause in typing, at most one at a time, and only for the newest draft.
 
-import { callArgs } from "./controls.mjs";
-import { hostNote } from "./hosts.mjs";
-import { liveMessages } from "./state.mjs";
-import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "./views/chat.mjs";
-import { $ } from "./views/dom.mjs";
-import { renderMessage } from "./views/reads.mjs";
+import { callArgs } from "../controls.mjs";
+import { hostNote } from "../hosts.mjs";
+import { liveMessages } from "../state.mjs";
+import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
+import { $ } from "../views/dom.mjs";
+import { renderMessage } from "../views/reads.mjs";
 
 /** Python answers previews once the tokenizer and template are read (the weights may still load). */
 export const canPreview = (api) => ["text", "weights", "ready"].includes(api.status.state);

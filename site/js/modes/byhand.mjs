@@ -5,7 +5,7 @@
 // worker); a line then says whether the text it built (`prompt`) equals the real template's
 // rendering of the same messages (`kept`), through the worker's render request.
 
-import { $, el, fill } from "./views/dom.mjs";
+import { $, el, fill } from "../views/dom.mjs";
 
 const SECONDS = 3; // the time limit for the learner's code (chatlens.usercode, by sys.settrace)
 let api = null;
