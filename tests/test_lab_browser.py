@@ -82,7 +82,7 @@ def test_recorded_mode_says_which_weights_speak(lab, doc):
     assert "chatlens record --model M" in page.text_content("#rec-about")
     # the wording lives once, in weights.mjs, for the source line and the download box too
     got = page.evaluate("""async (doc) => {
-        const w = await import('./js/weights.mjs');
+        const w = await import('./js/page/weights.mjs');
         return {doc: w.weightsSentence(doc), mirror: w.weightsSentence(chatlens.source),
                 hub: w.weightsSentence({origin: 'hub', kind: 'hf'}),
                 other: w.weightsSentence({origin: 'url', kind: 'gguf', label: 'x.Q8_0.gguf', url: 'https://example.org/x.Q8_0.gguf'})};

@@ -229,7 +229,7 @@ def test_plain_text_says_why_its_numbers_are_not_the_lessons(learner):
     # the note reads the probability it is given)
     notes = page.evaluate("""async () => {
         const v = await import('./js/views/plain.mjs');
-        const w = await import('./js/weights.mjs');
+        const w = await import('./js/page/weights.mjs');
         const side = (tok, p) => ({ ids: [2], tokens: [tok], text: '', stop_reason: 'max_tokens',
                                     top_k: [[[2, 20.1, p], [504, 19.0, 0.1]]], top_k_tokens: [[tok, 'Paris']] });
         const tokens = await chatlens.tokenize({ text: 'What is the capital of France?' });
@@ -434,9 +434,9 @@ def test_a_reload_keeps_each_bubbles_line_and_says_nothing_changed(browser, serv
         page.wait_for_function("() => chatlens.settings")
         # a conversation as the page saves it: the first reply stopped by the learner
         saved = page.evaluate("""async () => {
-            const prefs = await import('./js/prefs.mjs');
-            const controls = await import('./js/controls.mjs');
-            const state = await import('./js/state.mjs');
+            const prefs = await import('./js/page/prefs.mjs');
+            const controls = await import('./js/page/controls.mjs');
+            const state = await import('./js/page/state.mjs');
             const args = (turns, text) => controls.callArgs(state.liveMessages({ live: { turns } }, text), chatlens.settings);
             const key = (a) => JSON.stringify({ ...a, messages: undefined });
             const rec = (n, stop) => ({ pieces: [{ kind: 'new', count: 13 }], reply_ids: Array(n).fill(1), stop_reason: stop });
@@ -526,7 +526,7 @@ def test_a_model_on_another_host_is_explained_not_failed_to_fetch(browser, serve
         for where in ("#status", "#reads"):
             assert "Failed to fetch" not in page.text_content(where) and "cannot read example.org" in page.text_content(where)
         assert page.is_visible("#use-default") or page.evaluate("chatlens.status.state") != "error"
-        hosts = page.evaluate("""async () => { const m = await import('./js/hosts.mjs');
+        hosts = page.evaluate("""async () => { const m = await import('./js/page/hosts.mjs');
             return [m.canRead(location.href + 'models/x.gguf'), m.canRead('https://huggingface.co/a/b'),
                     m.canRead('https://cdn-lfs.hf.co/x'), m.canRead('https://example.org/x'), m.canRead('http://huggingface.co/a')]; }""")
         assert hosts == [True, True, True, False, False]

@@ -353,7 +353,7 @@ def test_a_worker_that_cannot_start_fails_ready_and_calls_at_once(app):
 def test_model_urls_name_a_gguf_or_a_hugging_face_folder(app):
     page = app.open(ready=False)
     got = page.evaluate("""async () => {
-        const { sourceFromUrl } = await import('./js/source.mjs');
+        const { sourceFromUrl } = await import('./js/page/source.mjs');
         const base = location.href;
         return [
             'https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct',

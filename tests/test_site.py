@@ -40,8 +40,8 @@ def built(tmp_path_factory):
 
 def test_build_holds_everything_the_page_loads(built):
     manifest = json.loads((built / "build.json").read_text())
-    for name in ("index.html", "app.css", "js/app.mjs", "js/api.mjs", "js/worker/worker.mjs", "js/views/reads.mjs",
-                 "js/modes/recorded.mjs", "js/lesson/challenges.mjs", "js/source.mjs"):
+    for name in ("index.html", "app.css", "js/page/app.mjs", "js/page/api.mjs", "js/worker/worker.mjs", "js/views/reads.mjs",
+                 "js/modes/recorded.mjs", "js/lesson/challenges.mjs", "js/page/source.mjs"):
         assert (built / name).is_file(), name
     for name in site.PYODIDE_CORE:
         assert (built / "pyodide" / name).is_file(), name

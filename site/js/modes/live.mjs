@@ -4,9 +4,9 @@
 // also shows what the model would most likely write first: one step of the model on the draft,
 // asked for after a pause in typing, at most one at a time, and only for the newest draft.
 
-import { callArgs } from "../controls.mjs";
-import { hostNote } from "../hosts.mjs";
-import { liveMessages } from "../state.mjs";
+import { callArgs } from "../page/controls.mjs";
+import { hostNote } from "../page/hosts.mjs";
+import { liveMessages } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
 import { renderMessage } from "../views/reads.mjs";

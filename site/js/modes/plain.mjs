@@ -4,11 +4,11 @@
 // message" sends them the other way, as a user message through the template, shown beside it.
 // Neither touches the live conversation.
 
-import { callArgs } from "../controls.mjs";
+import { callArgs } from "../page/controls.mjs";
 import { $, debounce, fill } from "../views/dom.mjs";
 import { renderMessage } from "../views/reads.mjs";
 import { renderPlain } from "../views/plain.mjs";
-import { weightsOf } from "../weights.mjs";
+import { weightsOf } from "../page/weights.mjs";
 
 export const LESSON_TEXT = "What is the capital of France?";
 

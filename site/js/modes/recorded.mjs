@@ -3,13 +3,13 @@
 // needs no download and no Python: every turn record is in the file.
 
 import * as challenges from "../lesson/challenges.mjs";
-import { controls } from "../controls.mjs";
+import { controls } from "../page/controls.mjs";
 import { recordedTarget } from "../lesson/suggestions.mjs";
 import { drawChallenges, drawRecordedSuggestions } from "../views/challenges.mjs";
 import { drawChat, droppedOf } from "../views/chat.mjs";
 import { $, el, fill } from "../views/dom.mjs";
 import { renderMessage } from "../views/reads.mjs";
-import { RERECORD_HINT, weightsSentence } from "../weights.mjs";
+import { RERECORD_HINT, weightsSentence } from "../page/weights.mjs";
 
 export async function loadRecorded(url = new URL("../../recorded.json", import.meta.url)) {
   const r = await fetch(url);

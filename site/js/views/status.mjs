@@ -1,7 +1,7 @@
 // The status line (is Python up, is the model read) and the model-source line in the settings.
 
-import { hostNote } from "../hosts.mjs";
-import { weightsSentence } from "../weights.mjs";
+import { hostNote } from "../page/hosts.mjs";
+import { weightsSentence } from "../page/weights.mjs";
 import { $ } from "./dom.mjs";
 
 // Each state's headline; the worker's detail follows it only where it adds something.

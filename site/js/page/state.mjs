@@ -1,7 +1,7 @@
 // The page's state: what it shows and the live conversation, which is the page's own (the
 // worker only caches: every request carries the whole conversation).
 
-import * as challenges from "./lesson/challenges.mjs";
+import * as challenges from "../lesson/challenges.mjs";
 
 export function createState() {
   return {

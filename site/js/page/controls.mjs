@@ -2,8 +2,8 @@
 // from the site's settings (build.json's "settings", written from chatlens.defaults), so the
 // page states none of them itself.
 
-import { replyLimitNote } from "./lesson/terms.mjs";
-import { $, el, fill } from "./views/dom.mjs";
+import { replyLimitNote } from "../lesson/terms.mjs";
+import { $, el, fill } from "../views/dom.mjs";
 
 /** Fill the selects and the reply limit from `settings`. */
 export function buildControls(settings) {

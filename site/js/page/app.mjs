@@ -3,21 +3,21 @@
 // User and model text always goes in as text (views/dom.mjs), never as HTML.
 
 import { createApi } from "./api.mjs";
-import * as challenges from "./lesson/challenges.mjs";
+import * as challenges from "../lesson/challenges.mjs";
 import { addFullContext, buildControls } from "./controls.mjs";
-import { setUpByHand } from "./modes/byhand.mjs";
-import { send, showLive, stop, whyOf } from "./modes/live.mjs";
+import { setUpByHand } from "../modes/byhand.mjs";
+import { send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
-import { drawPlain, setUpPlain, tokenizePlain } from "./modes/plain.mjs";
-import { showRecorded } from "./modes/recorded.mjs";
+import { drawPlain, setUpPlain, tokenizePlain } from "../modes/plain.mjs";
+import { showRecorded } from "../modes/recorded.mjs";
 import * as prefs from "./prefs.mjs";
 import { createState } from "./state.mjs";
-import { drawChallenges, drawSuggestions } from "./views/challenges.mjs";
-import { $, debounce } from "./views/dom.mjs";
-import { renderRecord } from "./views/reads.mjs";
-import { drawStatus } from "./views/status.mjs";
-import { setUpWorkbench } from "./modes/workbench.mjs";
+import { drawChallenges, drawSuggestions } from "../views/challenges.mjs";
+import { $, debounce } from "../views/dom.mjs";
+import { renderRecord } from "../views/reads.mjs";
+import { drawStatus } from "../views/status.mjs";
+import { setUpWorkbench } from "../modes/workbench.mjs";
 
 const api = createApi();
 window.chatlens = api;

@@ -2,8 +2,8 @@
 // store/download-worker.mjs, with progress and an AbortSignal), listing, deleting, and the
 // browser's storage estimate. Only the page can ask for persistent storage, so it asks here.
 
-import { openModelStore, pageApi, requestPersistence } from "./store/models.mjs";
-import { modelSpec } from "./store/spec.mjs";
+import { openModelStore, pageApi, requestPersistence } from "../store/models.mjs";
+import { modelSpec } from "../store/spec.mjs";
 
 /** The event the page hears when the current source's model leaves the store (from the page or
  * an API caller): the weights a worker read from it are no longer there to read again, so the
@@ -21,7 +21,7 @@ export function createDownloads(currentSource) {
     if (running) return Promise.reject(new Error("a download is already running"));
     if (signal?.aborted) return Promise.reject(new DOMException("the download was cancelled", "AbortError"));
     running = new Promise((resolve, reject) => {
-      const worker = new Worker(new URL("./store/download-worker.mjs", import.meta.url), { type: "module" });
+      const worker = new Worker(new URL("../store/download-worker.mjs", import.meta.url), { type: "module" });
       const finish = (settle, value) => {
         signal?.removeEventListener("abort", cancel);
         worker.terminate();

@@ -2,7 +2,7 @@
 // what is downloaded; the worker says what computes replies (chatlens.model).
 
 import { MODEL_DELETED } from "./downloads.mjs";
-import { drawManage, drawModelBox } from "./views/downloads.mjs";
+import { drawManage, drawModelBox } from "../views/downloads.mjs";
 import { hostNote } from "./hosts.mjs";
 import { MODEL_KEY, saveChoice } from "./prefs.mjs";
 import { weightsSentence } from "./weights.mjs";

@@ -214,7 +214,7 @@ export function createApi() {
 }
 
 async function getBuild() {
-  const url = new URL("../build.json", import.meta.url);
+  const url = new URL("../../build.json", import.meta.url);
   const r = await fetch(url);
   if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
   return r.json();

@@ -1,7 +1,7 @@
 // What the page sends the worker for a chat turn: a Turn (site/js/worker/protocol.gen.mjs,
 // written from py/chatlens/protocol.py), made from the page API's arguments.
 
-import { FIELDS } from "./worker/protocol.gen.mjs";
+import { FIELDS } from "../worker/protocol.gen.mjs";
 
 /** The page's API names its arguments in JavaScript's camelCase; the wire, as Python does. */
 const camel = (name) => name.replace(/_(\w)/g, (_, c) => c.toUpperCase());

@@ -8,7 +8,7 @@ export async function registerOffline(onUpdate) {
   if (!sw) return null; // no service workers (a private window, an insecure origin): online only
   let registration;
   try {
-    registration = await sw.register(new URL("../sw.js", import.meta.url), { scope: new URL("../", import.meta.url).pathname });
+    registration = await sw.register(new URL("../../sw.js", import.meta.url), { scope: new URL("../../", import.meta.url).pathname });
   } catch (e) {
     console.warn("chatlens: no offline copy:", e.message);
     return null;

@@ -13,7 +13,7 @@ let count = 0;
  * {token(t), progress(p)} for a reply's streamed tokens and the prompt's progress.
  */
 export function connect(on) {
-  const url = new URL("./worker/worker.mjs", import.meta.url);
+  const url = new URL("../worker/worker.mjs", import.meta.url);
   const worker = new Worker(url, { type: "module" });
   const lock = `chatlens-worker-${Date.now()}-${++count}`;
   const pending = new Map(); // request id -> {resolve, reject, on}
