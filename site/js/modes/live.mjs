@@ -9,7 +9,7 @@ import { hostNote } from "../page/hosts.mjs";
 import { liveMessages } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
-import { renderMessage } from "../views/reads.mjs";
+import { renderMessage } from "../views/overflow.mjs";
 
 /** Python answers previews once the tokenizer and template are read (the weights may still load). */
 export const canPreview = (api) => ["text", "weights", "ready"].includes(api.status.state);

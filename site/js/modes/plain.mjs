@@ -6,7 +6,7 @@
 
 import { callArgs } from "../page/controls.mjs";
 import { $, debounce, fill } from "../views/dom.mjs";
-import { renderMessage } from "../views/reads.mjs";
+import { renderMessage } from "../views/overflow.mjs";
 import { renderPlain } from "../views/plain.mjs";
 import { weightsOf } from "../page/weights.mjs";
 

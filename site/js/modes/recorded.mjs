@@ -8,7 +8,7 @@ import { recordedTarget } from "../lesson/suggestions.mjs";
 import { drawChallenges, drawRecordedSuggestions } from "../views/challenges.mjs";
 import { drawChat, droppedOf } from "../views/chat.mjs";
 import { $, el, fill } from "../views/dom.mjs";
-import { renderMessage } from "../views/reads.mjs";
+import { renderMessage } from "../views/overflow.mjs";
 import { RERECORD_HINT, weightsSentence } from "../page/weights.mjs";
 
 export async function loadRecorded(url = new URL("../../recorded.json", import.meta.url)) {

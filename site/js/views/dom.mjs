@@ -37,3 +37,6 @@ export function fill(node, ...children) {
   node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
   return node;
 }
+
+/** A term's explanation under a figure: a paragraph of class "term". */
+export const term = (text, cls = "") => el("p", { class: `term ${cls}`.trim(), text });

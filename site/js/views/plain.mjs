@@ -3,7 +3,9 @@
 // and beside it the same words sent the other way, as a user message through the template.
 
 import { count, el, fill } from "./dom.mjs";
-import { drawSummary, replyTitle, visibleToken } from "./reads.mjs";
+import { replyTitle } from "./reply.mjs";
+import { visibleToken } from "./tokens.mjs";
+import { drawSummary } from "./window.mjs";
 import { bindWhy, candidatesTable, markNearTies, percent, whyBox } from "./why.mjs";
 
 /** Token chips for ids/tokens, special ids as dark chips. */

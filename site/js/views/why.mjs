@@ -6,7 +6,7 @@
 // A near-tie: the step's two best logits are closer than the site's near_tie_gap (0.01, from
 // chatlens.defaults), the gap at which another device's rounding can choose the other token.
 
-import { visibleToken } from "./reads.mjs";
+import { visibleToken } from "./tokens.mjs";
 import { el, fill } from "./dom.mjs";
 
 export const NEAR_TIE_NOTE =

@@ -4,7 +4,7 @@
 
 import { layout } from "./bytes.mjs";
 import { el, fill } from "./dom.mjs";
-import { visibleToken } from "./reads.mjs";
+import { visibleToken } from "./tokens.mjs";
 
 /** The rendered text (exactly: its textContent is the text), special tokens as chips, the
  * tokens the mask marks in green. */

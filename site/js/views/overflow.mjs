@@ -1,0 +1,76 @@
+// A message in the panel instead of a record, and the window drawn overflowing when the system
+// prompt and the new message cannot fit (from a WindowError's data).
+
+import { count, el, fill } from "./dom.mjs";
+import { drawSummary, windowTitle } from "./window.mjs";
+
+/** The overflow a WindowError's data describes (chatlens.errors.WindowError: the system prompt
+ * and the new message do not fit), with what the window leaves; null for any other error. */
+export function windowOverflow(error) {
+  const d = error?.name === "WindowError" ? error.data : null;
+  return d ? { ...d, budget: d.window - d.reserve } : null;
+}
+
+const PIECE_WORDS = {
+  system: "the system prompt",
+  "system (template default)": "the template's default system prompt",
+  "new message": "your new message",
+  "generation header": "the generation header",
+};
+const pieceWords = (label) => PIECE_WORDS[label] || label;
+const pieceClass = (label) =>
+  label.startsWith("system") ? "seg-system" : label === "new message" || label === "generation header" ? "seg-new" : "seg-turns";
+
+/** The window drawn overflowing: what the system prompt and the new message need against what
+ * the window leaves once the reply's room is kept free. */
+export function renderOverflow(root, info, message = "") {
+  const { needed, pieces, window: w, reserve, budget, at_least: bound } = info;
+  const over = needed - budget;
+  const least = bound ? "at least " : ""; // counted from a bound, before tokenizing (a pasted book)
+  const scale = needed + reserve;
+  if (root.id === "reads") drawSummary(null, `needs ${needed + reserve} of ${count(w, "token")}: too long for the window`);
+  const bar = el("div", {
+    class: "window-bar overflow-bar",
+    role: "img",
+    "aria-label": `needs ${needed + reserve} tokens with the reply's room, the window holds ${w}`,
+  });
+  for (const p of pieces) bar.append(el("span", { class: `seg ${pieceClass(p.label)}`, style: `flex-grow:${p.count}`, title: `${p.label}: ${count(p.count, "token")}` }));
+  bar.append(el("span", { class: "seg seg-reserve", style: `flex-grow:${reserve}`, title: `reserved for the reply: ${count(reserve, "token")}` }));
+  bar.append(el("span", { class: "window-edge", style: `left:${(100 * w) / scale}%`, title: `the window ends here: ${w} tokens` }));
+  bar.append(el("span", { class: "window-over", style: `left:${(100 * w) / scale}%` }));
+  const words = pieces.map((p) => `${pieceWords(p.label)} (${p.count})`);
+  const needs = words.length > 1 ? `${words.slice(0, -1).join(", ")} and ${words[words.length - 1]}` : words.join("");
+  fill(root, 
+    el("p", { class: "caption", id: "reads-caption", text: "This message does not fit the window" }),
+    el(
+      "div",
+      { class: "window overflow" },
+      windowTitle(w),
+      bar,
+      el(
+        "ul",
+        { class: "legend" },
+        pieces.map((p) => el("li", { dataset: { seg: p.label } }, el("span", { class: `swatch ${pieceClass(p.label)}` }), `${p.label} `, el("b", { text: p.count }))),
+        el("li", { dataset: { seg: "reserved for the reply" } }, el("span", { class: "swatch seg-reserve" }), "reserved for the reply ", el("b", { text: reserve })),
+        el("li", { dataset: { seg: "over" } }, el("span", { class: "swatch seg-over" }), "over the window by ", el("b", { text: over })),
+      ),
+    ),
+    el(
+      "p",
+      { class: "overflow-text" },
+      `Even with every older turn dropped, ${needs} need ${least}${needed} tokens, but a window of ${w} keeps ${reserve} free for the reply and leaves ${budget}: `,
+      el("b", { text: `${least}${over} too many` }),
+      ". Shorten the message, choose a larger window, or a shorter system prompt.",
+    ),
+    message ? el("p", { class: "error detail", text: message }) : null,
+  );
+}
+
+/** A message instead of a record; `error` (the Error it reports) that is a window overflow is
+ * drawn as one. */
+export function renderMessage(root, text, cls = "note", error = null) {
+  const info = windowOverflow(error);
+  if (info) return renderOverflow(root, info, text);
+  fill(root, el("p", { class: cls, text }));
+  if (root.id === "reads") drawSummary(null);
+}

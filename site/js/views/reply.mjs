@@ -1,0 +1,98 @@
+// The reply: its text and tokens, with its stop reason, speed and backend; each token's
+// candidates ("why this token"); and the prediction of the first token while the user types.
+
+import { layout } from "./bytes.mjs";
+import { stopReasonText, TERMS } from "../lesson/terms.mjs";
+import { count, el, term } from "./dom.mjs";
+import { chips } from "./tokens.mjs";
+import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
+
+/** "The reply: N tokens, ended: why · end_turn" (or ", writing…" while it streams): the title of
+ * a reply or of a plain-text continuation. */
+export function replyTitle(what, n, stopReason, writing) {
+  return el(
+    "div",
+    { class: "reply-title" },
+    `${what}: `,
+    el("b", { text: `${n} token${n === 1 ? "" : "s"}` }),
+    writing ? ", writing…" : `, ended: ${stopReasonText(stopReason)} · `,
+    writing ? null : el("code", { class: `stop stop-${stopReason}`, text: stopReason }),
+  );
+}
+
+// -- the reply ----------------------------------------------------------------------------------------------
+
+const ms = (v) => (v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`);
+
+function speed(record) {
+  const t = record.timings;
+  if (!t) return null;
+  const parts = [];
+  if (t.prefill_ms !== undefined) {
+    parts.push(`read ${count(record.computed_tokens, "new token")} in ${ms(t.prefill_ms)}` +
+      (t.prefill_tok_s ? ` (${t.prefill_tok_s} tokens/s)` : ""));
+  }
+  if (t.decode_ms !== undefined) {
+    parts.push(`wrote in ${ms(t.decode_ms)}` + (t.decode_tok_s ? ` (${t.decode_tok_s} tokens/s)` : ""));
+  }
+  return el("div", { class: "reply-speed", dataset: { stat: "speed" } }, parts.join(" · "));
+}
+
+function replyTokens(record, why) {
+  const tokens = record.reply_tokens;
+  const ids = record.reply_ids;
+  if (!tokens || !ids || !tokens.length) return null;
+  const ended = record.stop_reason === "end_turn";
+  const text = record.reply_text + (ended ? tokens[tokens.length - 1] : "");
+  const lay = layout(tokens, text, record.reply_vocab || null);
+  const box = el("div", { class: "tokens reply-tokens", "aria-label": "The reply's tokens" });
+  chips(box, { tokens, ids, lay, classOf: (i) => `kind-reply${ended && i === tokens.length - 1 ? " special" : ""}` });
+  if (!why || !record.top_k?.length || record.top_k.length !== ids.length) return box;
+  // "why this token": each chip shows its step's candidates
+  box.querySelectorAll(".tok").forEach((chip, i) => (chip.dataset.step = i));
+  const special = new Set(record.special_ids || []);
+  if (ended) special.add(ids[ids.length - 1]);
+  const candidates = whyBox("Point at a token of the reply (or tap it, or use the arrow keys) to see the candidates the model weighed at that step.");
+  bindWhy(box, candidates, record, { tokens, ids, special, gap: why.gap });
+  markNearTies(box, record.top_k, why.gap);
+  return [box, candidates];
+}
+
+/** The prediction while the user types: the model's most likely first tokens for this draft.
+ * prediction: {state: "pending" | "done" | "error", result?: the predict answer, message?}. */
+export function predictionBox(record, prediction, why) {
+  if (!prediction) return null;
+  const { state, result, message } = prediction;
+  const body =
+    state === "done"
+      ? candidatesTable(result.top_k, result.top_k_tokens, { chosen: result.top_k[0][0], special: new Set(record.special_ids), gap: why?.gap })
+      : el("p", { class: state === "error" ? "error" : "note", text: state === "error" ? `No prediction: ${message}` : "Predicting the first token…" });
+  return el(
+    "div",
+    { class: `prediction is-${state}`, id: "prediction", "aria-live": "polite" },
+    el("div", { class: "prediction-title", text: "What the model would most likely write first" }),
+    term("A prediction: the model's first step on this draft, computed now on your device. Nothing is sent; " +
+      "if you send this message, greedy decoding starts the reply with the first of these."),
+    body,
+  );
+}
+
+export function replyBox(record, why) {
+  if (record.reply_text === null || record.reply_text === undefined) return null;
+  const n = record.reply_ids ? record.reply_ids.length : 0;
+  const writing = !record.stop_reason;
+  return el(
+    "div",
+    { class: `reply${writing ? " is-streaming" : ""}` },
+    replyTitle("The reply", n, record.stop_reason, writing),
+    el("div", { class: "reply-text", dir: "auto", text: record.reply_text }),
+    replyTokens(record, why),
+    el(
+      "div",
+      { class: "reply-facts" },
+      speed(record),
+      record.backend ? el("div", { class: "reply-backend", dataset: { stat: "backend" } }, "computed by ", el("b", { text: record.backend })) : null,
+    ),
+    term(`${TERMS.greedy} A reply ends with end_turn (its end-of-turn token), max_tokens (the reply limit) or stopped (you pressed Stop).`),
+  );
+}

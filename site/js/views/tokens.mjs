@@ -1,0 +1,70 @@
+// A token drawn for a learner: its text made visible, and chips with their ids (a character
+// split across tokens shown as its bytes, grouped under the character). The prompt, the reply,
+// the workbench and plain text draw tokens with these.
+
+import { hex } from "./bytes.mjs";
+import { el } from "./dom.mjs";
+
+/** Which prompt positions hold special tokens, from the record's special_ids. */
+export function specialPositions(record) {
+  const ids = new Set(record.special_ids);
+  return record.prompt_ids.map((id) => ids.has(id));
+}
+
+/** A token's text made visible: spaces as ·, line breaks as ↵, tabs as →. */
+export function visibleToken(t) {
+  return t.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u2192");
+}
+
+/** A chip's visible text: whole characters as they are, parts of a character as hex bytes. */
+function chipText(parts, token) {
+  const t = el("span", { class: "t" });
+  if (!parts) {
+    if (token.includes("\ufffd")) t.append(el("span", { class: "hex unknown", text: "part" }));
+    else t.append(visibleToken(token));
+    return t;
+  }
+  for (const part of parts) {
+    if (part.text !== undefined) t.append(visibleToken(part.text));
+    else t.append(el("span", { class: "hex", text: hex(part.bytes) }));
+  }
+  return t;
+}
+
+function chipTitle(i, id, parts) {
+  let s = `token ${i} · id ${id}`;
+  for (const part of parts || []) if (part.bytes) s += ` · bytes ${hex(part.bytes)} of “${part.char}”`;
+  if (!parts) s += " · which bytes of the character it holds cannot be told from this record";
+  return s;
+}
+
+/** Token chips for `tokens`, with the groups of chips that spell a split character under it. */
+export function chips(box, { tokens, ids, lay, classOf, cut = -1, cutNode = null }) {
+  const groupAt = new Map((lay?.groups || []).map((g) => [g[0], g]));
+  let target = box;
+  let groupEnd = -1;
+  for (let i = 0; i < tokens.length; i++) {
+    const g = groupAt.get(i);
+    if (cutNode && target === box && (i === cut || (g && cut > g[0] && cut <= g[1]))) box.append(cutNode);
+    if (g) {
+      const label = g[2].trim() || g[2];
+      const inner = el("span", { class: "group-tokens" });
+      box.append(el(
+        "span",
+        { class: "char-group", title: `${g[1] - g[0] + 1} tokens that together spell “${label}”` },
+        el("span", { class: "char", dir: "auto", text: label }),
+        inner,
+      ));
+      target = inner;
+      groupEnd = g[1];
+    }
+    const parts = lay ? lay.parts[i] : null;
+    target.append(el(
+      "span",
+      { class: `tok ${classOf(i)}`, title: chipTitle(i, ids[i], parts), dataset: { id: ids[i] } },
+      chipText(parts, tokens[i]),
+      el("span", { class: "id", text: ids[i] }),
+    ));
+    if (i === groupEnd) target = box;
+  }
+}
