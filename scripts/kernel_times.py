@@ -37,7 +37,10 @@ def main(argv=None) -> int:
     path = resolve_model(args.model)
     plan = weight_plan(path)
     n_layers = plan["config"]["n_layers"]
-    plan["config"]["n_layers"] = min(args.layers, n_layers)
+    plan["config"]["n_layers"] = layers = min(args.layers, n_layers)
+    # the cut layers' tensors go too: the program refuses weights the config has no place for
+    plan["tensors"] = {name: t for name, t in plan["tensors"].items()
+                       if not name.startswith("model.layers.") or int(name.split(".")[2]) < layers}
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     info = native.adapter_info(adapter)
     if "timestamp-query" not in info["features"]:
@@ -95,7 +98,6 @@ def main(argv=None) -> int:
         keys = min(short["keys"], args.context) - 1
         runs[f"decode_short at {keys + 1} keys"] = least([timed([short["decode"], "head"], program.step_params(meta, keys, [ids[0]]))
                                                           for _ in range(args.repeats)])
-    layers = plan["config"]["n_layers"]
     out = {"adapter": info["name"], "kv": meta["kv"], "layers_run": layers, "n_layers": n_layers, "chunk": chunk, "runs": {}}
     print(f"{info['name']}: {layers} of {n_layers} layers, {meta['kv']} cache, chunks of {chunk}; ms, least of {args.repeats}")
     for name, rows in runs.items():
