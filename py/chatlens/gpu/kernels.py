@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 from .wgsl import f32, pow2_at_least
 
-# Bytes of one element of W as its dequantize_<dtype>.wgsl declares it (WT).
-STORE_BYTES = {"F32": 16, "F16": 16, "BF16": 16, "Q8_0": 8, "Q4_0": 4, "Q4_1": 4}
+# Bytes of one element of W as its dequantize_<dtype>.wgsl declares it (WT): every load 16 bytes.
+STORE_BYTES = {"F32": 16, "F16": 16, "BF16": 16, "Q8_0": 16, "Q4_0": 16, "Q4_1": 16}
 # Elements per block of the quantized formats (a row is whole blocks).
 BLOCK = {"F32": 1, "F16": 1, "BF16": 1, "Q8_0": 32, "Q4_0": 32, "Q4_1": 32}
 # How quantized blocks are regrouped as they are uploaded (a fill's layout, builder.py), so that
@@ -22,7 +22,10 @@ LAYOUTS = {"Q8_0": {"block": 34, "group": 8, "fields": [[0, 2], [2, 32]]},
            "Q4_0": {"block": 18, "group": 8, "fields": [[0, 2], [2, 16]]},
            "Q4_1": {"block": 20, "group": 4, "fields": [[0, 4], [4, 16]]}}
 GAIN_TYPES = ("F32", "F16", "BF16")
-UNIT = 8  # elements of a row one invocation loads at a time (two vec4)
+UNIT = 8  # elements of a row the matmul and the embedding load at a time (two vec4 of x)
+# Elements of a row the matvec loads at a time (w_wide): one 16-byte load of W (two for F32),
+# consecutive elements: a Q4 block's nibbles, half a Q8_0 block's quants, 8 f16/bf16 values.
+WIDE = {"F32": 8, "F16": 8, "BF16": 8, "Q8_0": 16, "Q4_0": 32, "Q4_1": 32}
 ROWS = 4  # virtual rows per matmul invocation (one vec4)
 MATVEC_ROWS = 8  # virtual rows per matvec workgroup: each x unit loaded once serves all of them
 # The prefill matmul's tile (matmul.wgsl): TM tokens x TN rows, K in steps of KT; each of the WG
@@ -101,12 +104,21 @@ def check_row(dtype: str, k: int, what: str):
         raise ValueError(f"{what}: rows of {k} {dtype} elements; the GPU kernels need a multiple of {need}")
 
 
-def matvec_workgroup(units: int) -> int:
-    """Invocations per matvec workgroup for rows of `units` units: the multiple of 32 up to 256
-    that leaves the fewest idle (the larger on a tie, fewer loop trips). K=576 gives 96 for
-    8-element units (72 units), K=1536 gives 192."""
-    best = max(range(32, 257, 32), key=lambda wg: (units / (math.ceil(units / wg) * wg), wg))
-    return best
+def matvec_workgroup(units: int, rows: int = MATVEC_ROWS) -> tuple[int, int]:
+    """(lanes, slots) of a matvec workgroup for rows of `units` wide units: `slots` groups of
+    `lanes` invocations (32 to 256 in all), each slot taking rows / slots of the workgroup's rows
+    and its lanes splitting a row's units. The pair that leaves the fewest of 32-wide subgroups'
+    lanes idle over the loop's trips; on a tie fewer slots (each x unit loaded for more rows),
+    then fewer trips, then fewer invocations. Q4_1 at K=576 (18 blocks) gives (18, 8); BF16 at K=1536 (192 units)
+    gives (192, 1)."""
+    def score(pair):
+        lanes, slots = pair
+        wg, trips = lanes * slots, math.ceil(units / lanes)
+        return units * slots / (math.ceil(wg / 32) * 32 * trips), -slots, -trips, -wg
+
+    pairs = [(lanes, slots) for slots in (1, 2, 4, 8) if rows % slots == 0
+             for lanes in range(1, 257) if 32 <= lanes * slots <= 256]
+    return max(pairs, key=score)
 
 
 # --- epilogues ---------------------------------------------------------------------------
@@ -164,15 +176,19 @@ def project(b, sequence: str, target: Target, *, step: str, x: str, w: Matrix, e
     bindings += epilogue.bindings
     files += [*epilogue.needs, epilogue.file]
     rows = ROWS if chunk else MATVEC_ROWS
-    consts = {"K": w.k, "UNITS": w.units, "NV": nv, "NORM": gain is not None, "EPS": eps, "ROWS": rows}
+    consts = {"K": w.k, "UNITS": w.units, "WIDE": WIDE[w.dtype], "NV": nv, "NORM": gain is not None, "EPS": eps,
+              "ROWS": rows}
     consts.update({f"SEG{i}": s for i, s in enumerate(w.segs)})
     consts.update(epilogue.consts)
     if chunk is None:
-        wg = matvec_workgroup(w.units)
+        wide_units = w.k // WIDE[w.dtype]
+        lanes, slots = matvec_workgroup(wide_units, rows)
+        wg = lanes * slots
         groups = math.ceil(nv / rows)
         gx = min(groups, MAX_GRID)
-        consts.update({"WG": wg, "WG_POW2": pow2_at_least(wg), "NRED": rows + (gain is not None),
-                       "LAST_ROW": last_row, "GRID_X": gx})
+        consts.update({"WIDE_UNITS": wide_units, "LANES": lanes, "RS": slots, "WG": wg,
+                       "WG_POW2": pow2_at_least(wg), "NRED": rows + (gain is not None), "LAST_ROW": last_row,
+                       "GRID_X": gx})
         files += [target.reduce, "matvec"]
         grid = (gx, math.ceil(groups / gx), 1)
         label = f"matvec-{epilogue.file}-{w.dtype}"
@@ -195,7 +211,7 @@ def embed(b, sequence: str, *, step: str, w: Matrix, x: str, chosen: str, chunk:
     bindings = [step_binding(step), ("W", "array<WT>", "read", w.buffer), ("OUT", "array<u32>", "read", chosen),
                 ("X", "array<vec4<f32>>", "read_write", x)]
     files = ["step", f"dequantize_{w.dtype.lower()}", "embed"]
-    consts = {"K": w.k, "UNITS": w.units, "SEG0": w.segs[0], "WG": wg}
+    consts = {"K": w.k, "UNITS": w.units, "WIDE": WIDE[w.dtype], "SEG0": w.segs[0], "WG": wg}
     b.kernel(sequence, f"embed-{w.dtype}", bindings, consts, files, (math.ceil(w.units / wg), chunk, 1))
 
 

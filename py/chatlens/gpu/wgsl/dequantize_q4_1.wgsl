@@ -1,22 +1,40 @@
 // Q4_1 blocks (quants._q4_1): 20 bytes = f16 d, f16 m, then 16 bytes whose low nibbles are
 // elements 0..15 and high nibbles 16..31; value = d * q + m.
-// Uploaded regrouped (kernels.LAYOUTS): every 4 blocks as their 4 (d, m) words (one 16-byte
-// row), then their 4 x 16 bytes of nibbles, each block's a whole vec4: 20 u32 a group.
-// A unit is one u32 of nibbles: elements 4w..4w+3 and 16+4w..16+4w+3 of its block.
-alias WT = u32;
+// Uploaded regrouped (kernels.LAYOUTS): every 4 blocks as their 4 (d, m) words (one vec4),
+// then each block's 16 bytes of nibbles (one vec4 each): 5 vec4 a group, every load 16 bytes.
+// A unit (w_unit, the matmul's and the embedding's) is one u32 of nibbles: elements 4w..4w+3
+// and 16+4w..16+4w+3 of its block. A wide unit (w_wide, the matvec's: WIDE = 32) is a block.
+alias WT = vec4<u32>;
+
+fn q4_lo(q: u32) -> vec4<f32> {
+    return vec4<f32>(f32(q & 15u), f32((q >> 8u) & 15u), f32((q >> 16u) & 15u), f32((q >> 24u) & 15u));
+}
+
+fn q4_hi(q: u32) -> vec4<f32> {
+    return vec4<f32>(f32((q >> 4u) & 15u), f32((q >> 12u) & 15u), f32((q >> 20u) & 15u), f32(q >> 28u));
+}
 
 fn w_unit(seg: u32, g: u32) -> mat2x4<f32> {
     let b = g >> 2u;
-    let group = seg + (b >> 2u) * 20u;
+    let group = seg + (b >> 2u) * 5u;
     let slot = b & 3u;
-    let dm = unpack2x16float(W[group + slot]);
-    let q = W[group + 4u + slot * 4u + (g & 3u)];
-    let lo = vec4<f32>(f32(q & 15u), f32((q >> 8u) & 15u), f32((q >> 16u) & 15u), f32((q >> 24u) & 15u));
-    let hi = vec4<f32>(f32((q >> 4u) & 15u), f32((q >> 12u) & 15u), f32((q >> 20u) & 15u), f32(q >> 28u));
-    return mat2x4<f32>(dm.x * lo + dm.y, dm.x * hi + dm.y);
+    let dm = unpack2x16float(W[group][slot]);
+    let q = W[group + 1u + slot][g & 3u];
+    return mat2x4<f32>(dm.x * q4_lo(q) + dm.y, dm.x * q4_hi(q) + dm.y);
 }
 
 fn unit_x(u: u32) -> vec2<u32> {
     let base = (u >> 2u) * 32u + (u & 3u) * 4u;
     return vec2<u32>(base, base + 16u);
+}
+
+// Block g (of the tensor at vec4 `seg`): its 32 elements in order, 4 a vec4.
+fn w_wide(seg: u32, g: u32) -> array<vec4<f32>, WIDE / 4u> {
+    let group = seg + (g >> 2u) * 5u;
+    let slot = g & 3u;
+    let dm = unpack2x16float(W[group][slot]);
+    let q = W[group + 1u + slot];
+    return array<vec4<f32>, WIDE / 4u>(
+        dm.x * q4_lo(q.x) + dm.y, dm.x * q4_lo(q.y) + dm.y, dm.x * q4_lo(q.z) + dm.y, dm.x * q4_lo(q.w) + dm.y,
+        dm.x * q4_hi(q.x) + dm.y, dm.x * q4_hi(q.y) + dm.y, dm.x * q4_hi(q.z) + dm.y, dm.x * q4_hi(q.w) + dm.y);
 }
