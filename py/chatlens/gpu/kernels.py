@@ -22,16 +22,17 @@ LAYOUTS = {"Q8_0": {"block": 34, "group": 8, "fields": [[0, 2], [2, 32]]},
            "Q4_0": {"block": 18, "group": 8, "fields": [[0, 2], [2, 16]]},
            "Q4_1": {"block": 20, "group": 4, "fields": [[0, 4], [4, 16]]}}
 GAIN_TYPES = ("F32", "F16", "BF16")
-UNIT = 8  # elements of a row the matmul and the embedding load at a time (two vec4 of x)
+UNIT = 8  # consecutive elements of a row the matmul and the embedding load at a time (w_unit)
 # Elements of a row the matvec loads at a time (w_wide): one 16-byte load of W (two for F32),
 # consecutive elements: a Q4 block's nibbles, half a Q8_0 block's quants, 8 f16/bf16 values.
 WIDE = {"F32": 8, "F16": 8, "BF16": 8, "Q8_0": 16, "Q4_0": 32, "Q4_1": 32}
 ROWS = 4  # virtual rows per matmul invocation (one vec4)
 MATVEC_ROWS = 8  # virtual rows per matvec workgroup: each x unit loaded once serves all of them
-# The prefill matmul's tile (matmul.wgsl): TM tokens x TN rows, K in steps of KT; each of the WG
-# invocations computes 4 tokens x 4 rows and loads one W unit and TM*KT/4/WG vec4 of x a step:
-# WG == (TM/4) * (TN/4) == TN * KT/8. Its tiles fill 16 KiB, WebGPU's default workgroup storage.
-MATMUL = {"TM": 64, "TN": 64, "KT": 32, "WG": 256}
+# The prefill matmul's tile (matmul.wgsl): TM tokens x TN rows, K in steps of KT, double-buffered;
+# each of the WG invocations computes 4 tokens x 4 rows and loads TM*KT/4/WG vec4 of x a step,
+# the first TN*KT/8 of them a W unit: WG == (TM/4) * (TN/4). Its two buffers of tiles fill 16 KiB,
+# WebGPU's default workgroup storage.
+MATMUL = {"TM": 64, "TN": 64, "KT": 16, "WG": 256}
 MAX_GRID = 65535
 
 

@@ -10,10 +10,6 @@ fn w_unit(seg: u32, g: u32) -> mat2x4<f32> {
     return mat2x4<f32>(vec4<f32>(bf16x2(p.x), bf16x2(p.y)), vec4<f32>(bf16x2(p.z), bf16x2(p.w)));
 }
 
-fn unit_x(u: u32) -> vec2<u32> {
-    return vec2<u32>(8u * u, 8u * u + 4u);
-}
-
 // The matvec's wide unit is the unit (WIDE = 8): already 16-byte loads.
 fn w_wide(seg: u32, g: u32) -> array<vec4<f32>, WIDE / 4u> {
     let w = w_unit(seg, g);

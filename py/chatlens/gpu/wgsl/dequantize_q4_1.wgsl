@@ -2,8 +2,9 @@
 // elements 0..15 and high nibbles 16..31; value = d * q + m.
 // Uploaded regrouped (kernels.LAYOUTS): every 4 blocks as their 4 (d, m) words (one vec4),
 // then each block's 16 bytes of nibbles (one vec4 each): 5 vec4 a group, every load 16 bytes.
-// A unit (w_unit, the matmul's and the embedding's) is one u32 of nibbles: elements 4w..4w+3
-// and 16+4w..16+4w+3 of its block. A wide unit (w_wide, the matvec's: WIDE = 32) is a block.
+// A unit (w_unit, the matmul's and the embedding's) is 8 consecutive elements of a block:
+// the low (units 0, 1) or high (2, 3) nibbles of two of its u32. A wide unit (w_wide, the
+// matvec's: WIDE = 32) is a block.
 alias WT = vec4<u32>;
 
 fn q4_lo(q: u32) -> vec4<f32> {
@@ -19,13 +20,12 @@ fn w_unit(seg: u32, g: u32) -> mat2x4<f32> {
     let group = seg + (b >> 2u) * 5u;
     let slot = b & 3u;
     let dm = unpack2x16float(W[group][slot]);
-    let q = W[group + 1u + slot][g & 3u];
-    return mat2x4<f32>(dm.x * q4_lo(q) + dm.y, dm.x * q4_hi(q) + dm.y);
-}
-
-fn unit_x(u: u32) -> vec2<u32> {
-    let base = (u >> 2u) * 32u + (u & 3u) * 4u;
-    return vec2<u32>(base, base + 16u);
+    let q = W[group + 1u + slot];
+    let pair = select(q.xy, q.zw, (g & 1u) == 1u);
+    if ((g & 2u) == 0u) {
+        return mat2x4<f32>(dm.x * q4_lo(pair.x) + dm.y, dm.x * q4_lo(pair.y) + dm.y);
+    }
+    return mat2x4<f32>(dm.x * q4_hi(pair.x) + dm.y, dm.x * q4_hi(pair.y) + dm.y);
 }
 
 // Block g (of the tensor at vec4 `seg`): its 32 elements in order, 4 a vec4.

@@ -25,10 +25,6 @@ fn w_unit(seg: u32, g: u32) -> mat2x4<f32> {
     return mat2x4<f32>(d * i8x4(half.x), d * i8x4(half.y));
 }
 
-fn unit_x(u: u32) -> vec2<u32> {
-    return vec2<u32>(8u * u, 8u * u + 4u);
-}
-
 // Half g of a block (g / 2 the block, of the tensor at vec4 `seg`): its 16 elements, 4 a vec4.
 fn w_wide(seg: u32, g: u32) -> array<vec4<f32>, WIDE / 4u> {
     let b = g >> 1u;

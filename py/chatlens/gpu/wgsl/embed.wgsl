@@ -13,8 +13,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (step.use_argmax == 1u) {
         id = OUT[0];
     }
-    let w = w_unit(SEG0, id * UNITS + u);
-    let at = unit_x(u);
-    X[(t * K + at.x) / 4u] = w[0];
-    X[(t * K + at.y) / 4u] = w[1];
+    let w = w_unit(SEG0, id * UNITS + u);  // elements 8u..8u+7 of the row
+    X[(t * K + 8u * u) / 4u] = w[0];
+    X[(t * K + 8u * u) / 4u + 1u] = w[1];
 }
