@@ -25,6 +25,7 @@ from __future__ import annotations
 import codecs
 import heapq
 import re
+from bisect import bisect_right
 from itertools import accumulate
 
 from . import pretokenizer
@@ -54,6 +55,7 @@ BYTE_TO_CHAR = _bytes_to_unicode()
 
 _NO_MERGE = 1 << 62          # larger than any packed (rank, id) value
 _HEAP_FROM = 56              # words with more symbols than this use the heap merge loop
+_SLICED_FROM = 1 << 15       # pre-tokens longer than this are merged over several of counting's slices
 _CACHE_LIMIT = 100_000       # pre-tokens cached before the cache is cleared
 
 
@@ -424,6 +426,74 @@ class Tokenizer:
                 offs.extend([(base + a, base + b) for a, b in spans])
         return ids_out, offs
 
+    def counting(self, text: str, plain=(), starts=(0,), every: int = 4096):
+        """Count the tokens of encode(text, plain) a slice at a time, never holding their list: a
+        generator that yields the characters read so far after each slice of about `every`
+        characters, and returns how many tokens start in each range starts[k] <= c < starts[k+1]
+        (a token's start as encode_with_offsets reports it; one before starts[0] counts in the
+        first). Slices end only between two pre-tokens, which encode tokenizes apart anyway, so the
+        counts add up to len(encode(text, plain)) exactly. No pre-token is ever cut: one so long that
+        its merges alone take a while (a pasted run of a million letters) is merged over several
+        slices instead."""
+        starts = list(starts) or [0]
+        counts = [0] * len(starts)
+        ends = starts[1:] + [float("inf")]
+        k, edge = 0, ends[0]  # the range tokens now start in, and where it ends
+        cache = self._cache
+        spans_cache = self._span_cache
+        finditer = self._pattern.finditer
+        due = every
+        for start, end, tid in self._segments(text, plain):
+            if start >= edge:
+                k = bisect_right(starts, start) - 1
+                edge = ends[k]
+            if tid is not None:
+                counts[k] += 1
+                continue
+            for m in finditer(text, start, end):
+                a, b = m.span()
+                if a >= edge:
+                    k = bisect_right(starts, a) - 1
+                    edge = ends[k]
+                word = m.group()
+                ids = cache.get(word)
+                if ids is None:
+                    if len(word) > _SLICED_FROM:
+                        ids = yield from self._encode_word_sliced(word, a)
+                    else:
+                        ids = self._encode_word(word)
+                if b > edge:  # the word reaches past the range's end: each token by its own start
+                    spans = spans_cache.get(word) or self._word_spans(word, ids)
+                    for s, _ in spans:
+                        counts[max(0, bisect_right(starts, a + s) - 1)] += 1
+                else:
+                    counts[k] += len(ids)
+                if b >= due:
+                    yield b
+                    due = b + every
+        return counts
+
+    def _encode_word_sliced(self, word: str, at: int):
+        """_encode_word for a very long pre-token, yielding `at` (where it starts) between parts of
+        its merges; returns its ids (cached as _encode_word caches them)."""
+        if self._ignore_merges:
+            return self._encode_word(word)  # no model chatlens reads has this; the plain way, in one part
+        data = word.encode("utf-8", "surrogatepass")
+        if self._all_bytes:
+            syms = [self._byte_ids[b] for b in data]
+        elif self._unk_id is not None and self._fuse_unk:
+            syms = [s[0] for s in self._symbols_slow(data)]  # one unknown token may span a part's end: in one part
+        else:
+            syms = []
+            for lo in range(0, len(data), _SLICED_FROM):  # each byte its own symbol: the parts' are the whole's
+                syms.extend([s[0] for s in self._symbols_slow(data[lo:lo + _SLICED_FROM])])
+                yield at
+        ids = tuple((yield from self._merging(syms, at)) if len(syms) > 1 else syms)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[word] = ids
+        return ids
+
     def _word_spans(self, word: str, ids) -> tuple:
         """Character spans, relative to the word, of the word's tokens."""
         data = word.encode("utf-8", "surrogatepass")
@@ -538,6 +608,17 @@ class Tokenizer:
 
     def _merge_heap(self, ids: list) -> list:
         """The same merge order with a heap and linked symbols (long words): `Word::merge_all`."""
+        try:
+            next(self._merging(ids))  # never yields without `at`
+        except StopIteration as done:
+            return done.value
+        raise AssertionError("_merging yielded without being asked to")
+
+    def _merging(self, ids: list, at=None, every: int = 1 << 12):
+        """_merge_heap as a generator: given `at`, it yields `at` after every `every` pairs looked up
+        or heap entries taken, so a caller can answer other work between parts of one long word's
+        merges."""
+        left = every if at is not None else -1  # counts down to 0 only when asked to yield
         ranks = self._ranks
         shift = self._shift
         mask = self._mask
@@ -549,12 +630,20 @@ class Tokenizer:
         alive = [True] * n
         heap = []
         for i in range(n - 1):
+            left -= 1
+            if not left:
+                yield at
+                left = every
             v = ranks.get(sym[i] << shift | sym[i + 1])
             if v is not None:
                 heap.append((v, i))
         heapq.heapify(heap)
         pop, push = heapq.heappop, heapq.heappush
         while heap:
+            left -= 1
+            if not left:
+                yield at
+                left = every
             v, i = pop(heap)
             if not alive[i]:
                 continue

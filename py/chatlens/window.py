@@ -345,6 +345,72 @@ def too_long(tokenizer, content, window, reserve) -> str | None:
             "Shorten the message or choose a larger window")
 
 
+def _ends(system, messages):
+    """What no fit drops: (the system text or None, the head slots (the system prompt, if any),
+    the new message's slot, the first history index)."""
+    system, sys_index, first = split_system(system, messages)
+    head = []
+    if system is not None:
+        head.append(Slot({"role": "system", "content": system}, "system", "system", sys_index))
+    new_index = len(messages) - 1
+    new = Slot({"role": "user", "content": messages[new_index]["content"]}, "new", "new message", new_index)
+    return system, head, new, first
+
+
+def _overflow(pieces, window, reserve):
+    """WindowError's data for the exact count of the system prompt and the new message."""
+    return {"needed": sum(p["count"] for p in pieces), "window": window, "reserve": reserve, "at_least": False,
+            "pieces": [{"label": p["label"], "count": p["count"]} for p in pieces]}
+
+
+def counting(tokenizer, template, *, system, messages, window, reserve=96, special_in_text=True, every=4096):
+    """The exact figures of what fit raises when the system prompt and the new message alone
+    overflow the window, counted a slice at a time: a generator that yields (characters read,
+    of all) between slices (see Tokenizer.counting) and returns WindowError's data, exact
+    (at_least False, the pieces pieces_of finds), with its sentence as "message". It is what a
+    message too long for the bound (too_long) leaves to count, in the background: fit would
+    take the whole count in one call. The figures are returned whether or not they fit."""
+    _check(messages)
+    window, reserve = int(window), int(reserve)
+    if reserve < 0 or window <= 0:
+        raise WindowError(f"window {window} and reserve {reserve} must be positive")
+    _, head, new, _ = _ends(system, messages)
+    slots = head + [new]
+    kept = [s.message for s in slots]
+    text = _render(template, kept, True)
+    yield 0, len(text)
+    segs = _segments(template, kept, text, True)
+    yield 0, len(text)
+    plain = () if special_in_text else content_spans(text, kept)
+    if segs is None:
+        segs = [(0, len(text), None)]
+    counts = []
+    steps = tokenizer.counting(text, plain, [s[0] for s in segs], every) if hasattr(tokenizer, "counting") else None
+    if steps is None:  # a tokenizer without slices (a reference's): counted in one
+        _, _, pieces = pieces_of(tokenizer, template, slots, text=text, special_in_text=special_in_text)
+    else:
+        while True:
+            try:
+                yield next(steps), len(text)
+            except StopIteration as done:
+                counts = done.value
+                break
+        pieces = []
+        for (cstart, cend, tag), n in zip(segs, counts):
+            if tag is None:
+                kind, label = "prompt", "whole prompt (the template's pieces could not be told apart)"
+            elif tag == "default_system":
+                kind, label = "default_system", "system (template default)"
+            elif tag == "header":
+                kind, label = "header", "generation header"
+            else:
+                kind, label = slots[tag].kind, slots[tag].label
+            pieces.append({"kind": kind, "label": label, "count": n})
+    data = _overflow(pieces, window, reserve)
+    data["message"] = does_not_fit(pieces, data["needed"], window, reserve)
+    return data
+
+
 def fit(tokenizer, template, *, system, messages, window, reserve=96, special_in_text=True):
     """Fit the conversation into `window` tokens, keeping `reserve` free for the reply.
 
@@ -366,21 +432,15 @@ def fit(tokenizer, template, *, system, messages, window, reserve=96, special_in
         need = min_tokens(tokenizer, messages[-1]["content"])
         raise WindowError(early, {"needed": need, "window": window, "reserve": reserve, "at_least": True,
                                   "pieces": [{"label": "new message", "count": need}]})
-    system, sys_index, first = split_system(system, messages)
+    system, head, new, first = _ends(system, messages)
     new_index = len(messages) - 1
     groups = turn_groups(range(first, new_index), messages)
-
-    head = []
-    if system is not None:
-        head.append(Slot({"role": "system", "content": system}, "system", "system", sys_index))
     turn_no = {i: g for g, group in enumerate(groups) for i in group}
 
     def slot(i):
         role = messages[i]["role"]
         return Slot({"role": role, "content": messages[i]["content"]}, role,
                     f"turn {turn_no[i] + 1} · {role}", i)
-
-    new = Slot({"role": "user", "content": messages[new_index]["content"]}, "new", "new message", new_index)
 
     def slots_keeping(m):  # the system, the newest m turns, the new message
         return head + [slot(i) for group in groups[len(groups) - m:] for i in group] + [new]
@@ -397,9 +457,7 @@ def fit(tokenizer, template, *, system, messages, window, reserve=96, special_in
     if count(0) > budget:
         text, ids, pieces = pieces_of(tokenizer, template, slots_keeping(0), text=counts[0][1],
                                       special_in_text=special_in_text)
-        raise WindowError(does_not_fit(pieces, len(ids), window, reserve),
-                          {"needed": len(ids), "window": window, "reserve": reserve, "at_least": False,
-                           "pieces": [{"label": p["label"], "count": p["count"]} for p in pieces]})
+        raise WindowError(does_not_fit(pieces, len(ids), window, reserve), _overflow(pieces, window, reserve))
 
     # Fit is monotone in the number of turns kept: gallop up from the newest turns, then
     # bisect. Each probe renders about a window's worth, however long the history.
