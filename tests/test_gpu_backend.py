@@ -17,7 +17,8 @@ within f32 rounding of the midpoint between two f16s can round to the other one 
 f16 ulp, 2^-11 relative), which moved the tiny model's logits by up to 2.5e-4 (measured over
 these sources; against NumPy's f32 cache they move by up to 2.3e-2, so 1e-3 still tells a
 flipped rounding from a wrong kernel). What f16 itself changes is measured against NumPy's f32
-cache on the real model (`test_real_model_f16_cache_against_numpy_f32_cache`).
+cache on the real model (`test_real_model_f16_cache_against_numpy_f32_cache`), and its greedy
+ids against transformers' up to the first near-tie (`test_real_model_f16_cache_keeps_transformers_greedy_ids`).
 On this machine wgpu finds lavapipe (a CPU Vulkan device): no test skips for want of a GPU.
 """
 
@@ -395,6 +396,53 @@ def test_real_model_f16_cache_against_numpy_f32_cache(gguf_path, monkeypatch):
             got, want = gpu.decode(got.id), ref.decode(want.id)
     print(f"largest logit difference the f16 cache adds: {worst:.2e}")
     assert worst < F16_CACHE_LOGITS
+
+
+# Short chats (of tests/test_model.py's CHATS) whose greedy replies transformers makes without a
+# near-tie for their first F16_GREEDY_STEPS steps; lavapipe decodes the real model at ~3 tokens/s.
+F16_CHATS = {
+    "pirate": [{"role": "system", "content": "You are Captain Hook, a pirate. Always answer as a pirate would."},
+               {"role": "user", "content": "Who are you?"}],
+    "priya": [{"role": "user", "content": "Hi! My name is Priya."},
+              {"role": "assistant", "content": "Hello Priya! How can I help you today?"},
+              {"role": "user", "content": "Give me one tip for sleeping better."}],
+}
+F16_GREEDY_STEPS = 16
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chat", sorted(F16_CHATS))
+def test_real_model_f16_cache_keeps_transformers_greedy_ids(gguf_path, model, reference, monkeypatch, chat):
+    """An f16 KV cache (program.KV_CACHE = "F16") chooses transformers' greedy ids (float32, the
+    same weights) up to the first near-tie (its two best logits closer than NEAR_TIE_GAP), as the
+    NumPy model does in tests/test_model.py; at least 8 steps are compared. Prints the largest
+    logit difference against transformers over the steps compared."""
+    torch = pytest.importorskip("torch")
+    from chatlens.defaults import NEAR_TIE_GAP
+
+    monkeypatch.setattr(program, "KV_CACHE", "F16")
+    ids = model.tokenizer.encode(model.text.template.render(F16_CHATS[chat], add_generation_prompt=True))
+    with torch.inference_mode():
+        out = reference.generate(torch.tensor([ids]), max_new_tokens=F16_GREEDY_STEPS, do_sample=False,
+                                 eos_token_id=model.eos_id, pad_token_id=model.eos_id, output_logits=True,
+                                 return_dict_in_generate=True)
+    theirs = out.sequences[0, len(ids):].tolist()
+    gpu = open_native(gguf_path, len(ids) + F16_GREEDY_STEPS)
+    assert gpu.meta["kv"] == "F16"
+    got, compared, worst = gpu.prefill(ids), 0, 0.0
+    for want, logits in zip(theirs, out.logits):
+        logits = logits[0].numpy()
+        best2 = np.sort(logits)[-2:]
+        if best2[1] - best2[0] < NEAR_TIE_GAP:
+            break
+        worst = max(worst, float(np.abs(gpu.last_logits() - logits).max()))
+        assert got.id == want, f"step {compared}: the GPU chose {got.id}, transformers {want}"
+        compared += 1
+        if want == model.eos_id or compared == len(theirs):
+            break
+        got = gpu.decode(got.id)
+    print(f"{chat}: {compared} steps, largest logit difference against transformers {worst:.2e}")
+    assert compared >= 8, f"only {compared} steps before a near-tie; pick a less ambiguous prompt"
 
 
 def test_an_unknown_tensor_is_refused_the_same_way_on_both_paths(tmp_path):

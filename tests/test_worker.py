@@ -7,6 +7,7 @@ request, then call the module as the worker does: call(name, json, ...callbacks)
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,71 @@ def test_a_window_error_carries_its_numbers_to_the_page(loaded):
                                                         "window": 256})))["error"]
     assert book["name"] == "WindowError" and book["data"]["at_least"] is True and book["data"]["needed"] > 256
 
+
+
+BOOK = "Tell me the whole story of the printing press, step by step. " * 16_400  # about a million characters
+
+
+def book_request(**api_args):
+    """The page's request for a pasted book (too long for a command line: the book goes in after)."""
+    request = json.loads(page_request({"messages": [{"role": "user", "content": "the book"}], **api_args}))
+    request["messages"][0]["content"] = BOOK
+    return json.dumps(request)
+
+
+def test_a_pasted_book_is_refused_at_once_then_counted_exactly_a_step_at_a_time(loaded):
+    """What the page does after a preview answers from the bound: `count` the same Turn, then
+    `count_step` until done, answering other requests between two steps."""
+    request = book_request(preset="pirate", window=8192)
+    started = time.perf_counter()
+    bound = json.loads(worker.call("preview", request))["error"]["data"]
+    bound_s = time.perf_counter() - started
+    assert bound["at_least"] is True and bound_s < 1
+
+    out, steps, longest = answer("count", request), 1, 0.0
+    while out["done"] is None:
+        assert 0 <= out["read"] <= out["of"]
+        tokens = answer("tokenize", json.dumps({"text": "Answered between two steps."}))  # the worker is free
+        assert tokens["prompt_ids"] == loaded.tokenizer.encode("Answered between two steps.")
+        t = time.perf_counter()
+        out = answer("count_step", json.dumps({"ms": 20}))
+        longest, steps = max(longest, time.perf_counter() - t), steps + 1
+    exact = out["done"]
+    assert steps > 5 and longest < 0.5, (steps, longest)
+
+    from chatlens.presets import system_for
+
+    prompt = loaded.template.render([{"role": "system", "content": system_for("pirate")},
+                                     {"role": "user", "content": BOOK}], add_generation_prompt=True)
+    assert exact["needed"] == len(loaded.tokenizer.encode(prompt)) > bound["needed"]
+    assert (exact["window"], exact["reserve"], exact["at_least"]) == (8192, defaults.REPLY_LIMIT, False)
+    assert [p["label"] for p in exact["pieces"]] == ["system", "new message", "generation header"]
+    assert exact["needed"] == sum(p["count"] for p in exact["pieces"])
+    assert f"alone need {exact['needed']} tokens" in exact["message"]
+    assert error_of("count_step", "{}") == ("ChatlensError", "no count is running")  # done: nothing left to step
+
+
+def test_the_count_a_preview_makes_equals_the_preview_s_own_overflow(loaded):
+    """Where the bound cannot tell, the preview counts exactly itself: `count` gives the same data."""
+    request = page_request({"messages": [{"role": "user", "content": "Tell me about sleep. " * 60}], "window": 256})
+    error = json.loads(worker.call("preview", request))["error"]
+    out = answer("count", request)
+    while out["done"] is None:
+        out = answer("count_step", "{}")
+    done = out["done"]
+    assert done.pop("message") == error["message"] and done == error["data"]
+
+
+def test_a_new_count_ends_the_one_before_and_a_stop_ends_it_unanswered(loaded):
+    first = book_request(window=8192)
+    assert answer("count", first)["done"] is None
+    second = answer("count", page_request({"messages": [{"role": "user", "content": "Hi"}], "window": 256}))
+    assert second["done"]["needed"] < 50  # the short one, counted in its first step: the book's is gone
+    assert answer("count", first)["done"] is None
+    assert answer("count_stop", "{}") == {"stopped": True}
+    assert answer("count_stop", "{}") == {"stopped": False}
+    assert error_of("count_step", "{}") == ("ChatlensError", "no count is running")
+    assert error_of("count", page_request({"messages": HISTORY, "window": 9000}))[0] == "WindowError"
 
 def test_requests_are_read_through_the_protocol(loaded):
     """chatlens.protocol's types: an unknown or mistyped argument is refused with a plain sentence."""

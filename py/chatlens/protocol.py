@@ -77,6 +77,12 @@ class Step:
 
 
 @dataclass(frozen=True)
+class CountStep:
+    """The next slices of the count being pulled."""
+    ms: int | float = doc("how long this step may count, in milliseconds, before it answers", 20)
+
+
+@dataclass(frozen=True)
 class GpuProgram:
     """Build the GPU program of the forward pass for this source and adapter."""
     n_ctx: int = doc("the context the program's KV cache holds")
@@ -129,6 +135,11 @@ REQUESTS = {
     "start": (Start, "a pull's answer (chatlens.worker: tokens, runs, read, prompt, in_flight, done)"),
     "step": (Step, "a pull's answer"),
     "stop": (Empty, "a pull's answer, done: the reply ends with stop_reason \"stopped\""),
+    "count": (Turn, '{"read", "of", "done"}: start counting exactly what the system prompt and the new message need '
+                    '(characters read of all; done: null, or WindowError\'s data counted exactly: needed, window, '
+                    'reserve, pieces, at_least false, and its sentence as message); ends a count already running'),
+    "count_step": (CountStep, '{"read", "of", "done"}: the count goes on'),
+    "count_stop": (Empty, '{"stopped"}: the count running (if any) ends unanswered'),
     "run": (Turn, "the TurnRecord with its reply, pulled to its end here (NumPy)"),
     "predict": (Turn, '{"top_k", "top_k_tokens", "used", "reused_tokens", "backend"}, pulled here (NumPy)'),
     "complete": (Text, "chatlens.complete.continuation's data, pulled here (NumPy)"),

@@ -26,12 +26,14 @@ whatever prefix it still holds, so a new worker (after a crash) only recomputes.
 
 import dataclasses
 import json
+import time
 
 from . import defaults, presets, protocol
 from .cache import PromptCache
 from .chat import preview as preview_record, reply_of
 from .errors import ChatlensError, TemplateError, WindowError
 from .source import load_text_side
+from .window import counting
 
 # Names the render sets itself: as template variables they would collide with its own arguments
 _RENDER_ARGUMENTS = ("messages", "tools", "documents", "add_generation_prompt", "continue_final_message",
@@ -47,6 +49,8 @@ class _Worker:
         self.cache = None  # a PromptCache over the current backend
         self.program = None  # the GPU program last built (gpu_program), for use_gpu
         self.reply = None  # the _Reply being pulled, if any
+        self.counting = None  # the count being pulled (chatlens.window.counting), if any
+        self.count_at = (0, 0)  # where it is: characters read, of all
 
     def load(self, a: protocol.Load):
         self.path = a.path
@@ -174,6 +178,43 @@ class _Worker:
             out = self.stop(None) if stop else self.step(protocol.Step())
             first = False
 
+    # -- a count the page pulls, like a reply: `count`, then `count_step` until done ---------------
+    def count(self, a: protocol.Turn):
+        """Start counting exactly what a Turn's system prompt and new message need (the figures a
+        bound could only put a floor under); it replaces a count already running."""
+        self.count_stop(None)
+        preset, system = self._turn(a)
+        self.counting = counting(self.text.tokenizer, self.text.template, system=system, messages=a.messages,
+                                 window=a.window, reserve=a.reserve, special_in_text=a.special_in_text)
+        return self.count_step(protocol.CountStep())
+
+    def count_step(self, a: protocol.CountStep):
+        steps = self.counting
+        if steps is None:
+            raise ChatlensError("no count is running")
+        # Slices are fine-grained; a step takes as many as fit its time, so that the page's other
+        # requests wait at most about that long whatever the machine's speed.
+        deadline = time.perf_counter() + a.ms / 1000
+        try:
+            while True:
+                self.count_at = next(steps)
+                if time.perf_counter() >= deadline:
+                    read, of = self.count_at
+                    return {"read": read, "of": of, "done": None}
+        except StopIteration as done:
+            self.counting = None
+            of = self.count_at[1]
+            return {"read": of, "of": of, "done": done.value}
+        except BaseException:
+            self.counting = None
+            raise
+
+    def count_stop(self, a: protocol.Empty | None):
+        running, self.counting = self.counting, None
+        if running is not None:
+            running.close()
+        return {"stopped": running is not None}
+
     def run(self, a: protocol.Turn, on_token=None, should_stop=None):
         return self._pulled("chat", a, on_token, should_stop)
 
@@ -260,16 +301,21 @@ class _Worker:
             raise ChatlensError("no model source is loaded yet")
         return self.path
 
-    def _record(self, a: protocol.Turn):
+    def _turn(self, a: protocol.Turn):
+        """A Turn checked as a preview checks it: (its preset, its system text)."""
         self._loaded()
         if not all(isinstance(m, dict) for m in a.messages):
             raise ChatlensError("messages must be a list of {role, content} objects")
-        max_tokens = a.reserve if a.max_tokens is None else a.max_tokens
         if a.window > self.text.config.n_ctx:
             raise WindowError(f"a window of {a.window} tokens is longer than the model's context of "
                               f"{self.text.config.n_ctx}")
         preset, custom = presets.normalize(a.preset, a.custom if a.custom is not None else a.system)
-        record = preview_record(self.text.tokenizer, self.text.template, system=presets.system_for(preset, custom),
+        return preset, presets.system_for(preset, custom)
+
+    def _record(self, a: protocol.Turn):
+        preset, system = self._turn(a)
+        max_tokens = a.reserve if a.max_tokens is None else a.max_tokens
+        record = preview_record(self.text.tokenizer, self.text.template, system=system,
                                 messages=a.messages, window=a.window, reserve=a.reserve, preset=preset,
                                 max_tokens=max_tokens, special_in_text=a.special_in_text)
         if self.cache is not None:
@@ -322,7 +368,8 @@ REQUESTS = {"load": _worker.load, "preview": _worker.preview, "run": _worker.run
             "gpu_program": _worker.gpu_program, "use_gpu": _worker.use_gpu,
             "render": _worker.render, "predict": _worker.predict, "tokenize": _worker.tokenize,
             "complete": _worker.complete, "lab_source": _worker.lab_source,
-            "chat_template": _worker.chat_template, "run_python": _worker.run_python}
+            "chat_template": _worker.chat_template, "run_python": _worker.run_python,
+            "count": _worker.count, "count_step": _worker.count_step, "count_stop": _worker.count_stop}
 
 
 def call(name: str, args_json: str, *extra) -> str:

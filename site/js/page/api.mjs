@@ -14,6 +14,12 @@
 //        topK: K fills the record's top_k, each reply token's K best [id, logit, probability]
 //   await chatlens.predict({system, messages, window, topK}) -> {top_k, top_k_tokens, ...}: the
 //        reply's most likely first tokens, computed now (the cache is left as it was)
+//   await chatlens.count({system, messages, window}, {onProgress, signal}) -> what a preview's overflow
+//        needs, counted exactly: {needed, window, reserve, pieces, at_least: false, message}, the data
+//        of the WindowError the preview answered from a bound (data.at_least: "at least N"), and its
+//        sentence. Counted in the background: previews and the rest are answered meanwhile.
+//        onProgress({read, of, ms}): characters of the prompt read; signal (an AbortSignal), a newer
+//        count or a new preview end it, and it rejects with an Error named AbortError
 //   await chatlens.complete({text, topK, maxTokens}, {onToken, onProgress, signal}) -> plain text
 //        continued with no template: {prompt_ids, ids, text, stop_reason, top_k, ...}, as run
 //   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, special_ids}: no template
@@ -170,6 +176,21 @@ export function createApi() {
     checkMessages(args);
     await api.ready;
     return call("predict", plain(args, api.settings)).answer;
+  };
+  api.count = async (args, { onProgress, signal } = {}) => {
+    checkMessages(args);
+    if (signal?.aborted) throw new DOMException("the count was stopped before it started", "AbortError");
+    await api.ready;
+    const c = conn; // a stop goes to the worker that counts, even once another replaced it
+    const { id, answer } = c.call("count", plain(args, api.settings), { progress: onProgress });
+    const stop = () => c.signal("stop", { id });
+    if (signal?.aborted) stop(); // while the page waited for the worker
+    signal?.addEventListener("abort", stop, { once: true });
+    try {
+      return await answer;
+    } finally {
+      signal?.removeEventListener("abort", stop);
+    }
   };
   api.complete = async (args, options) => {
     if (!args || typeof args.text !== "string") throw new TypeError("chatlens: complete needs {text}");

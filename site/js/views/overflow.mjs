@@ -11,6 +11,14 @@ export function windowOverflow(error) {
   return d ? { ...d, budget: d.window - d.reserve } : null;
 }
 
+/** The overflow chatlens.count answered: the same figures, counted exactly (no "at least"); null
+ * if they fit after all (then a preview shows the record). */
+export function countedOverflow(counted) {
+  if (!counted) return null;
+  const budget = counted.window - counted.reserve;
+  return counted.needed > budget ? { ...counted, at_least: false, budget } : null;
+}
+
 const PIECE_WORDS = {
   system: "the system prompt",
   "system (template default)": "the template's default system prompt",
@@ -22,13 +30,15 @@ const pieceClass = (label) =>
   label.startsWith("system") ? "seg-system" : label === "new message" || label === "generation header" ? "seg-new" : "seg-turns";
 
 /** The window drawn overflowing: what the system prompt and the new message need against what
- * the window leaves once the reply's room is kept free. */
-export function renderOverflow(root, info, message = "") {
+ * the window leaves once the reply's room is kept free. counting: a bound's figures ("at least")
+ * are being counted exactly (chatlens.count), and the text says so; draw the exact ones, when they
+ * come, with renderCounted. */
+export function renderOverflow(root, info, message = "", { counting = false } = {}) {
   const { needed, pieces, window: w, reserve, budget, at_least: bound } = info;
   const over = needed - budget;
   const least = bound ? "at least " : ""; // counted from a bound, before tokenizing (a pasted book)
   const scale = needed + reserve;
-  if (root.id === "reads") drawSummary(null, `needs ${needed + reserve} of ${count(w, "token")}: too long for the window`);
+  if (root.id === "reads") drawSummary(null, `needs ${least}${needed + reserve} of ${count(w, "token")}: too long for the window`);
   const bar = el("div", {
     class: "window-bar overflow-bar",
     role: "img",
@@ -62,15 +72,25 @@ export function renderOverflow(root, info, message = "") {
       el("b", { text: `${least}${over} too many` }),
       ". Shorten the message, choose a larger window, or a shorter system prompt.",
     ),
+    bound && counting ? el("p", { class: "note overflow-counting", text: "Counting the exact number of tokens…" }) : null,
     message ? el("p", { class: "error detail", text: message }) : null,
   );
 }
 
+/** The exact figures chatlens.count answered, drawn in place of the bound's "at least";
+ * false (nothing drawn) if they fit after all. */
+export function renderCounted(root, counted, message = counted?.message ?? "") {
+  const info = countedOverflow(counted);
+  if (!info) return false;
+  renderOverflow(root, info, message);
+  return true;
+}
+
 /** A message instead of a record; `error` (the Error it reports) that is a window overflow is
- * drawn as one. */
-export function renderMessage(root, text, cls = "note", error = null) {
+ * drawn as one (options: renderOverflow's). */
+export function renderMessage(root, text, cls = "note", error = null, options = {}) {
   const info = windowOverflow(error);
-  if (info) return renderOverflow(root, info, text);
+  if (info) return renderOverflow(root, info, text, options);
   fill(root, el("p", { class: cls, text }));
   if (root.id === "reads") drawSummary(null);
 }

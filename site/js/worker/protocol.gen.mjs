@@ -56,6 +56,12 @@
  */
 
 /**
+ * The next slices of the count being pulled.
+ * @typedef {object} CountStep
+ * @property {number} [ms=20] how long this step may count, in milliseconds, before it answers
+ */
+
+/**
  * Plain text to continue, with no template.
  * @typedef {object} Text
  * @property {string} text the text, tokenized as it is (special tokens written in it matched)
@@ -100,6 +106,9 @@ export const REQUESTS = {
   start: { args: "Start", answers: "a pull's answer (chatlens.worker: tokens, runs, read, prompt, in_flight, done)" },
   step: { args: "Step", answers: "a pull's answer" },
   stop: { args: "Empty", answers: "a pull's answer, done: the reply ends with stop_reason \"stopped\"" },
+  count: { args: "Turn", answers: "{\"read\", \"of\", \"done\"}: start counting exactly what the system prompt and the new message need (characters read of all; done: null, or WindowError's data counted exactly: needed, window, reserve, pieces, at_least false, and its sentence as message); ends a count already running" },
+  count_step: { args: "CountStep", answers: "{\"read\", \"of\", \"done\"}: the count goes on" },
+  count_stop: { args: "Empty", answers: "{\"stopped\"}: the count running (if any) ends unanswered" },
   run: { args: "Turn", answers: "the TurnRecord with its reply, pulled to its end here (NumPy)" },
   predict: { args: "Turn", answers: "{\"top_k\", \"top_k_tokens\", \"used\", \"reused_tokens\", \"backend\"}, pulled here (NumPy)" },
   complete: { args: "Text", answers: "chatlens.complete.continuation's data, pulled here (NumPy)" },
@@ -122,6 +131,7 @@ export const FIELDS = {
   UseGpu: ["name"],
   Start: ["kind", "args", "depth"],
   Step: ["depth"],
+  CountStep: ["ms"],
   Text: ["text", "max_tokens", "top_k"],
   Tokenize: ["text"],
   Render: ["messages", "template", "tools", "documents", "add_generation_prompt", "continue_final_message", "variables", "assistant_mask"],

@@ -14,10 +14,15 @@
 //     {id, type: "run" | "complete" | "predict", args}  a chat reply, a plain-text continuation, the
 //                                                       reply's likely first tokens: steps of the model,
 //                                                       pulled here (`pulled` below)
+//     {id, type: "count", args}                         the exact figures of a Turn's overflow, which a preview
+//                                                       answered from a bound ("at least"): pulled from Python a
+//                                                       step at a time (`counted` below), other requests
+//                                                       answered between steps; a newer count or a preview ends it
 //     {id, type: "debug"}                               {wasm_heap}: Python's wasm memory in bytes (benchmarks)
 //   signals, handled at once, even while a request runs:
 //     {type: "stop", args: {id}}                        stop the reply of request `id`: it ends at the
-//                                                       next pull (within a part of a GPU step)
+//                                                       next pull (within a part of a GPU step); a count
+//                                                       ends unanswered (an AbortError)
 // Worker -> page:
 //   {id, ok: true, result} | {id, ok: false, error, name, data}   the answer to request `id` (data: the
 //                                      error's numbers where it has them, chatlens.protocol)
@@ -27,7 +32,7 @@
 //   {type: "token", id, token, text, piece}  a reply id as it is chosen (request `id`): the text it
 //                                      adds, and its token as the vocabulary writes it
 //   {type: "progress", id, read, of, ms}     the prompt of request `id` read so far: tokens of all,
-//                                      and ms since the reply started
+//                                      and ms since the reply started (a count: characters of all)
 //
 // A reply is a loop this worker pulls: Python's `start`, then one `step` a token. On the GPU,
 // this side submits the runs Python plans (several in flight: the GPU never waits for the host)
@@ -51,6 +56,7 @@ let attached = null; // {backend, n_ctx, kind, executor?} once replies can be co
 const stops = new Map(); // request id -> resolve(): a stop signal for that reply
 const stopsAsked = new Set(); // the ids of replies asked to stop
 let lastReply = null; // where the last reply's time went (the bench's "debug" request)
+let counting = null; // the count Python holds: {ended: why it must end, or null}
 
 const status = (state, detail = "") => {
   performance.mark(`chatlens:${state}`, { detail }); // where the time goes (scripts/bench_browser.py)
@@ -163,7 +169,13 @@ const requests = {
   },
   async preview(args) {
     await booting;
+    if (counting) counting.ended ??= "a newer preview ended the count"; // it counted what the page showed before
     return python.call("preview", args);
+  },
+  async count(args, id) {
+    if (!booting) throw new Error("the worker has not started: init comes first");
+    await booting;
+    return counted(args, id);
   },
   async run(args, id) {
     await booting;
@@ -265,6 +277,48 @@ async function pull(kind, args, id) {
   }
 }
 
+/**
+ * The exact count of a Turn (chatlens.worker's `count`), pulled a step at a time as a reply is:
+ * Python never counts for long in one call, and between two steps this worker reads its
+ * messages, so a preview or a tokenize sent meanwhile is answered before the count ends. Python
+ * holds one count: a newer count, a preview or a stop signal for `id` ends this one, which then
+ * rejects with an AbortError.
+ */
+async function counted(args, id) {
+  if (counting) counting.ended ??= "a newer count replaced this one";
+  const me = { ended: stopsAsked.has(id) ? "the count was stopped" : null };
+  counting = me;
+  stops.set(id, () => (me.ended ??= "the count was stopped"));
+  const t0 = performance.now();
+  let done = false;
+  try {
+    let out = python.call("count", args);
+    for (;;) {
+      if (out.done) {
+        done = true;
+        return out.done;
+      }
+      self.postMessage({ type: "progress", id, read: out.read, of: out.of, ms: performance.now() - t0 });
+      await nextTask();
+      if (me.ended) throw abortError(me.ended);
+      out = python.call("count_step", {});
+    }
+  } finally {
+    if (counting === me) {
+      counting = null;
+      if (!done) python.call("count_stop", {}); // not a newer count's: that one replaced it in Python already
+    }
+    stops.delete(id);
+    stopsAsked.delete(id);
+  }
+}
+
+function abortError(message) {
+  const e = new Error(message);
+  e.name = "AbortError";
+  return e;
+}
+
 /** Resolves after the messages already queued for this worker have been handled. */
 const nextTask = () => new Promise((resolve) => {
   const channel = new MessageChannel();
@@ -311,5 +365,7 @@ self.onmessage = ({ data }) => {
   // Python is never inside a call while JavaScript waits (a reply's pulls are separate calls), so
   // a text-side request can be answered whenever it comes once Python is up.
   if (TEXT_SIDE.has(type) && python) return answer();
+  // A count is background work: it waits for no request, and none waits for it.
+  if (type === "count") return answer();
   enqueue(answer);
 };
