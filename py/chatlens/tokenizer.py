@@ -629,6 +629,10 @@ class Tokenizer:
         prv = list(range(-1, n - 1))
         alive = [True] * n
         heap = []
+        pop, push = heapq.heappop, heapq.heappush
+        # Sliced, the heap is built a push at a time: one heapify of a million pairs would be one
+        # long part. The entries are distinct, so any heap of them pops them in the same order.
+        add = (lambda entry: push(heap, entry)) if at is not None else heap.append
         for i in range(n - 1):
             left -= 1
             if not left:
@@ -636,9 +640,9 @@ class Tokenizer:
                 left = every
             v = ranks.get(sym[i] << shift | sym[i + 1])
             if v is not None:
-                heap.append((v, i))
-        heapq.heapify(heap)
-        pop, push = heapq.heappop, heapq.heappush
+                add((v, i))
+        if at is None:
+            heapq.heapify(heap)
         while heap:
             left -= 1
             if not left:
