@@ -102,6 +102,33 @@ def test_special_tokens_written_in_the_text_are_tokens(numpy_worker, hf_tokenize
     assert tokens["special_ids"] == sorted({1, 2}) and tokens["prompt_tokens"][0] == "<|im_start|>"
 
 
+def hf_bytes(hf_tokenizer, ids):
+    """Each id's bytes by HF tokenizers' vocabulary and transformers' byte alphabet, as hex."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    byte_of = {c: b for b, c in bytes_to_unicode().items()}
+    added = {t.content for t in hf_tokenizer.get_added_tokens_decoder().values()}
+    out = []
+    for i in ids:
+        token = hf_tokenizer.id_to_token(i)
+        out.append((token.encode("utf-8") if token in added else bytes(byte_of[c] for c in token)).hex())
+    return out
+
+
+def test_tokens_carry_their_bytes_split_characters_too(numpy_worker, hf_tokenizer):
+    text = "東京 你好世界 👨‍👩‍👧 שלום<|im_end|>"
+    tokens = json.loads(worker.call("tokenize", json.dumps({"text": text})))["result"]
+    ids = tokens["prompt_ids"]
+    assert ids == hf_tokenizer.encode(text, add_special_tokens=False).ids
+    assert tokens["prompt_bytes"] == hf_bytes(hf_tokenizer, ids)
+    assert b"".join(bytes.fromhex(h) for h in tokens["prompt_bytes"]) == text.encode("utf-8")
+    assert any("\ufffd" in t for t in tokens["prompt_tokens"])  # what the text alone could not tell
+    # a continuation's tokens and its candidates carry theirs too
+    out = worker_complete(text, top_k=3, max_tokens=2)
+    assert out["bytes"] == hf_bytes(hf_tokenizer, out["ids"])
+    assert out["top_k_bytes"] == [hf_bytes(hf_tokenizer, [c[0] for c in step]) for step in out["top_k"]]
+
+
 @pytest.mark.parametrize("args, stdin, message", [
     (["--max-new-tokens", "0"], "Hi", "--max-new-tokens must be at least 1"),
     (["--top-k", "-1"], "Hi", "--top-k must be 0 or more"),

@@ -301,19 +301,19 @@ def test_split_characters_are_shown_as_their_bytes(lab, tokenizer):
     assert "byte-level tokens can split" in page.text_content(".bytes-note")
     shot(lab, "lab-token-bytes", "#token-view")
 
-    # The record's prompt_vocab (the GPT-2 byte alphabet) gives every byte, even where decoded
-    # strings could not tell the split apart ("你好世界": nine tokens).
+    # The record's prompt_bytes give every byte, even where decoded strings could not tell the
+    # split apart ("你好世界": nine tokens); the page only reads them.
     text = "你好世界 👨‍👩‍👧 שלום"
     record = page.evaluate("t => chatlens.preview({messages: [{role: 'user', content: t}], window: 1024})", text)
-    assert record["prompt_vocab"] == [tokenizer.id_to_token(i) for i in record["prompt_ids"]]
+    assert record["prompt_bytes"] == [tokenizer.token_bytes(i).hex() for i in record["prompt_ids"]]
     got = page.evaluate("""async (rec) => {
         const b = await import('./js/views/bytes.mjs');
-        const lay = b.layout(rec.prompt_tokens, rec.prompt_text, rec.prompt_vocab);
+        const lay = b.layout(rec.prompt_text, rec.prompt_bytes);
         return {hexes: lay.bytes.map(x => b.hex(x)), groups: lay.groups.map(g => g[2]),
-                none: b.layout(rec.prompt_tokens, rec.prompt_text) === null};
+                none: b.layout(rec.prompt_text, null) === null};
     }""", record)
     assert got["hexes"] == [tokenizer.token_bytes(i).hex(" ").upper() for i in record["prompt_ids"]]
-    assert "你好世界" in "".join(got["groups"]) and got["none"]  # without the vocabulary, no guess
+    assert "你好世界" in "".join(got["groups"]) and got["none"]  # without the bytes, no guess
     page.click("#reads-tab-text")
     page.fill("#draft", "")
 

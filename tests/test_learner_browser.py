@@ -53,7 +53,7 @@ def test_counts_are_words_one_token_and_two_messages(learner, doc):
     # a crafted record with counts of one: "1 token", never "1 tokens"
     turn = conversation(doc, "none", 1024)["turns"][0]
     one = {**turn, "reply_ids": turn["reply_ids"][:1], "reply_tokens": turn["reply_tokens"][:1],
-           "reply_text": turn["reply_tokens"][0], "reply_vocab": None, "stop_reason": "stopped",
+           "reply_text": turn["reply_tokens"][0], "reply_vocab": None, "reply_bytes": None, "stop_reason": "stopped",
            "computed_tokens": 1, "timings": {"prefill_ms": 5}}
     page.evaluate("""async (rec) => {
         const r = await import('./js/views/reads.mjs');

@@ -87,3 +87,35 @@ def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, serv
     finally:
         app.close()
     assert not app.errors, app.errors
+
+
+def test_plain_text_shows_the_bytes_of_split_characters(app, tokenizer):
+    """The plain text's tokens and a continuation's are drawn from the bytes the answers carry: a
+    character split across tokens shows its bytes, grouped under it, as in the chat's panel."""
+    page = app.open()
+    page.click("#mode-plain")
+    text = "東京<|im_end|>"
+    page.fill("#plain-text", text)
+    page.wait_for_function("t => document.querySelector('.plain-text-view')?.textContent === t", arg=text)
+    chips = page.eval_on_selector_all(".plain-tokens .tok", """ts => ts.map(t => ({
+        id: Number(t.dataset.id), hex: [...t.querySelectorAll('.hex')].map(h => h.textContent).join(' ')}))""")
+    ids = tokenizer.encode(text)
+    assert [c["id"] for c in chips] == ids
+    split = [tokenizer.token_bytes(i) for i in ids if "\ufffd" in tokenizer.token_text(i)]
+    assert len(split) == 4 and [c["hex"] for c in chips if c["hex"]] == [b.hex(" ").upper() for b in split]
+    groups = page.eval_on_selector_all(".plain-tokens .char-group .char", "gs => gs.map(g => g.textContent)")
+    assert groups == ["東", "京"]
+    # a continuation's chips read its bytes the same way (the tokenize answer standing in for one)
+    drawn = page.evaluate("""async (text) => {
+        const t = await chatlens.tokenize({text});
+        const v = await import('./js/views/plain.mjs');
+        const box = document.createElement('div');
+        document.body.append(box);
+        const result = {ids: t.prompt_ids, tokens: t.prompt_tokens, bytes: t.prompt_bytes, text, stop_reason: 'max_tokens'};
+        v.renderPlain(box, {tokens: t, plain: {result}, chat: null, gap: chatlens.settings.near_tie_gap});
+        const hexes = [...box.querySelectorAll('.plain-continuation .tok .hex')].map(h => h.textContent);
+        box.remove();
+        return hexes;
+    }""", text)
+    assert drawn == [b.hex(" ").upper() for b in split]
+    page.click("#mode-live")

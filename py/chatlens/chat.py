@@ -11,7 +11,7 @@ This module imports without numpy: `preview` runs in the browser before any weig
 from . import defaults, presets
 from .cache import PromptCache
 from .errors import ChatlensError, WindowError
-from .record import TurnRecord
+from .record import TurnRecord, candidate_bytes, token_bytes
 from .window import fit as fit_window
 
 
@@ -24,12 +24,14 @@ def preview(tokenizer, template, *, system, messages, window, reserve=defaults.R
     fitted = fit_window(tokenizer, template, system=system, messages=messages, window=window, reserve=reserve,
                         special_in_text=special_in_text)
     used = len(fitted.ids)
+    ids = list(fitted.ids)
     return TurnRecord(
         prompt_text=fitted.text,
-        prompt_ids=list(fitted.ids),
-        prompt_tokens=[tokenizer.token_text(i) for i in fitted.ids],
-        prompt_vocab=[tokenizer.id_to_token(i) for i in fitted.ids],
-        special_ids=sorted(set(fitted.ids) & tokenizer.special_ids),
+        prompt_ids=ids,
+        prompt_tokens=[tokenizer.token_text(i) for i in ids],
+        prompt_vocab=[tokenizer.id_to_token(i) for i in ids],
+        prompt_bytes=token_bytes(tokenizer, ids),
+        special_ids=sorted(set(ids) & tokenizer.special_ids),
         special_in_text=special_in_text,
         pieces=fitted.pieces,
         dropped_messages=fitted.dropped,
@@ -67,12 +69,14 @@ def reply_of(record: TurnRecord, tokenizer, eos_id, reused, gen, backend_name, t
     record.reply_ids = ids
     record.reply_tokens = [tokenizer.token_text(i) for i in ids]
     record.reply_vocab = [tokenizer.id_to_token(i) for i in ids]
+    record.reply_bytes = token_bytes(tokenizer, ids)
     record.stop_reason = gen.stop_reason
     record.timings = timings(gen)
     record.backend = backend_name
     if top_k:
         record.top_k = [list(step) for step in gen.top_k]
         record.top_k_tokens = candidate_tokens(tokenizer, gen.top_k)
+        record.top_k_bytes = candidate_bytes(tokenizer, gen.top_k)
     return record
 
 

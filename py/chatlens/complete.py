@@ -13,16 +13,18 @@ No numpy here: the backend computes.
 from .cache import PromptCache
 from .chat import candidate_tokens, timings
 from .errors import ChatlensError
+from .record import candidate_bytes, token_bytes
 
 
 def tokenized(tokenizer, text) -> dict:
-    """The text's tokens without a template: ids, each id's text and vocabulary form, and the
-    distinct special ids among them (the page draws those as chips)."""
+    """The text's tokens without a template, named as in the turn record (chatlens.record):
+    prompt_ids, prompt_tokens, prompt_vocab, prompt_bytes, and the distinct special ids among
+    them (the page draws those as chips)."""
     if not isinstance(text, str):
         raise ChatlensError(f"the text must be a string, not {type(text).__name__}")
     ids = tokenizer.encode(text)
     return {"prompt_ids": ids, "prompt_tokens": [tokenizer.token_text(i) for i in ids],
-            "prompt_vocab": [tokenizer.id_to_token(i) for i in ids],
+            "prompt_vocab": [tokenizer.id_to_token(i) for i in ids], "prompt_bytes": token_bytes(tokenizer, ids),
             "special_ids": sorted(set(ids) & tokenizer.special_ids)}
 
 
@@ -54,13 +56,15 @@ def prepared(tokenizer, cache, text, max_new_tokens) -> dict:
 
 def continuation(tokenizer, eos_id, out: dict, reused: int, gen, backend_name: str, top_k=0) -> dict:
     """`prepared`'s data completed with the continuation `gen` (a chatlens.generate.Generation):
-      prompt_ids, prompt_tokens, prompt_vocab, special_ids   the text's tokens (`tokenized`)
+      prompt_ids, prompt_tokens, prompt_vocab, prompt_bytes, special_ids   the text's tokens (`tokenized`)
       ids            the continuation's ids, the end-of-turn id included when written
-      tokens, vocab  each continuation id's text and vocabulary form
+      tokens, vocab, bytes   each continuation id's text, vocabulary form and bytes (hex), as
+                     the turn record's reply_tokens, reply_vocab and reply_bytes
       text           the continuation as text, without the end-of-turn token
       stop_reason    "end_turn", "max_tokens" or "stopped"; eos_id the end-of-turn id
       top_k          one list per continuation id of [id, logit, probability], best first, when
-                     top_k > 0 (else None); top_k_tokens their tokens as text
+                     top_k > 0 (else None); top_k_tokens their tokens as text, top_k_bytes
+                     their bytes
       reused_tokens, backend, timings   as in the turn record"""
     words = gen.ids[:-1] if gen.ids and gen.ids[-1] == eos_id else gen.ids
     out = dict(out)
@@ -68,11 +72,13 @@ def continuation(tokenizer, eos_id, out: dict, reused: int, gen, backend_name: s
         "ids": list(gen.ids),
         "tokens": [tokenizer.token_text(i) for i in gen.ids],
         "vocab": [tokenizer.id_to_token(i) for i in gen.ids],
+        "bytes": token_bytes(tokenizer, gen.ids),
         "text": tokenizer.decode(words),
         "stop_reason": gen.stop_reason,
         "eos_id": eos_id,
         "top_k": [list(step) for step in gen.top_k] if top_k else None,
         "top_k_tokens": candidate_tokens(tokenizer, gen.top_k) if top_k else None,
+        "top_k_bytes": candidate_bytes(tokenizer, gen.top_k) if top_k else None,
         "reused_tokens": reused,
         "backend": backend_name,
         "timings": timings(gen),

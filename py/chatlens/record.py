@@ -2,6 +2,19 @@
 
 One type, one serialiser (`to_json`). The command line (`run`, `/show`), the worker and the
 page's panel, the challenges, site/recorded.json and the tests all read this record.
+
+Words, with one meaning each here, in the other answers that carry tokens (a plain-text
+continuation, a prediction, tokenize, render) and on the page:
+  id      a token's number in the vocabulary (an int)
+  token   one entry of the vocabulary: what the model reads and writes, one id at a time. A
+          list of tokens comes as parallel lists, one entry per id: *_ids the ids, *_tokens
+          each token's text, *_vocab each as the vocabulary writes it, *_bytes each one's bytes
+  bytes   a token's exact bytes as lower-case hex, two digits a byte with no separator
+          ("20746865" is " the", "e69d" the first two bytes of 東): what byte-level BPE
+          splits, so a character split across tokens is known byte for byte. The tokens of a
+          text spell its UTF-8 bytes exactly, in order. Special tokens: their text's UTF-8.
+  piece   a stretch of the prompt that one message put there with the template's tokens around
+          it (or the template's default system prompt, or the generation header): `pieces`
 """
 
 from dataclasses import asdict, dataclass, fields
@@ -19,8 +32,9 @@ class TurnRecord:
       prompt_ids       its token ids, in order
       prompt_tokens    each id's token as text (its bytes decoded on their own: a token that holds
                        part of a character shows U+FFFD)
-      prompt_vocab     each id's token as the vocabulary writes it (GPT-2's byte alphabet, "Ġthe"),
-                       from which its exact bytes follow
+      prompt_vocab     each id's token as the vocabulary writes it (GPT-2's byte alphabet, "Ġthe")
+      prompt_bytes     each id's token's bytes (hex, see "bytes" above): the page lays the tokens
+                       on the text and shows a split character's bytes from these
       special_ids      the distinct ids of prompt_ids that are special tokens (the template's
                        markers such as <|im_start|>), sorted: the panel marks these, not text
                        that merely looks like one
@@ -53,7 +67,8 @@ class TurnRecord:
       max_tokens       the reply limit
       reply_text       the reply as text, without the end-of-turn token
       reply_ids        the ids chosen, the end-of-turn id included when the model wrote it
-      reply_tokens     each reply id's token as text, and reply_vocab as the vocabulary writes it
+      reply_tokens     each reply id's token as text, reply_vocab as the vocabulary writes it and
+                       reply_bytes its bytes (as prompt_tokens, prompt_vocab and prompt_bytes)
       stop_reason      "end_turn" (the model wrote its end-of-turn token), "max_tokens" (the
                        limit) or "stopped" (the user stopped it)
       timings          prefill_ms and decode_ms (wall time), prefill_tok_s (computed tokens a
@@ -65,12 +80,14 @@ class TurnRecord:
                        [id, logit, probability], best first (the chosen id is the first; equal
                        logits by lower id). probability = exp(logit - logsumexp of all the
                        step's logits), computed where the logits are (the GPU or NumPy)
-      top_k_tokens     the same candidates' tokens as text (as prompt_tokens writes them)
+      top_k_tokens     the same candidates' tokens as text (as prompt_tokens writes them), and
+                       top_k_bytes their bytes
     """
     prompt_text: str
     prompt_ids: list
     prompt_tokens: list
     prompt_vocab: list
+    prompt_bytes: list
     special_ids: list
     special_in_text: bool
     pieces: list
@@ -88,11 +105,13 @@ class TurnRecord:
     reply_ids: list | None = None
     reply_tokens: list | None = None
     reply_vocab: list | None = None
+    reply_bytes: list | None = None
     stop_reason: str | None = None
     timings: dict | None = None
     backend: str | None = None
     top_k: list | None = None
     top_k_tokens: list | None = None
+    top_k_bytes: list | None = None
 
     def to_json(self) -> dict:
         """The record as JSON-able data (what the page, `run` and recorded.json hold)."""
@@ -102,3 +121,13 @@ class TurnRecord:
     def from_json(cls, data: dict) -> "TurnRecord":
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def token_bytes(tokenizer, ids) -> list:
+    """Each id's token's bytes as hex (the records' *_bytes lists)."""
+    return [tokenizer.token_bytes(i).hex() for i in ids]
+
+
+def candidate_bytes(tokenizer, steps) -> list:
+    """Each candidate's bytes as hex, for steps of [[id, logit, probability], ...]."""
+    return [[tokenizer.token_bytes(c[0]).hex() for c in step] for step in steps]

@@ -124,10 +124,12 @@ class _Worker:
 
                 return continuation(tok, eos, data, reused, gen, cache.backend.name, top_k)
             from .chat import candidate_tokens
+            from .record import candidate_bytes
 
             cache.truncate(reused)  # a look-ahead: the reuse a preview and a send report stays
             best = gen.top_k[0] if gen.top_k else []
             return {"top_k": best, "top_k_tokens": candidate_tokens(tok, [best])[0] if best else [],
+                    "top_k_bytes": candidate_bytes(tok, [best])[0] if best else [],
                     "used": record.used, "reused_tokens": reused, "backend": cache.backend.name}
 
         self.reply = _Reply(self.text, cache, ids, max_tokens, top_k, depth, finish)
@@ -265,6 +267,7 @@ class _Worker:
         return self.cache
 
     def render(self, a: protocol.Render):
+        from .record import token_bytes
         from .template import ChatTemplate, assistant_mask
 
         self._loaded()
@@ -292,7 +295,8 @@ class _Worker:
             text = template.render(a.messages, continue_final_message=continue_final, **options)
             out = {"text": text, "ids": tok.encode(text)}
         out["tokens"] = [tok.token_text(i) for i in out["ids"]]
-        out["vocab"] = [tok.id_to_token(i) for i in out["ids"]]  # exact bytes: the page lays tokens on the text
+        out["vocab"] = [tok.id_to_token(i) for i in out["ids"]]
+        out["bytes"] = token_bytes(tok, out["ids"])  # as the turn record's: the page lays tokens on the text
         out["special_ids"] = sorted(set(out["ids"]) & tok.special_ids)
         return out
 

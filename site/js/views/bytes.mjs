@@ -1,46 +1,37 @@
 // The bytes behind each token. Byte-level BPE cuts text into bytes, not characters, so one
 // character (a CJK ideograph, an emoji, an Arabic or Hebrew letter) can be split across tokens.
 //
-// A record's prompt_tokens are each token's bytes decoded on their own, which turns a part of a
-// character into U+FFFD; its prompt_vocab (and reply_vocab) hold the tokens as the vocabulary
-// writes them (GPT-2's byte alphabet: "Ġthe", "æĿ"), from which the bytes are exact. Tokens that
-// hold parts of a character are grouped under the character they spell together.
+// Records carry each token's bytes as hex (prompt_bytes, reply_bytes, bytes: py/chatlens/record.py
+// says how); a token's text (prompt_tokens) turns a part of a character into U+FFFD. This module
+// only reads those bytes and lays the tokens on the text they spell: tokens that hold parts of a
+// character are grouped under the character they spell together.
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8"); // not fatal: bad bytes become U+FFFD, as in Python's "replace"
 
-// -- the GPT-2 byte alphabet -----------------------------------------------------------------------
-
-let byteOfChar = null;
-
-/** GPT-2's table: each byte is written as one printable character (bytes that print as
- * themselves keep their character; the others are shifted past U+00FF in byte order). */
-function byteTable() {
-  if (byteOfChar) return byteOfChar;
-  const printable = (b) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-  byteOfChar = new Map();
-  let shifted = 0;
-  for (let b = 0; b < 0x100; b++) {
-    const ch = printable(b) ? b : 0x100 + shifted++;
-    byteOfChar.set(String.fromCodePoint(ch), b);
-  }
-  return byteOfChar;
+/** A record's hex bytes ("e69d") as bytes. */
+export function fromHex(h) {
+  const out = new Uint8Array(h.length / 2);
+  for (let k = 0; k < out.length; k++) out[k] = parseInt(h.slice(2 * k, 2 * k + 2), 16);
+  return out;
 }
 
-/** The bytes a token written in the GPT-2 byte alphabet stands for ("ĠÙħ" -> 20 D9 85), or null
- * when a character is not in the alphabet. */
-export function vocabBytes(token) {
-  const table = byteTable();
-  const out = [];
-  for (const ch of token) {
-    const b = table.get(ch);
-    if (b === undefined) return null;
-    out.push(b);
-  }
-  return Uint8Array.from(out);
-}
+/** Bytes as upper-case hex pairs, the way the page shows them: "E4 BD". */
+export const hex = (bytes) => [...bytes].map((b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" ");
 
-// -- alignment --------------------------------------------------------------------------------------
+/** The text tokens spell together, from each one's hex bytes. */
+export const spelled = (hexes) => streamed(hexes).join("");
+
+/** The text each token adds, decoded in order as the worker streams it (a character only once
+ * whole, invalid bytes as U+FFFD; the rest of a character the last tokens leave open goes to the
+ * last), from each token's hex bytes. */
+export function streamed(hexes) {
+  const d = new TextDecoder("utf-8");
+  const out = hexes.map((h) => d.decode(fromHex(h), { stream: true }));
+  const tail = d.decode();
+  if (tail && out.length) out[out.length - 1] += tail;
+  return out;
+}
 
 const same = (a, b, at) => {
   if (at + a.length > b.length) return false;
@@ -48,35 +39,31 @@ const same = (a, b, at) => {
   return true;
 };
 
-/** Bytes as upper-case hex pairs: "E4 BD". */
-export const hex = (bytes) => [...bytes].map((b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" ");
-
 /**
- * Where each token's bytes lie in `text`, the text the tokens spell. `vocab`, when given, holds
- * the tokens as the vocabulary writes them (GPT-2 byte alphabet), which makes every byte known.
- * Returns null when the tokens do not spell the text, else:
- *   bytes   per token: its bytes (Uint8Array), or null where the record cannot tell them
+ * Where each token lies in `text`, the text the tokens spell, from `hexes` (each token's bytes
+ * as the record carries them). Returns null without bytes, or when they do not spell the text,
+ * else:
+ *   bytes   per token: its bytes (Uint8Array)
  *   starts  per boundary (n + 1): the UTF-16 offset in text where that token starts (inside a
- *           character, or unknown: the end of that character, the earliest place it can be)
- *   parts   per token with known bytes: [{text}] for characters it holds whole and [{bytes,
- *           char}] for bytes of a character it shares with a neighbour; null for unknown bytes
+ *           character: the end of that character, the earliest place it can be drawn)
+ *   parts   per token: [{text}] for characters it holds whole and [{bytes, char}] for bytes of a
+ *           character it shares with a neighbour
  *   groups  [first, last, text]: runs of tokens that together spell `text`, characters that no
- *           single token holds whole (or whose split the record cannot tell)
+ *           single token holds whole
  */
-export function layout(tokens, text, vocab = null) {
+export function layout(text, hexes) {
+  if (!hexes) return null;
   const all = encoder.encode(text);
-  const n = tokens.length;
-  if (!vocab || vocab.length !== n) return null;
-  // Each token's [start, length] in the text's bytes; the tokens must spell the text exactly.
-  const choices = [];
+  const bytes = hexes.map(fromHex);
+  const startsB = []; // each boundary's byte offset
   let at = 0;
-  for (const v of vocab) {
-    const tb = vocabBytes(v);
-    if (!tb || !same(tb, all, at)) return null;
-    choices.push([[at, tb.length]]);
+  for (const tb of bytes) {
+    if (!same(tb, all, at)) return null;
+    startsB.push(at);
     at += tb.length;
   }
   if (at !== all.length) return null;
+  startsB.push(at);
 
   // Code points: which byte offsets start one, and the UTF-16 offset and character there.
   const cpAt = new Map(); // byte offset -> {u, ch, end}
@@ -97,20 +84,10 @@ export function layout(tokens, text, vocab = null) {
     while (!cpAt.has(pos)) pos--;
     return pos;
   };
-
-  const bytes = choices.map((c) => (c.length === 1 ? all.slice(c[0][0], c[0][0] + c[0][1]) : null));
-  const startsB = []; // byte start per boundary, or null when unknown
-  for (let i = 0; i < n; i++) {
-    const s = new Set(choices[i].map((c) => c[0]));
-    startsB.push(s.size === 1 ? [...s][0] : null);
-  }
-  startsB.push(all.length);
-  const earliest = (i) => (i === n ? all.length : Math.min(...choices[i].map((c) => c[0])));
-  const starts = startsB.map((pos, i) => cpAt.get(cpStartingAtOrAfter(pos ?? earliest(i))).u);
+  const starts = startsB.map((pos) => cpAt.get(cpStartingAtOrAfter(pos)).u);
 
   const parts = bytes.map((tb, i) => {
-    if (!tb) return null;
-    const a = startsB[i] ?? choices[i][0][0];
+    const a = startsB[i];
     const z = a + tb.length;
     const list = [];
     for (let p = cpContaining(a); p < z; p = cpAt.get(p).end) {
@@ -126,13 +103,12 @@ export function layout(tokens, text, vocab = null) {
     return list;
   });
 
-  // A boundary is clean where its place is known and falls between characters; tokens between
-  // two neighbouring clean boundaries that are more than one token apart form a group.
-  const clean = startsB.map((pos) => pos !== null && cpAt.has(pos));
+  // A boundary is clean where it falls between characters; tokens between two neighbouring
+  // clean boundaries that are more than one token apart form a group.
   const groups = [];
   let from = 0;
-  for (let i = 1; i <= n; i++) {
-    if (!clean[i]) continue;
+  for (let i = 1; i <= bytes.length; i++) {
+    if (!cpAt.has(startsB[i])) continue;
     if (i - from > 1) groups.push([from, i - 1, decoder.decode(all.subarray(startsB[from], startsB[i]))]);
     from = i;
   }

@@ -7,7 +7,7 @@
 // the learner types. New messages are announced through #chat-announce, a visually hidden live
 // region that gets nothing else.
 
-import { vocabBytes } from "./bytes.mjs";
+import { streamed } from "./bytes.mjs";
 import { STOP_SHORT } from "../lesson/terms.mjs";
 import { count, el, fill } from "./dom.mjs";
 import { bindWhy, markNearTies, whyBox } from "./why.mjs";
@@ -104,20 +104,13 @@ function setReplyTokens(node, record, why) {
   extra.tabIndex = -1; // the end token is reached through the content's arrow keys
 }
 
-/** The text each of the first `words` reply tokens adds, decoded as the worker streams it (bytes
- * in order, a character only once whole, invalid bytes as U+FFFD), or null when they do not spell
- * the reply's text. */
+/** The text each of the first `words` reply tokens adds, decoded as the worker streams it (from
+ * the record's reply_bytes), or null when the record has no bytes or they do not spell the
+ * reply's text. */
 function replyPieces(record, words) {
-  const decoder = new TextDecoder("utf-8");
-  const pieces = [];
-  for (const token of (record.reply_vocab || []).slice(0, words)) {
-    const bytes = vocabBytes(token);
-    if (!bytes) return null;
-    pieces.push(decoder.decode(bytes, { stream: true }));
-  }
-  if (pieces.length !== words) return null;
-  const tail = decoder.decode();
-  if (tail) pieces[pieces.length - 1] += tail;
+  const bytes = record.reply_bytes;
+  if (!bytes || bytes.length < words) return null;
+  const pieces = streamed(bytes.slice(0, words));
   return pieces.join("") === record.reply_text ? pieces : null;
 }
 

@@ -2,66 +2,65 @@
 // tokens as chips), the next-token distribution, the greedy continuation and its stop reason,
 // and beside it the same words sent the other way, as a user message through the template.
 
+import { layout, spelled } from "./bytes.mjs";
 import { count, el, fill } from "./dom.mjs";
 import { replyTitle } from "./reply.mjs";
-import { visibleToken } from "./tokens.mjs";
+import { chips } from "./tokens.mjs";
 import { drawSummary } from "./window.mjs";
 import { bindWhy, candidatesTable, markNearTies, percent, whyBox } from "./why.mjs";
 
-/** Token chips for ids/tokens, special ids as dark chips. */
-function tokenChips(ids, tokens, special, label) {
+/** Where n tokens lie on the text their bytes spell (bytes.mjs), or null without their bytes
+ * (a continuation streaming). */
+const laidOut = (bytes, n) => (bytes?.length === n ? layout(spelled(bytes), bytes) : null);
+
+/** Token chips for ids/tokens (a split character as its bytes), special ids as dark chips. */
+function tokenChips(ids, tokens, lay, special, label) {
   const box = el("div", { class: "tokens plain-tokens", "aria-label": label });
-  ids.forEach((id, i) =>
-    box.append(el(
-      "span",
-      { class: `tok${special.has(id) ? " special" : ""}`, title: `token ${i} · id ${id}`, dataset: { id } },
-      el("span", { class: "t", text: special.has(id) ? tokens[i] : visibleToken(tokens[i]) }),
-      el("span", { class: "id", text: id }),
-    )));
+  chips(box, { tokens, ids, lay, classOf: (i) => (special.has(ids[i]) ? "special" : "") });
   return box;
 }
 
-/** The text with its special tokens as chips (everything else as it is). */
-function textWithChips(ids, tokens, special) {
+/** The text the tokens spell, its special tokens as chips (everything else as it is). */
+function textWithChips(ids, tokens, bytes, special) {
   const pre = el("pre", { class: "prompt-text plain-text-view", dir: "auto" });
+  const text = bytes ? spelled(bytes) : tokens.join("");
+  const lay = bytes ? layout(text, bytes) : null;
   let run = "";
   const flush = () => {
     if (run) pre.append(run);
     run = "";
   };
   ids.forEach((id, i) => {
+    const s = lay ? text.slice(lay.starts[i], lay.starts[i + 1]) : tokens[i];
     if (special.has(id)) {
       flush();
-      pre.append(el("span", { class: "special", text: tokens[i] }));
-    } else run += tokens[i];
+      pre.append(el("span", { class: "special", text: s }));
+    } else run += s;
   });
   flush();
   return pre;
 }
 
 /** The continuation (or the reply): its text, its tokens with their candidates, its stop reason.
- * out: {ids, tokens, text, stop_reason, top_k, top_k_tokens} (a reply in flight has no stop_reason). */
+ * out: {ids, tokens, bytes, text, stop_reason, top_k, top_k_tokens, top_k_bytes} (a reply in
+ * flight has no stop_reason, nor bytes yet). */
 function continuation(out, special, gap, what) {
   if (!out) return null;
   const writing = !out.stop_reason;
-  const chips = el("div", { class: "tokens reply-tokens" });
-  out.ids.forEach((id, i) =>
-    chips.append(el(
-      "span",
-      { class: `tok kind-reply${special.has(id) ? " special" : ""}`, dataset: { id, step: i } },
-      el("span", { class: "t", text: special.has(id) ? out.tokens[i] : visibleToken(out.tokens[i] ?? "") }),
-      el("span", { class: "id", text: id }),
-    )));
+  const box = el("div", { class: "tokens reply-tokens" });
+  const tokens = out.ids.map((_, i) => out.tokens[i] ?? "");
+  chips(box, { tokens, ids: out.ids, lay: laidOut(out.bytes, out.ids.length), classOf: (i) => `kind-reply${special.has(out.ids[i]) ? " special" : ""}` });
+  box.querySelectorAll(".tok").forEach((chip, i) => (chip.dataset.step = i));
   const parts = [
     replyTitle(what, out.ids.length, out.stop_reason, writing),
     el("div", { class: "reply-text", dir: "auto", text: out.text || (writing ? "" : "(no text: the first token ended it)") }),
-    chips,
+    box,
   ];
   if (!writing && out.top_k?.length === out.ids.length) {
-    const box = whyBox("Point at a token (or tap it) to see the candidates the model weighed at that step.");
-    bindWhy(chips, box, out, { tokens: out.tokens, ids: out.ids, special, gap });
-    markNearTies(chips, out.top_k, gap);
-    parts.push(box);
+    const why = whyBox("Point at a token (or tap it) to see the candidates the model weighed at that step.");
+    bindWhy(box, why, out, { tokens: out.tokens, ids: out.ids, special, gap });
+    markNearTies(box, out.top_k, gap);
+    parts.push(why);
   }
   return el("div", { class: "reply plain-continuation" }, parts);
 }
@@ -72,7 +71,7 @@ function nextToken(out, special, gap) {
     "div",
     { class: "next-token" },
     el("div", { class: "prediction-title", text: "The next token: the model's distribution" }),
-    candidatesTable(out.top_k[0], out.top_k_tokens[0], { chosen: out.ids[0], special, gap }),
+    candidatesTable(out.top_k[0], out.top_k_tokens[0], { chosen: out.ids[0], special, gap, bytes: out.top_k_bytes?.[0] }),
   );
 }
 
@@ -114,8 +113,8 @@ export function renderPlain(root, view) {
   if (tokens) {
     left.push(
       el("div", { class: "plain-count", dataset: { stat: "plain-tokens" } }, el("b", { text: tokens.prompt_ids.length }), " tokens, nothing added"),
-      textWithChips(tokens.prompt_ids, tokens.prompt_tokens, special),
-      tokenChips(tokens.prompt_ids, tokens.prompt_tokens, special, "The plain text's tokens"),
+      textWithChips(tokens.prompt_ids, tokens.prompt_tokens, tokens.prompt_bytes, special),
+      tokenChips(tokens.prompt_ids, tokens.prompt_tokens, laidOut(tokens.prompt_bytes, tokens.prompt_ids.length), special, "The plain text's tokens"),
     );
   }
   left.push(...sideBody(plain, special, gap, "The continuation", lessonNote(plain?.result, "plain", view.lesson)));
@@ -124,10 +123,12 @@ export function renderPlain(root, view) {
   if (rec) {
     right.push(
       el("div", { class: "plain-count", dataset: { stat: "chat-tokens" } }, el("b", { text: rec.used }), " tokens: the template's, around your words"),
-      textWithChips(rec.prompt_ids, rec.prompt_tokens, new Set(rec.special_ids)),
+      textWithChips(rec.prompt_ids, rec.prompt_tokens, rec.prompt_bytes, new Set(rec.special_ids)),
     );
   }
-  right.push(...sideBody(chat && { ...chat, result: chat.reply }, special, gap, "The reply", lessonNote(chat?.reply, "chat", view.lesson)));
+  // the reply's bytes are the record's (reply_bytes, top_k_bytes)
+  const reply = chat?.reply && { bytes: rec?.reply_bytes, top_k_bytes: rec?.top_k_bytes, ...chat.reply };
+  right.push(...sideBody(chat && { ...chat, result: reply }, special, gap, "The reply", lessonNote(reply, "chat", view.lesson)));
   if (!chat) right.push(el("p", { class: "note", text: "“Send the same words as a chat message” puts them through the template, as a user message, and shows what the model does then." }));
   drawSummary(null, tokens ? `${count(tokens.prompt_ids.length, "token")}, no template` : "");
   fill(root, 

@@ -28,22 +28,6 @@ const cacheCut = (record, block) =>
     dataset: { reused: record.reused_tokens, computed: record.computed_tokens },
   });
 
-/** The piece's text found by searching for its special tokens (when the tokens cannot be laid
- * out on the text: not for a record chatlens made). */
-function pieceTextBySearch(span, record, special, p) {
-  let pos = 0;
-  for (let i = p.start; i < p.end; i++) {
-    if (!special[i]) continue;
-    const tok = record.prompt_tokens[i];
-    const at = p.text.indexOf(tok, pos);
-    if (at < 0) continue;
-    appendPlain(span, p.text.slice(pos, at));
-    span.append(el("span", { class: "special", text: tok }));
-    pos = at + tok.length;
-  }
-  appendPlain(span, p.text.slice(pos));
-}
-
 export function promptText(record, special, lay) {
   const box = el("pre", { class: "prompt-text", id: "prompt-text", tabindex: "0", "aria-label": "The prompt text" });
   const text = record.prompt_text;
@@ -56,7 +40,7 @@ export function promptText(record, special, lay) {
     });
     box.append(span);
     if (!lay || text.slice(lay.starts[p.start], lay.starts[p.end]) !== p.text) {
-      pieceTextBySearch(span, record, special, p);
+      appendPlain(span, p.text); // no bytes to lay the tokens on the text: the text as it is
       continue;
     }
     let run = "";
@@ -192,7 +176,7 @@ const layouts = new WeakMap();
 export function promptLayout(record) {
   const key = record.prompt_tokens;
   if (!layouts.has(key) || layouts.get(key).text !== record.prompt_text) {
-    layouts.set(key, { text: record.prompt_text, lay: layout(record.prompt_tokens, record.prompt_text, record.prompt_vocab || null) });
+    layouts.set(key, { text: record.prompt_text, lay: layout(record.prompt_text, record.prompt_bytes) });
   }
   return layouts.get(key).lay;
 }

@@ -1,7 +1,7 @@
 // The reply: its text and tokens, with its stop reason, speed and backend; each token's
 // candidates ("why this token"); and the prediction of the first token while the user types.
 
-import { layout } from "./bytes.mjs";
+import { layout, spelled } from "./bytes.mjs";
 import { stopReasonText, TERMS } from "../lesson/terms.mjs";
 import { count, el, term } from "./dom.mjs";
 import { chips } from "./tokens.mjs";
@@ -43,8 +43,8 @@ function replyTokens(record, why) {
   const ids = record.reply_ids;
   if (!tokens || !ids || !tokens.length) return null;
   const ended = record.stop_reason === "end_turn";
-  const text = record.reply_text + (ended ? tokens[tokens.length - 1] : "");
-  const lay = layout(tokens, text, record.reply_vocab || null);
+  const bytes = record.reply_bytes?.length === ids.length ? record.reply_bytes : null; // none while it streams
+  const lay = bytes ? layout(spelled(bytes), bytes) : null;
   const box = el("div", { class: "tokens reply-tokens", "aria-label": "The reply's tokens" });
   chips(box, { tokens, ids, lay, classOf: (i) => `kind-reply${ended && i === tokens.length - 1 ? " special" : ""}` });
   if (!why || !record.top_k?.length || record.top_k.length !== ids.length) return box;
@@ -65,7 +65,7 @@ export function predictionBox(record, prediction, why) {
   const { state, result, message } = prediction;
   const body =
     state === "done"
-      ? candidatesTable(result.top_k, result.top_k_tokens, { chosen: result.top_k[0][0], special: new Set(record.special_ids), gap: why?.gap })
+      ? candidatesTable(result.top_k, result.top_k_tokens, { chosen: result.top_k[0][0], special: new Set(record.special_ids), gap: why?.gap, bytes: result.top_k_bytes })
       : el("p", { class: state === "error" ? "error" : "note", text: state === "error" ? `No prediction: ${message}` : "Predicting the first token…" });
   return el(
     "div",

@@ -1,6 +1,6 @@
 // A token drawn for a learner: its text made visible, and chips with their ids (a character
 // split across tokens shown as its bytes, grouped under the character). The prompt, the reply,
-// the workbench and plain text draw tokens with these.
+// the workbench and plain text draw tokens with these, from the bytes the records carry.
 
 import { hex } from "./bytes.mjs";
 import { el } from "./dom.mjs";
@@ -31,15 +31,18 @@ function chipText(parts, token) {
   return t;
 }
 
-function chipTitle(i, id, parts) {
+function chipTitle(i, id, parts, token) {
   let s = `token ${i} · id ${id}`;
   for (const part of parts || []) if (part.bytes) s += ` · bytes ${hex(part.bytes)} of “${part.char}”`;
-  if (!parts) s += " · which bytes of the character it holds cannot be told from this record";
+  if (!parts && token.includes("\ufffd")) s += " · which bytes of a character it holds: not known yet (the reply is still streaming)";
   return s;
 }
 
-/** Token chips for `tokens`, with the groups of chips that spell a split character under it. */
-export function chips(box, { tokens, ids, lay, classOf, cut = -1, cutNode = null }) {
+/** Token chips for `tokens` (their texts; `ids` their ids), laid out by `lay` (bytes.mjs's
+ * layout of their bytes, or null), with the groups of chips that spell a split character under
+ * it. classOf(i): the chip's classes; titleOf(i): more for its title; cutNode goes before token
+ * `cut`. */
+export function chips(box, { tokens, ids, lay, classOf, titleOf = null, cut = -1, cutNode = null }) {
   const groupAt = new Map((lay?.groups || []).map((g) => [g[0], g]));
   let target = box;
   let groupEnd = -1;
@@ -61,7 +64,7 @@ export function chips(box, { tokens, ids, lay, classOf, cut = -1, cutNode = null
     const parts = lay ? lay.parts[i] : null;
     target.append(el(
       "span",
-      { class: `tok ${classOf(i)}`, title: chipTitle(i, ids[i], parts), dataset: { id: ids[i] } },
+      { class: `tok ${classOf(i)}`, title: chipTitle(i, ids[i], parts, tokens[i]) + (titleOf?.(i) ?? ""), dataset: { id: ids[i] } },
       chipText(parts, tokens[i]),
       el("span", { class: "id", text: ids[i] }),
     ));

@@ -1,11 +1,13 @@
 // "Why this token": the candidates the model weighed at one step of a reply (a record's top_k:
-// [id, logit, probability] best first, with top_k_tokens their text), drawn as a table, and the
+// [id, logit, probability] best first, with top_k_tokens their text and top_k_bytes their bytes),
+// drawn as a table, and the
 // reply's tokens made into things to point at: hover, tap or click a token (or focus the row and
 // use the arrow keys) and its step's candidates show in the box beside them.
 //
 // A near-tie: the step's two best logits are closer than the site's near_tie_gap (0.01, from
 // chatlens.defaults), the gap at which another device's rounding can choose the other token.
 
+import { fromHex, hex } from "./bytes.mjs";
 import { visibleToken } from "./tokens.mjs";
 import { el, fill } from "./dom.mjs";
 
@@ -23,9 +25,17 @@ export function percent(p) {
   return "<0.01%";
 }
 
+/** A candidate as the table shows it: a special token as a chip, a token that holds part of a
+ * character as its bytes (hex, from the record), any other as its visible text. */
+function candidate(id, text, bytes, special) {
+  if (special.has(id)) return el("span", { class: "cand special", text });
+  if (bytes && text.includes("\ufffd")) return el("span", { class: "cand", title: text }, el("span", { class: "hex", text: hex(fromHex(bytes)) }));
+  return el("span", { class: "cand", text: visibleToken(text) });
+}
+
 /** The table of one step's candidates. chosen: the id the model took (marked); special: ids of
- * special tokens (drawn as chips). */
-export function candidatesTable(step, tokens, { chosen, special = new Set(), gap, caption } = {}) {
+ * special tokens (drawn as chips); bytes: each candidate's bytes (the step's top_k_bytes). */
+export function candidatesTable(step, tokens, { chosen, special = new Set(), gap, caption, bytes = null } = {}) {
   const body = el("tbody");
   step.forEach(([id, logit, p], rank) => {
     const text = tokens?.[rank] ?? "";
@@ -33,7 +43,7 @@ export function candidatesTable(step, tokens, { chosen, special = new Set(), gap
       "tr",
       { class: id === chosen ? "chosen" : null, dataset: { id, p, logit } },
       el("td", { class: "num", text: rank + 1 }),
-      el("td", {}, el("span", { class: `cand${special.has(id) ? " special" : ""}`, text: special.has(id) ? text : visibleToken(text) })),
+      el("td", {}, candidate(id, text, bytes?.[rank], special)),
       el("td", { class: "num prob" }, el("span", { class: "bar", style: `width:${Math.max(1, Math.round(60 * p))}px` }), percent(p)),
       el("td", { class: "num", text: logit.toFixed(2) }),
       el("td", { class: "num id", text: id }),
@@ -67,7 +77,7 @@ export function whyBox(hint) {
  * the container has the focus. record: the turn record (or a completion) with top_k and
  * top_k_tokens; tokens: the reply's tokens as text (for the caption).
  */
-export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens }, { tokens = [], ids = [], special, gap, label = "" }) {
+export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens, top_k_bytes: topBytes }, { tokens = [], ids = [], special, gap, label = "" }) {
   const steps = () => [...container.querySelectorAll("[data-step]")];
   let picked = -1;
   const show = (i) => {
@@ -77,7 +87,7 @@ export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens }
     const token = tokens[i] ?? "";
     const caption = `${label}token ${i + 1}, ${special?.has(ids[i]) ? token : `“${visibleToken(token)}”`}: the candidates the model weighed` +
       " (it took the most likely: greedy decoding)";
-    fill(box, candidatesTable(topK[i], topTokens?.[i], { chosen: ids[i], special, gap, caption }));
+    fill(box, candidatesTable(topK[i], topTokens?.[i], { chosen: ids[i], special, gap, caption, bytes: topBytes?.[i] }));
   };
   const from = (e) => e.target.closest?.("[data-step]");
   container.addEventListener("mouseover", (e) => from(e) && show(Number(from(e).dataset.step)));

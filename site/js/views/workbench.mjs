@@ -4,13 +4,12 @@
 
 import { layout } from "./bytes.mjs";
 import { el, fill } from "./dom.mjs";
-import { visibleToken } from "./tokens.mjs";
+import { chips } from "./tokens.mjs";
 
 /** The rendered text (exactly: its textContent is the text), special tokens as chips, the
  * tokens the mask marks in green. */
-function renderedText(out, special, mask) {
+function renderedText(out, special, mask, lay) {
   const pre = el("pre", { class: "prompt-text wb-text", id: "wb-text", tabindex: "0", "aria-label": "The rendered text" });
-  const lay = layout(out.tokens, out.text, out.vocab || null);
   if (!lay) {
     pre.textContent = out.text; // the tokens cannot be laid on the text: the text as it is
     return pre;
@@ -38,15 +37,15 @@ function renderedText(out, special, mask) {
   return pre;
 }
 
-function tokenChips(out, special, mask) {
+function tokenChips(out, special, mask, lay) {
   const box = el("div", { class: "tokens wb-tokens", "aria-label": "The rendered text's tokens" });
-  out.ids.forEach((id, i) =>
-    box.append(el(
-      "span",
-      { class: `tok${special.has(id) ? " special" : ""}${mask?.[i] ? " masked" : ""}`, title: `token ${i} · id ${id}${mask?.[i] ? " · the assistant's" : ""}`, dataset: { id } },
-      el("span", { class: "t", text: special.has(id) ? out.tokens[i] : visibleToken(out.tokens[i]) }),
-      el("span", { class: "id", text: id }),
-    )));
+  chips(box, {
+    tokens: out.tokens,
+    ids: out.ids,
+    lay,
+    classOf: (i) => `${special.has(out.ids[i]) ? "special" : ""}${mask?.[i] ? " masked" : ""}`,
+    titleOf: (i) => (mask?.[i] ? " · the assistant's" : ""),
+  });
   return box;
 }
 
@@ -79,6 +78,7 @@ export function renderWorkbench(root, { out, error, template, masked, hasGenerat
   const mask = out.assistant_mask || null;
   const nSpecial = out.ids.filter((id) => special.has(id)).length;
   const nMasked = mask ? mask.reduce((a, b) => a + b, 0) : 0;
+  const lay = layout(out.text, out.bytes);
   fill(root, 
     el(
       "div",
@@ -92,7 +92,7 @@ export function renderWorkbench(root, { out, error, template, masked, hasGenerat
       ? el("p", { class: "note", text: "This template has no {% generation %} blocks, so no token is marked as the assistant's (transformers only warns)." })
       : null,
     mask && nMasked ? el("p", { class: "term", text: "Green: the tokens {% generation %} blocks rendered, what return_assistant_tokens_mask marks (for training on the replies only)." }) : null,
-    renderedText(out, special, mask),
-    tokenChips(out, special, mask),
+    renderedText(out, special, mask, lay),
+    tokenChips(out, special, mask, lay),
   );
 }
