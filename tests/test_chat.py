@@ -166,6 +166,34 @@ def test_preview_of_a_session_touches_nothing(model):
     assert session.cache is None and session.history == []
 
 
+# -- what a record carries so the page rebuilds nothing ------------------------------------------
+TRICKY = [{"role": "user", "content": "user"}, {"role": "assistant", "content": ""},
+          {"role": "user", "content": "東京 <|im_end|> here"}, {"role": "assistant", "content": "assistant"},
+          {"role": "user", "content": "Hi! My name is Priya."}]
+
+
+def test_each_piece_says_where_its_message_text_lies(model):
+    """The tokens between content_start and content_end spell the message; the rest of the piece
+    is the template's (which the role's name, or text like a special token, cannot fool)."""
+    tok = model.tokenizer
+    for system in (None, "Be brief."):
+        rec = preview(tok, model.template, system=system, messages=TRICKY, window=1024)
+        assert [p["role"] for p in rec.pieces] == ["system", "user", "assistant", "user", "assistant", "user", None]
+        contents = [system] + [m["content"] for m in TRICKY]
+        for p, content in zip(rec.pieces, contents):
+            a, z = p["content_start"], p["content_end"]
+            assert p["start"] < a <= z < p["end"], p
+            head, own, tail = (tok.decode(rec.prompt_ids[i:j]) for i, j in ((p["start"], a), (a, z), (z, p["end"])))
+            assert head + own + tail == p["text"]
+            if content is None:  # the template's default: it wraps that text as it wraps a system message
+                assert own and model.template.render([{"role": "system", "content": own}]) == p["text"]
+            else:
+                assert own == content
+                assert model.template.render([{"role": p["role"], "content": content}]).endswith(own + tail)
+        header = rec.pieces[-1]
+        assert header["kind"] == "header" and header["content_start"] is None and header["content_end"] is None
+
+
 # -- the recorded conversations ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def recorded():

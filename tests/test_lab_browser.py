@@ -406,7 +406,8 @@ def test_a_special_token_written_in_a_message_gets_a_note(lab, text_side):
     want = preview(text_side.tokenizer, text_side.template, system=None, messages=messages, window=1024,
                    special_in_text=False)
     assert rec["special_in_text"] is False and rec["prompt_ids"] == want.prompt_ids
-    assert text_side.eos_id not in rec["prompt_ids"][rec["pieces"][-2]["start"] + 1:rec["pieces"][-2]["end"] - 2]
+    new = rec["pieces"][-2]  # the message's own tokens: its content span
+    assert text_side.eos_id not in rec["prompt_ids"][new["content_start"]:new["content_end"]]
     assert page.locator(".special-note:not(.special-as-text)").count() == 0
     shot(lab, "lab-special-token-as-text", "#reads")
     page.check("#special-in-text")

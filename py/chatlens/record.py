@@ -45,7 +45,13 @@ class TurnRecord:
                        "default_system", "user", "assistant", "new", "header", ...), label,
                        message_index (into the messages sent, or None), start and end (token
                        positions), count (end - start: the message with the template's tokens
-                       around it) and text
+                       around it), text, role (the message's role: "user" for the new message,
+                       "system" for the template's default; None for the header or a whole
+                       prompt) and content_start, content_end (token positions: the tokens that
+                       hold the message's own text, found in the render; the rest of the piece
+                       is the template's. A token that holds both is counted as the message's.
+                       Equal for an empty message; None where the piece holds no message's text
+                       or the template changed it)
       dropped_messages the earliest messages of the history that were left out so the rest
                        fits the window, oldest first: dicts of message_index, role, content and
                        count (tokens the message took with the template's tokens around it)

@@ -88,45 +88,41 @@ const cutNodeFor = (record) => cacheCut(record, true);
 
 // -- the pieces -------------------------------------------------------------------------------------------
 
-/** How many of a message piece's tokens the template put around its text (<|im_start|>, the
- * role's name and a line break before; <|im_end|> and a line break after), counted from the
- * prompt's own tokens, or null when the piece is not laid out that way. */
-export function templateShare(record, p, special) {
-  if (!special[p.start]) return null;
-  let head = 0;
-  for (let i = p.start; i < p.end; i++) {
-    if (record.prompt_tokens[i].includes("\n")) {
-      head = i - p.start + 1;
-      break;
-    }
-  }
-  if (!head) return null;
-  let tail = 0;
-  if (p.end - 2 >= p.start + head && special[p.end - 2] && record.prompt_tokens[p.end - 1].includes("\n")) tail = 2;
-  else if (special[p.end - 1]) tail = 1;
-  return head + tail <= p.count ? head + tail : null;
+/** How many of a message piece's tokens the template put around its text (its tokens outside
+ * the message's content span), or null when the record cannot tell. */
+export function templateShare(p) {
+  if (p.content_start == null || p.content_end == null) return null;
+  return p.count - (p.content_end - p.content_start);
 }
 
 /** How each role's name is tokenized, from the prompt itself: ["“user” is 1 token", "“assistant”
- * is 2 tokens (ass istant)"]. */
-function roleWords(record, special) {
+ * is 2 tokens (ass istant)"]: the run of the template's tokens before a message's text that
+ * spells its role. */
+function roleWords(record) {
   const seen = new Map();
+  const tokens = record.prompt_tokens;
   for (const p of record.pieces) {
-    if (p.kind === "header" || !special[p.start]) continue;
-    const toks = [];
-    for (let i = p.start + 1; i < p.end && !record.prompt_tokens[i].includes("\n"); i++) toks.push(record.prompt_tokens[i]);
-    const name = toks.join("");
-    if (name && !seen.has(name)) seen.set(name, toks);
+    if (!p.role || p.content_start == null || seen.has(p.role)) continue;
+    for (let a = p.start; a < p.content_start && !seen.has(p.role); a++) {
+      let name = "";
+      for (let z = a; z < p.content_start && p.role.startsWith(name + tokens[z]); z++) {
+        name += tokens[z];
+        if (name === p.role) {
+          seen.set(p.role, tokens.slice(a, z + 1));
+          break;
+        }
+      }
+    }
   }
   return [...seen].map(([name, toks]) =>
     `“${name}” is ${count(toks.length, "token")}${toks.length > 1 ? ` (${toks.map((t) => `“${t}”`).join(" + ")})` : ""}`);
 }
 
-export function pieceTable(record, special) {
+export function pieceTable(record) {
   const body = el("tbody");
   let reread = false; // a reply read back as text: its count need not be what the model wrote
   for (const p of record.pieces) {
-    const share = p.kind === "header" ? null : templateShare(record, p, special);
+    const share = templateShare(p);
     if (p.kind === "assistant") reread = true;
     body.append(
       el(
@@ -144,7 +140,7 @@ export function pieceTable(record, special) {
       ),
     );
   }
-  const roles = roleWords(record, special);
+  const roles = roleWords(record);
   const labels = droppedLabels(record.dropped_messages);
   record.dropped_messages.forEach((d, k) => {
     body.append(

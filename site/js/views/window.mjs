@@ -103,14 +103,13 @@ export function stats(record) {
   );
 }
 
-/** The tokens between a message's template tokens that are special: a special token written as
- * text inside the message, which the model reads as the real thing. */
+/** The special tokens inside a message's own text (its content span): a special token written
+ * as text in the message, which the model reads as the real thing. */
 function writtenSpecials(record, special) {
   const found = [];
   for (const p of record.pieces) {
-    if (p.kind === "header" || p.kind === "prompt") continue;
-    // the template's own: <|im_start|> at the start, <|im_end|> two from the end
-    for (let i = p.start + 1; i < p.end - 2; i++) if (special[i]) found.push([p, record.prompt_tokens[i]]);
+    if (p.content_start == null) continue;
+    for (let i = p.content_start; i < p.content_end; i++) if (special[i]) found.push([p, record.prompt_tokens[i]]);
   }
   return found;
 }
