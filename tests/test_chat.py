@@ -194,6 +194,23 @@ def test_each_piece_says_where_its_message_text_lies(model):
         assert header["kind"] == "header" and header["content_start"] is None and header["content_end"] is None
 
 
+def test_a_record_carries_its_tokens_bytes_and_the_models_context(model, gguf_path):
+    from gguf import GGUFReader
+
+    field = GGUFReader(gguf_path).fields["llama.context_length"]
+    context = int(field.parts[field.data[0]][0])  # the gguf package's reading of the model's metadata
+    session = ChatSession(model, window=256, max_tokens=4)
+    rec = session.send("東京 is a city.", top_k=3)
+    assert rec.context == context == 8192
+    tok = model.tokenizer
+    assert b"".join(bytes.fromhex(h) for h in rec.prompt_bytes) == rec.prompt_text.encode("utf-8")
+    assert [bytes.fromhex(h).decode("utf-8", "replace") for h in rec.prompt_bytes] == rec.prompt_tokens
+    assert any("\ufffd" in t for t in rec.prompt_tokens)  # the text alone cannot say these bytes
+    assert b"".join(bytes.fromhex(h) for h in rec.reply_bytes) == tok.decode(rec.reply_ids).encode("utf-8")
+    assert len(rec.reply_bytes) == len(rec.reply_ids)
+    assert [[bytes.fromhex(h).decode("utf-8", "replace") for h in step] for step in rec.top_k_bytes] == rec.top_k_tokens
+
+
 # -- the recorded conversations ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def recorded():

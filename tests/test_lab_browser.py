@@ -97,7 +97,7 @@ def test_recorded_mode_says_which_weights_speak(lab, doc):
     shot(lab, "lab-recorded-weights")
 
 
-def test_the_lead_and_the_terms_the_panel_uses(lab, doc):
+def test_the_lead_and_the_terms_the_panel_uses(lab, doc, text_side):
     page = recorded(lab, step=1)  # a reply, reuse from the cache, a generation header
     lead = " ".join(page.text_content("#lead").split())
     for words in ("one long text", "only writes what comes next", "SmolLM2-135M-Instruct", "135 million parameters",
@@ -109,7 +109,9 @@ def test_the_lead_and_the_terms_the_panel_uses(lab, doc):
     assert "cache" in stat("reused from the cache") and "not computed again" in stat("reused from the cache")
     assert "Run through the model now" in stat("computed")
     assert "end-of-turn token" in stat("reply limit") and "kept free in the window" in stat("reply limit")
-    assert "8,192 tokens" in page.text_content(".window-title") and "watch one fill" in page.text_content(".window-title")
+    context = doc["conversations"][0]["turns"][1]["context"]  # the model's, from its metadata
+    assert context == text_side.config.n_ctx
+    assert f"{context:,} tokens" in page.text_content(".window-title") and "watch one fill" in page.text_content(".window-title")
     header = page.text_content("tr.piece-row[data-kind=header]")
     assert "the model writes what follows" in header
     assert "the template wraps around its text" in page.text_content(".vocabulary")

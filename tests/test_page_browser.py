@@ -301,7 +301,7 @@ def test_a_gguf_url_works_as_the_model_source(app):
 
     text = load_text_side(mirror.files[mirror.gguf])
     ref = preview(text.tokenizer, text.template, system=system_for("pirate"), messages=messages, window=512,
-                  preset="pirate")
+                  preset="pirate", context=text.config.n_ctx)
     assert record == ref.to_json()
     # only the header was read, with Range requests
     gguf = [r for r in app.requests if r.url == url]

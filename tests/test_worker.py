@@ -63,7 +63,7 @@ def test_a_preview_is_the_turn_record_the_cli_computes(loaded):
     from chatlens.presets import system_for
 
     want = preview(loaded.tokenizer, loaded.template, system=system_for("pirate"), messages=HISTORY, window=256,
-                   preset="pirate")
+                   preset="pirate", context=loaded.config.n_ctx)
     assert got == want.to_json()
     assert TurnRecord.from_json(got) == want
 

@@ -18,11 +18,12 @@ from .window import fit as fit_window
 
 
 def preview(tokenizer, template, *, system, messages, window, reserve=defaults.REPLY_LIMIT, preset=None,
-            max_tokens=None, special_in_text=True) -> TurnRecord:
+            max_tokens=None, special_in_text=True, context=None) -> TurnRecord:
     """The turn record for `messages` (history, then the new user message last) without a reply:
     what the model would read, computed from scratch (reused_tokens 0). system None means the
-    template's default (or a leading system message in `messages`). Raises WindowError when the
-    system prompt and the new message alone do not fit; ChatlensError for malformed messages."""
+    template's default (or a leading system message in `messages`); context the model's whole
+    context (ModelConfig.n_ctx), for the record. Raises WindowError when the system prompt and
+    the new message alone do not fit; ChatlensError for malformed messages."""
     fitted = fit_window(tokenizer, template, system=system, messages=messages, window=window, reserve=reserve,
                         special_in_text=special_in_text)
     used = len(fitted.ids)
@@ -38,6 +39,7 @@ def preview(tokenizer, template, *, system, messages, window, reserve=defaults.R
         pieces=with_content_spans(tokenizer, template, fitted, messages),
         dropped_messages=fitted.dropped,
         window=window,
+        context=context,
         reserve=reserve,
         used=used,
         free=window - used - reserve,
@@ -222,7 +224,8 @@ class ChatSession:
         the counts of reused and computed tokens are what sending would reuse and compute."""
         record = preview(self.tokenizer, self.template, system=self.system_now(),
                          messages=self.history + [{"role": "user", "content": text}], window=self.window,
-                         reserve=self.max_tokens, preset=self.preset, max_tokens=self.max_tokens)
+                         reserve=self.max_tokens, preset=self.preset, max_tokens=self.max_tokens,
+                         context=self.model.config.n_ctx)
         if self.cache is not None:
             record.reused_tokens = self.cache.reusable(record.prompt_ids)
             record.computed_tokens = record.used - record.reused_tokens

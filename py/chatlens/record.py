@@ -57,6 +57,8 @@ class TurnRecord:
                        count (tokens the message took with the template's tokens around it)
     The window, in tokens:
       window           the context window the conversation must fit
+      context          the model's whole context (its trained length, from the model's config;
+                       None where the caller did not say): the largest window there is
       reserve          tokens kept free in it for the reply (the reply limit)
       used             len(prompt_ids)
       free             window - used - reserve
@@ -99,6 +101,7 @@ class TurnRecord:
     pieces: list
     dropped_messages: list
     window: int
+    context: int | None
     reserve: int
     used: int
     free: int

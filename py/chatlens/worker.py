@@ -321,7 +321,8 @@ class _Worker:
         max_tokens = a.reserve if a.max_tokens is None else a.max_tokens
         record = preview_record(self.text.tokenizer, self.text.template, system=system,
                                 messages=a.messages, window=a.window, reserve=a.reserve, preset=preset,
-                                max_tokens=max_tokens, special_in_text=a.special_in_text)
+                                max_tokens=max_tokens, special_in_text=a.special_in_text,
+                                context=self.text.config.n_ctx)
         if self.cache is not None:
             record.reused_tokens = self.cache.reusable(record.prompt_ids)
             record.computed_tokens = record.used - record.reused_tokens

@@ -10,11 +10,14 @@ export const TERMS = {
   template: "Each message's count includes the tokens the template wraps around its text: <|im_start|>, the role's name and a line break before it, <|im_end|> and a line break after. A role's name is cut into tokens like any other word, so roles need not take the same number.",
   reread: "A reply is read back as text on the next turn and tokenized afresh, so its count can differ by a token from what the model wrote; a reply cut off at the reply limit is closed with an <|im_end|> the model never wrote.",
   window: "The most tokens the model reads at once: what does not fit (with room kept for the reply) is dropped.",
-  trained: "SmolLM2 was trained on texts of up to 8,192 tokens; the lab's windows are smaller so you can watch one fill.",
   greedy: "Greedy decoding: at every step the single most likely next token is taken, so the same text gives the same reply (at rare near-ties, another browser's rounding can pick the other token).",
   special: "A special token: one id the template uses to mark where messages start and end, not characters the model spells out.",
   bytes: "Part of a character: byte-level tokens can split one character's UTF-8 bytes, shown here in hex.",
 };
+
+/** Beside a window smaller than the model's whole context (`context` tokens, the record's). */
+export const trainedNote = (context) =>
+  `The model was trained on texts of up to ${context.toLocaleString("en-US")} tokens; the lab's windows are smaller so you can watch one fill.`;
 
 /** What ended a reply, in words. */
 export const STOP_REASONS = {

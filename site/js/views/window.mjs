@@ -2,7 +2,7 @@
 // cache, the counts with what each word means, the notes on special tokens and reuse, the
 // dropped messages, and the headline figures docked beside the composer on a phone.
 
-import { replyLimitNote, TERMS } from "../lesson/terms.mjs";
+import { replyLimitNote, TERMS, trainedNote } from "../lesson/terms.mjs";
 import { count, el, fill, term } from "./dom.mjs";
 
 const SEGMENTS = [
@@ -11,7 +11,6 @@ const SEGMENTS = [
   ["turns", "seg-turns", ["user", "assistant"]],
   ["new message + header", "seg-new", ["new", "header"]],
 ];
-const FULL_CONTEXT = 8192; // SmolLM2's trained context (the model's whole window)
 
 export function sums(record) {
   const by = {};
@@ -34,8 +33,10 @@ export function droppedLabels(dropped) {
   });
 }
 
-export function windowTitle(w) {
-  const whole = w >= FULL_CONTEXT;
+/** "Window: N tokens", and whether it is the model's whole context (`context`, the record's;
+ * null where it is not known). */
+export function windowTitle(w, context = null) {
+  const whole = context != null && w >= context;
   return el(
     "div",
     { class: "window-title" },
@@ -43,7 +44,7 @@ export function windowTitle(w) {
     el("b", { text: w }),
     " tokens",
     whole ? " (the model's whole context)" : null,
-    term(whole ? TERMS.window : `${TERMS.window} ${TERMS.trained}`),
+    term(whole || context == null ? TERMS.window : `${TERMS.window} ${trainedNote(context)}`),
   );
 }
 
@@ -81,7 +82,7 @@ export function windowBar(record) {
     el("li", { dataset: { seg: "from the cache" } }, el("span", { class: "swatch seg-cached" }), "from the cache ", el("b", { text: reused })),
     el("li", { dataset: { seg: "computed now" } }, el("span", { class: "swatch seg-computed" }), "computed now ", el("b", { text: computed })),
   );
-  return el("div", { class: "window" }, windowTitle(w), bar, legend, cache, cacheLegend);
+  return el("div", { class: "window" }, windowTitle(w, record.context), bar, legend, cache, cacheLegend);
 }
 
 // -- counts and notes ----------------------------------------------------------------------------------
