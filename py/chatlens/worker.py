@@ -9,7 +9,7 @@ those types) and their answers are chatlens.protocol's: the contract, written on
 Replies. The page's JavaScript pulls a reply: `start`, then `step` until the answer is done (or
 `stop`). Each answer is {"tokens": [{"id", "text", "piece"}, ...] (the ids chosen by that step:
 text is what each adds to the reply, decoded incrementally so no character is ever split; piece
-its token as the vocabulary writes it; a last one with id -1 may end a character), "runs": [the
+its token's text, as reply_tokens write it; a last one with id -1 may end a character), "runs": [the
 GPU runs to submit now, in order: {"sequences", "params" (the step buffer's u32 words),
 "readback", "tokens", "chooses"}], "read" and "prompt" (prompt tokens read so far, of all),
 "in_flight" (runs submitted whose bytes are not given yet), "done": null, or the request's

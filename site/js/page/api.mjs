@@ -7,9 +7,9 @@
 //        (or {preset, custom} instead of system: the system text of a preset, taken now)
 //   await chatlens.run({system, messages, window, maxTokens, topK}, {onToken, onProgress, signal})
 //        -> the turn record with the reply; onToken({token, text, piece}) streams each reply id as
-//        it is chosen (token: the id, text: what it adds to the reply, piece: its token as the
-//        vocabulary writes it); onProgress({read, of, ms}) while the prompt is read (tokens read of
-//        all, ms since the reply started); signal: an AbortSignal that stops the reply (as
+//        it is chosen (token: the id, text: what it adds to the reply, piece: its token's text, as
+//        the record's reply_tokens write it); onProgress({read, of, ms}) while the prompt is read
+//        (tokens read of all, ms since the reply started); signal: an AbortSignal that stops the reply (as
 //        chatlens.stop() does: it ends with stop_reason "stopped", keeping what it wrote);
 //        topK: K fills the record's top_k, each reply token's K best [id, logit, probability]
 //   await chatlens.predict({system, messages, window, topK}) -> {top_k, top_k_tokens, ...}: the

@@ -30,7 +30,7 @@
 //                                      weights) | weights (loading them) | ready | error
 //   {type: "model", model}             what computes replies: {backend, n_ctx, kind, why} or {error}
 //   {type: "token", id, token, text, piece}  a reply id as it is chosen (request `id`): the text it
-//                                      adds, and its token as the vocabulary writes it
+//                                      adds, and its token's text (as the record's reply_tokens)
 //   {type: "progress", id, read, of, ms}     the prompt of request `id` read so far: tokens of all,
 //                                      and ms since the reply started (a count: characters of all)
 //
