@@ -54,7 +54,7 @@ function predictionFor(page, args) {
   if (!state.why || !api.model?.backend) return null;
   const key = JSON.stringify(args);
   if (state.prediction?.key !== key) {
-    state.prediction = { key, args, state: "pending" };
+    page.store.predicting(key, args);
     clearTimeout(predictTimer);
     predictTimer = setTimeout(() => predictNewest(page), PREDICT_AFTER_MS);
   }
@@ -74,11 +74,9 @@ async function predictNewest(page) {
   } finally {
     predicting = false;
   }
-  if (state.prediction === wanted) {
-    Object.assign(wanted, answer);
-    const [record, caption, extra] = page.drawn || [];
-    if (state.mode === "live" && extra?.prediction === wanted) page.draw(record, caption, { prediction: wanted });
-  } else predictNewest(page); // a newer draft came while this one was computed: it is next
+  const current = state.prediction === wanted;
+  page.store.predicted(wanted, answer); // drawn by the subscriber if the panel shows it
+  if (!current) predictNewest(page); // a newer draft came while this one was computed: it is next
 }
 
 export async function showLive(page) {
@@ -86,7 +84,7 @@ export async function showLive(page) {
   if (state.mode !== "live") return;
   const reads = $("reads");
   const draft = $("draft").value;
-  const seq = ++state.draftSeq;
+  const seq = page.store.previewAsked();
   const last = state.live.turns[state.live.turns.length - 1];
   if (api.status.state === "error") {
     drawLiveChat(state);
@@ -137,11 +135,11 @@ async function previewLive(page, args, seq, caption) {
   const reads = $("reads");
   try {
     const record = await api.preview(args);
-    if (seq !== state.draftSeq || state.mode !== "live") return; // a newer preview is on its way
+    if (!page.store.isNewest(seq) || state.mode !== "live") return; // a newer preview is on its way
     drawLiveChat(state, droppedOf(record));
     page.draw(record, caption, { prediction: predictionFor(page, args) });
   } catch (e) {
-    if (seq !== state.draftSeq || state.mode !== "live") return;
+    if (!page.store.isNewest(seq) || state.mode !== "live") return;
     drawLiveChat(state);
     renderMessage(reads, `Cannot preview: ${e.message}`, "error", e);
   }
@@ -150,64 +148,41 @@ async function previewLive(page, args, seq, caption) {
 // One message at a time: a second Enter while the first waits (for Python to boot, or for its
 // reply) sends nothing. The draft is cleared at once, so text typed during the wait is kept
 // for the next message; the sent text lives in its turn, shown before Python has read it.
+// What each step changes goes through the store; app.mjs's subscriber draws it (liveChanged).
 export async function send(page) {
-  const { api, state } = page;
+  const { api, state, store } = page;
   const text = $("draft").value;
   if (sending || !text.trim() || state.mode !== "live") return;
   sending = true;
   $("send").disabled = true;
   const args = callArgs(liveMessages(state, text), api.settings);
-  const live = state.live;
-  const turn = { user: text, record: null, settings: settingsKey(args) };
-  live.turns.push(turn);
   $("draft").value = "";
-  showLive(page);
+  const turn = store.sent(text, settingsKey(args));
   try {
+    let record;
     try {
-      turn.record = await api.preview(args);
+      record = await api.preview(args);
     } catch (e) {
-      const i = live.turns.indexOf(turn);
-      if (i >= 0) live.turns.splice(i, 1);
       if (!$("draft").value.trim()) $("draft").value = text; // nothing new typed: give it back
-      if (state.mode === "live" && live === state.live) {
-        drawLiveChat(state);
-        renderMessage($("reads"), `Cannot send: ${e.message}`, "error", e);
-      }
+      store.unsent(turn, e);
       return;
     }
-    if (live !== state.live) return; // a new conversation started meanwhile
-    page.see(turn.record);
-    turn.streaming = { text: "", ids: [], tokens: [], progress: null };
+    if (!state.live.turns.includes(turn)) return; // a new conversation started meanwhile
+    store.observed(record, { live: true });
+    store.read(turn, record);
     $("stop").hidden = false;
-    showLive(page);
     try {
       const full = await api.run(runArgs(page, args), {
-        onToken: ({ token, text, piece }) => {
-          const s = turn.streaming;
-          if (!s) return;
-          if (token >= 0) s.ids.push(token), s.tokens.push(piece);
-          s.text += text;
-          s.progress = null;
-          if (live === state.live && state.mode === "live") showLive(page);
-        },
-        onProgress: (p) => {
-          if (!turn.streaming) return;
-          turn.streaming.progress = p;
-          if (live === state.live && state.mode === "live") drawLiveChat(state, droppedOf(turn.record));
-        },
+        onToken: (t) => store.tokenArrived(turn, t),
+        onProgress: (p) => store.progressed(turn, p),
       });
-      turn.record = full;
-      turn.reply = full.reply_text;
-      page.see(full);
+      store.observed(full, { live: true });
+      store.replied(turn, full);
     } catch (e) {
-      turn.note = `No reply: ${e.message}`;
-      turn.noteClass = "no-reply";
+      store.failed(turn, e.message);
     } finally {
-      turn.streaming = null;
       $("stop").hidden = true;
     }
-    page.changed();
-    showLive(page);
   } finally {
     sending = false;
     $("send").disabled = false;
@@ -216,5 +191,37 @@ export async function send(page) {
 
 /** Stop the reply being written: it keeps what it has, marked stopped. */
 export function stop(page) {
+  page.store.stopAsked();
   page.api.stop();
+}
+
+/** What a change of the store (page/state.mjs) redraws in Live mode; app.mjs subscribes it. */
+export function liveChanged(page, change) {
+  const { state } = page;
+  if (state.mode !== "live") return;
+  switch (change.type) {
+    case "sent":
+    case "read":
+    case "token":
+    case "replied":
+    case "failed":
+      if (change.current) showLive(page);
+      return;
+    case "progress":
+      if (change.current && change.turn) drawLiveChat(state, droppedOf(change.turn.record));
+      return;
+    case "unsent":
+      if (!change.current) return;
+      drawLiveChat(state);
+      renderMessage($("reads"), `Cannot send: ${change.error.message}`, "error", change.error);
+      return;
+    case "predicted": {
+      const [record, caption, extra] = page.drawn || [];
+      if (change.current && extra?.prediction === change.prediction) page.draw(record, caption, { prediction: change.prediction });
+      return;
+    }
+    case "replies":
+      if (change.changed) showLive(page);
+      return;
+  }
 }

@@ -12,8 +12,6 @@ import { weightsOf } from "../page/weights.mjs";
 
 export const LESSON_TEXT = "What is the capital of France?";
 
-const fresh = (text) => ({ text, tokens: null, plain: null, chat: null, seq: 0 });
-
 function view(page) {
   const { state } = page;
   const p = state.plain;
@@ -21,8 +19,9 @@ function view(page) {
            lesson: p.text.trim() === LESSON_TEXT ? weightsOf(page.api.source) : null };
 }
 
+/** Draw plain-text mode's panel from the store (the subscriber calls it on each "plain" change). */
 export function drawPlain(page) {
-  if (page.state.mode !== "plain") return;
+  if (page.state.mode !== "plain" || !page.state.plain) return;
   const p = page.state.plain;
   if (p.error) return renderMessage($("reads"), `Cannot tokenize: ${p.error}`, "error");
   if (!p.tokens && !p.plain && !p.chat) {
@@ -35,52 +34,38 @@ export function drawPlain(page) {
 
 /** The text's tokens, for the newest text only. */
 export async function tokenizePlain(page) {
-  const { state, api } = page;
+  const { api, store } = page;
   const text = $("plain-text").value;
-  if (!state.plain || state.plain.text !== text) state.plain = fresh(text);
-  const p = state.plain;
+  const p = store.plainText(text);
   const seq = ++p.seq;
-  if (!text) {
-    p.tokens = null;
-    return drawPlain(page);
-  }
+  if (!text) return store.tokenized(p, {});
+  let answer;
   try {
-    const tokens = await api.tokenize({ text });
-    if (state.plain !== p || seq !== p.seq) return;
-    p.tokens = tokens;
-    p.error = null;
+    answer = { tokens: await api.tokenize({ text }) };
   } catch (e) {
-    if (state.plain !== p) return;
-    p.error = e.message;
+    answer = { error: e.message };
   }
-  drawPlain(page);
+  if (seq === p.seq) store.tokenized(p, answer); // else a newer text is being read
 }
 
 const maxTokens = () => Number($("plain-max").value);
 
 /** Run one side: `start(onToken)` calls the API; `key` is "plain" or "chat". */
 async function runSide(page, key, start, toResult) {
-  const { state } = page;
+  const { state, store } = page;
   await tokenizePlain(page);
   const p = state.plain;
   if (!p.text.trim()) return;
-  const streaming = { ids: [], tokens: [], text: "" };
-  p[key] = { streaming };
   setBusy(true);
-  drawPlain(page);
+  store.plainSide(p, key, { streaming: { ids: [], tokens: [], text: "" } });
   try {
-    const out = await start(({ token, text, piece }) => {
-      if (token >= 0) streaming.ids.push(token), streaming.tokens.push(piece);
-      streaming.text += text;
-      if (state.plain === p) drawPlain(page);
-    });
-    if (state.plain === p) p[key] = toResult(out);
+    const out = await start((t) => store.plainToken(p, key, t));
+    store.plainSide(p, key, toResult(out));
   } catch (e) {
-    if (state.plain === p) p[key] = { error: `No ${key === "plain" ? "continuation" : "reply"}: ${e.message}` };
+    store.plainSide(p, key, { error: `No ${key === "plain" ? "continuation" : "reply"}: ${e.message}` });
   } finally {
     setBusy(false);
   }
-  drawPlain(page);
 }
 
 let busy = false;

@@ -2,10 +2,9 @@
 // lesson's five messages, one conversation per system prompt preset and window. Recorded mode
 // needs no download and no Python: every turn record is in the file.
 
-import * as challenges from "../lesson/challenges.mjs";
 import { controls } from "../page/controls.mjs";
 import { recordedTarget } from "../lesson/suggestions.mjs";
-import { drawChallenges, drawRecordedSuggestions } from "../views/challenges.mjs";
+import { drawRecordedSuggestions } from "../views/challenges.mjs";
 import { drawChat, droppedOf } from "../views/chat.mjs";
 import { $, el, fill } from "../views/dom.mjs";
 import { renderMessage } from "../views/overflow.mjs";
@@ -45,10 +44,11 @@ export function userMessage(doc, conv, i) {
 // -- recorded mode ----------------------------------------------------------------------------------
 
 
-async function ensureRecorded(state) {
+async function ensureRecorded(store) {
+  const { state } = store;
   if (state.recorded || state.recordedError) return;
   try {
-    state.recorded = await loadRecorded();
+    store.recordedLoaded(await loadRecorded());
     // Which weights speak first, in one plain sentence; then the file's details.
     fill($("rec-about"), 
       el("strong", { class: "weights", text: weightsSentence(state.recorded) }),
@@ -57,17 +57,8 @@ async function ensureRecorded(state) {
       el("span", { class: "recorded-detail", text: describe(state.recorded) }),
     );
   } catch (e) {
-    state.recordedError = e.message;
+    store.recordedFailed(e.message);
   }
-}
-
-/** A recorded turn seen: challenges it shows are marked "seen in the recording", never done. */
-function seeRecorded(state, record, where) {
-  const next = challenges.observe(state.progress, record, new Date(), { live: false, where });
-  if (next === state.progress) return;
-  state.progress = next;
-  challenges.save(next);
-  drawChallenges(next);
 }
 
 /** The "Try this" list of recorded mode: each suggestion shows the recorded turn it is about. */
@@ -77,8 +68,7 @@ function drawTryThis(page) {
     const t = recordedTarget(s, state.recorded, controls());
     if (!t) return;
     if (Number($("window").value) !== t.window) $("window").value = String(t.window);
-    state.step = t.step;
-    showRecorded(page);
+    page.store.stepped(t.step);
   };
   drawRecordedSuggestions(jump, (s) => recordedTarget(s, state.recorded, controls()) !== null);
 }
@@ -130,8 +120,8 @@ new MutationObserver(() => {
 }).observe($("window"), { childList: true });
 
 export async function showRecorded(page) {
-  const { state } = page;
-  await ensureRecorded(state);
+  const { state, store } = page;
+  await ensureRecorded(store);
   if (state.mode !== "recorded") return;
   if (state.recorded) {
     shownDoc = state.recorded;
@@ -151,7 +141,7 @@ export async function showRecorded(page) {
     return renderMessage(reads, "Pick a recorded preset and window.");
   }
   const n = conv.turns.length;
-  state.step = Math.max(0, Math.min(state.step, n - 1));
+  store.stepShown(Math.max(0, Math.min(state.step, n - 1)));
   $("rec-pos").textContent = `Turn ${state.step + 1} of ${n}`;
   $("rec-prev").disabled = state.step === 0;
   $("rec-next").disabled = state.step === n - 1;
@@ -166,6 +156,7 @@ export async function showRecorded(page) {
   drawChat(chat, items);
   drawTryThis(page);
   const rec = conv.turns[state.step];
-  seeRecorded(state, rec, `${preset} · ${window} tokens · turn ${state.step + 1}`);
+  // challenges it shows are marked "seen in the recording", never done
+  store.observed(rec, { live: false, where: `${preset} · ${window} tokens · turn ${state.step + 1}` });
   page.draw(rec, `Recorded turn ${state.step + 1} of ${n}: what the model read, and its reply`);
 }

@@ -6,13 +6,13 @@ import { createApi } from "./api.mjs";
 import * as challenges from "../lesson/challenges.mjs";
 import { addFullContext, buildControls } from "./controls.mjs";
 import { setUpByHand } from "../modes/byhand.mjs";
-import { send, showLive, stop, whyOf } from "../modes/live.mjs";
+import { liveChanged, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
 import { drawPlain, setUpPlain, tokenizePlain } from "../modes/plain.mjs";
 import { showRecorded } from "../modes/recorded.mjs";
 import * as prefs from "./prefs.mjs";
-import { createState } from "./state.mjs";
+import { createStore } from "./state.mjs";
 import { drawChallenges, drawSuggestions } from "../views/challenges.mjs";
 import { $, debounce } from "../views/dom.mjs";
 import { renderRecord } from "../views/reads.mjs";
@@ -21,14 +21,15 @@ import { setUpWorkbench } from "../modes/workbench.mjs";
 
 const api = createApi();
 window.chatlens = api;
-const state = createState();
+const store = createStore(challenges.load());
+const { state } = store;
 const modelBox = createModelBox(api);
 
-// What the mode modules share: the API, the state, and the panel and challenges to update.
+// What the mode modules share: the API, the store (its state and transitions), and the panel.
 const page = {
   api,
+  store,
   state,
-  changed: () => remember(), // the live conversation changed: keep it for the next visit
   /** Draw a record in the panel; extra: {prediction} (live previews). */
   draw(record, caption, extra = {}) {
     page.drawn = [record, caption, extra];
@@ -37,20 +38,8 @@ const page = {
       view: state.view,
       why: whyOf(state),
       ...extra,
-      onView: (v) => {
-        state.view = v;
-        page.draw(...page.drawn);
-      },
+      onView: (v) => store.viewChosen(v),
     });
-  },
-  /** A turn the learner sent and the model answered (live) completes what it shows. */
-  see(record) {
-    const next = challenges.observe(state.progress, record, new Date(), { live: true });
-    if (next !== state.progress) {
-      state.progress = next;
-      challenges.save(next);
-      drawChallenges(state.progress);
-    }
   },
 };
 
@@ -79,8 +68,11 @@ function showNotes(notes) {
 }
 
 function setMode(mode, { chosen = false } = {}) {
-  if (chosen) state.modeChosen = true;
-  state.mode = mode;
+  store.modeChosen(mode, { chosen });
+}
+
+/** The controls a mode shows (the subscriber calls it when a mode is chosen). */
+function showMode(mode) {
   document.body.dataset.mode = mode;
   $("mode-live").setAttribute("aria-pressed", String(mode === "live"));
   $("mode-recorded").setAttribute("aria-pressed", String(mode === "recorded"));
@@ -92,28 +84,61 @@ function setMode(mode, { chosen = false } = {}) {
   if (custom) custom.disabled = mode === "recorded";
   $("special-in-text").disabled = mode !== "live"; // the recording reads them as tokens; plain text always does
   if (mode === "recorded" && $("preset").value === "custom") {
-    state.customChosen = true; // the recordings have no custom prompt; Live gets it back
+    store.customKept(true); // the recordings have no custom prompt; Live gets it back
     $("preset").value = api.settings.default_preset;
     $("custom-row").hidden = true;
-  } else if (mode === "live" && state.customChosen) {
-    state.customChosen = false;
+  } else if (mode === "live" && state.customKept) {
+    store.customKept(false);
     $("preset").value = "custom";
     $("custom-row").hidden = false;
   }
-  refresh();
 }
+
+// -- what each change redraws -----------------------------------------------------------------------
+// The one subscriber: a transition of the store (page/state.mjs) names what changed, and this
+// draws it; what survives a reload is saved when it changes.
+store.subscribe((change) => {
+  switch (change.type) {
+    case "mode":
+      showMode(change.mode);
+      return refresh();
+    case "setting":
+      if (api.writing) $("next-message-note").hidden = false; // a reply keeps the settings it was sent with
+      return refresh();
+    case "cleared":
+      if (change.mode === "live") $("draft").value = "";
+      return refresh();
+    case "view":
+      return page.drawn && page.draw(...page.drawn);
+    case "why":
+      if (state.mode === "live") return showLive(page);
+      if (state.mode === "plain") return drawPlain(page);
+      return page.drawn && page.draw(...page.drawn);
+    case "step":
+      return showRecorded(page);
+    case "plain":
+      return drawPlain(page);
+    case "challenges":
+      challenges.save(state.progress);
+      return drawChallenges(state.progress);
+    case "replied":
+    case "failed":
+      remember(); // the live conversation changed: keep it for the next visit
+      break;
+  }
+  liveChanged(page, change);
+});
 
 // -- status ---------------------------------------------------------------------------------------
 api.onStatus(({ state: s }) => {
   drawStatus(api);
   if (!api.writing) $("next-message-note").hidden = true; // the next message is read under them
   // The chat's banner when replies cannot be had (views/chat.mjs liveBanner).
-  const before = state.replies.state;
-  if (api.model?.backend) state.replies = { state: "ready", why: "" };
-  else if (api.model?.error) state.replies = { state: "none", why: api.model.error };
-  else if (s === "text") state.replies = { state: "none", why: "replies need the model's weights: the box above downloads them" };
-  else state.replies = { state: "unknown", why: "" };
-  if (s === "error" || state.replies.state !== before) showLive(page);
+  if (api.model?.backend) store.repliesKnown({ state: "ready", why: "" });
+  else if (api.model?.error) store.repliesKnown({ state: "none", why: api.model.error });
+  else if (s === "text") store.repliesKnown({ state: "none", why: "replies need the model's weights: the box above downloads them" });
+  else store.repliesKnown({ state: "unknown", why: "" });
+  if (s === "error") showLive(page);
   if (state.mode === "plain" && !state.plain?.tokens) tokenizePlain(page); // Python is up: the text's tokens
   // The model came in (downloaded now) on a visit that landed in Recorded mode: Live has replies.
   if (api.model?.backend && !state.modeChosen && state.mode === "recorded" && landed) setMode("live");
@@ -132,10 +157,7 @@ api.ready
 // -- controls --------------------------------------------------------------------------------------
 /** A setting changed: the panel reads the turn again; a reply being written keeps the settings it
  * was sent with, and the page says so. */
-function settingChanged() {
-  if (api.writing) $("next-message-note").hidden = false;
-  refresh();
-}
+const settingChanged = () => store.settingChanged();
 
 /** Stop the reply being written (if any), wait for it to end, then do `then`. */
 async function stopFirst(then) {
@@ -149,32 +171,15 @@ $("preset").addEventListener("change", () => {
 });
 $("custom-system").addEventListener("input", debounce(settingChanged, 200));
 $("window").addEventListener("change", settingChanged);
-$("new-conversation").addEventListener("click", () => stopFirst(() => {
-  if (state.mode === "live") {
-    state.live = { turns: [] };
-    $("draft").value = "";
-  } else state.step = 0;
-  refresh();
-}));
+$("new-conversation").addEventListener("click", () => stopFirst(() => store.cleared()));
 $("mode-live").addEventListener("click", () => stopFirst(() => setMode("live", { chosen: true })));
 $("mode-recorded").addEventListener("click", () => stopFirst(() => setMode("recorded", { chosen: true })));
 $("mode-plain").addEventListener("click", () => stopFirst(() => setMode("plain", { chosen: true })));
 $("special-in-text").addEventListener("change", settingChanged);
 $("why").checked = state.why; // off at every visit: a form the browser restores would say otherwise
-$("why").addEventListener("change", () => {
-  state.why = $("why").checked;
-  state.prediction = null;
-  if (state.mode === "live") showLive(page);
-  else if (state.mode === "plain") drawPlain(page);
-  else if (page.drawn) page.draw(...page.drawn);
-});
-$("rec-prev").addEventListener("click", () => stepTo(state.step - 1));
-$("rec-next").addEventListener("click", () => stepTo(state.step + 1));
-
-function stepTo(i) {
-  state.step = i;
-  showRecorded(page);
-}
+$("why").addEventListener("change", () => store.whyChosen($("why").checked));
+$("rec-prev").addEventListener("click", () => store.stepped(state.step - 1));
+$("rec-next").addEventListener("click", () => store.stepped(state.step + 1));
 
 $("draft").addEventListener("input", debounce(() => showLive(page), 120));
 $("draft").addEventListener("keydown", (e) => {
@@ -189,11 +194,7 @@ $("composer").addEventListener("submit", (e) => {
 });
 $("stop").addEventListener("click", () => stop(page));
 
-$("challenges-reset").addEventListener("click", () => {
-  state.progress = {};
-  challenges.save(state.progress);
-  drawChallenges(state.progress);
-});
+$("challenges-reset").addEventListener("click", () => store.progressReset());
 
 // -- model source setting ------------------------------------------------------------------------------
 $("source-form").addEventListener("submit", (e) => {
@@ -235,7 +236,7 @@ setUpWorkbench(api);
 setUpByHand(api);
 api.settingsReady.then(() => {
   buildControls(api.settings);
-  state.nearTieGap = api.settings.near_tie_gap ?? state.nearTieGap;
+  store.settingsRead(api.settings);
   setUpPlain(page);
   const p = prefs.conversationPrefs(api.settings);
   if (p.preset) $("preset").value = p.preset;
@@ -246,9 +247,8 @@ api.settingsReady.then(() => {
   startNotes = p.notes;
   showNotes([...api.notes, ...startNotes]);
   if (p.specialInText !== undefined) $("special-in-text").checked = p.specialInText;
-  state.live.turns = prefs.loadLive();
-  state.modeChosen = Boolean(p.mode);
-  if (p.mode) return setMode(p.mode);
+  store.restored(prefs.loadLive());
+  if (p.mode) return setMode(p.mode, { chosen: true });
   return landingMode().then((mode) => {
     landed = true;
     setMode(mode);

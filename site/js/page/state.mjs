@@ -1,29 +1,236 @@
-// The page's state: what it shows and the live conversation, which is the page's own (the
-// worker only caches: every request carries the whole conversation).
+// The page's state, and the only code that changes it: named transitions (a message sent, its
+// record read, a token arrived, the reply ended, a mode chosen, a setting changed, ...). Each
+// changes the state, then tells every subscriber what changed as {type, ...}: the modes call the
+// API and the transitions, and app.mjs's subscriber redraws what the change touched. The live
+// conversation is the page's own (the worker only caches: every request carries the whole
+// conversation). No DOM here: tests/page/state.test.mjs plays it in node.
 
 import * as challenges from "../lesson/challenges.mjs";
 
-export function createState() {
+function initial(progress) {
   return {
     mode: "live",
+    modeChosen: false, // the learner picked the mode (else it follows the store: app.mjs landingMode)
+    customKept: false, // Recorded mode set a custom system prompt aside; Live gets it back
     view: "text", // the panel's tab: "text" | "tokens"
-    live: { turns: [] }, // each: {user, record, reply?, note?} (the messages derive from them)
+    live: { turns: [] }, // each: {user, record, settings, reply?, note?, noteClass?, streaming?}
     draftSeq: 0, // the newest preview asked for; older answers are dropped
     recorded: null, // the recorded file, once loaded
     recordedError: null,
     step: 0, // the recorded turn shown
-    progress: challenges.load(),
+    progress, // the challenges: lesson/challenges.mjs
     // Whether live replies can be had, for the chat's banner (views/chat.mjs liveBanner):
     // state "unknown" (no run has answered yet), "none" (runs fail: `why` says why, e.g. the
     // weights are not downloaded; one banner says so and messages are marked "no reply"), or
     // "ready" (the model answers).
     replies: { state: "unknown", why: "" },
     // "Why this token": replies carry each token's candidates, and the preview predicts the
-    // first one (live.mjs). Off by default: off costs nothing.
+    // first one (modes/live.mjs). Off by default: off costs nothing.
     why: false,
-    nearTieGap: 0.01, // replaced by the site's settings (build.json's near_tie_gap) once read
+    nearTieGap: null, // build.json's near_tie_gap (chatlens.defaults), once the settings are read
     prediction: null, // {key, args, state: "pending" | "done" | "error", result?, message?}
-    plain: null, // plain-text mode's state (plain.mjs)
+    plain: null, // plain-text mode's text and its two sides (modes/plain.mjs)
+  };
+}
+
+/** The store: {state, subscribe(fn) -> unsubscribe, ...transitions}. `progress`: the challenges
+ * as saved (challenges.load() on the page). */
+export function createStore(progress = {}) {
+  const state = initial(progress);
+  const subscribers = new Set();
+  const emit = (type, detail = {}) => {
+    const change = { type, ...detail };
+    for (const fn of subscribers) fn(change, state);
+    return change;
+  };
+  // A turn's change is drawn only while the turn is in the conversation shown (a new
+  // conversation may have started while it was read or written).
+  const turnChange = (type, turn, detail = {}) => emit(type, { turn, current: state.live.turns.includes(turn), ...detail });
+
+  return {
+    state,
+    subscribe(fn) {
+      subscribers.add(fn);
+      return () => subscribers.delete(fn);
+    },
+
+    // -- settings and modes ----------------------------------------------------------------------
+    /** build.json was read: the numbers the views need from it. */
+    settingsRead(settings) {
+      state.nearTieGap = settings.near_tie_gap;
+      emit("settings-read");
+    },
+    /** The live conversation kept from the last visit (page/prefs.mjs loadLive). */
+    restored(turns) {
+      state.live = { turns };
+      emit("restored");
+    },
+    /** A mode shown; chosen: the learner picked it (it is then remembered). */
+    modeChosen(mode, { chosen = false } = {}) {
+      if (chosen) state.modeChosen = true;
+      state.mode = mode;
+      emit("mode", { mode });
+    },
+    /** Recorded mode has no custom system prompt: kept aside (true) or given back (false). */
+    customKept(on) {
+      state.customKept = on;
+    },
+    /** A control changed (system prompt, window, special tokens as text): the turn is read again. */
+    settingChanged() {
+      emit("setting");
+    },
+    viewChosen(view) {
+      state.view = view;
+      emit("view", { view });
+    },
+    whyChosen(on) {
+      state.why = on;
+      state.prediction = null;
+      emit("why", { on });
+    },
+    /** Whether replies can be had (see `replies` above); `changed`: the banner differs now. */
+    repliesKnown(replies) {
+      const before = state.replies.state;
+      state.replies = replies;
+      emit("replies", { changed: replies.state !== before });
+    },
+
+    // -- the live conversation -------------------------------------------------------------------
+    /** New conversation: Live starts over; Recorded goes back to its first turn. */
+    cleared() {
+      if (state.mode === "live") state.live = { turns: [] };
+      else state.step = 0;
+      emit("cleared", { mode: state.mode });
+    },
+    /** A preview is asked for: its number, to drop the answer if a newer one was asked since. */
+    previewAsked() {
+      return ++state.draftSeq;
+    },
+    isNewest: (seq) => seq === state.draftSeq,
+    /** The user sent `text` (read under `settings`, a key): its turn, with no record yet. */
+    sent(text, settings) {
+      const turn = { user: text, record: null, settings };
+      state.live.turns.push(turn);
+      turnChange("sent", turn);
+      return turn;
+    },
+    /** The message could not be read (too long, Python failed): its turn is taken back. */
+    unsent(turn, error) {
+      const current = state.live.turns.includes(turn);
+      if (current) state.live.turns.splice(state.live.turns.indexOf(turn), 1);
+      emit("unsent", { turn, current, error });
+    },
+    /** The turn's record (what the model reads) came back: its reply starts. */
+    read(turn, record) {
+      turn.record = record;
+      turn.streaming = { text: "", ids: [], tokens: [], progress: null };
+      turnChange("read", turn);
+    },
+    /** A reply token arrived (token -1: text with no token of its own). */
+    tokenArrived(turn, { token, text, piece }) {
+      const s = turn.streaming;
+      if (!s) return;
+      if (token >= 0) s.ids.push(token), s.tokens.push(piece);
+      s.text += text;
+      s.progress = null;
+      turnChange("token", turn);
+    },
+    /** The prompt is being read: {done, total, tokens_s} so far. */
+    progressed(turn, progress) {
+      if (!turn.streaming) return;
+      turn.streaming.progress = progress;
+      turnChange("progress", turn);
+    },
+    /** Stop was pressed: the reply ends with what it has (a `replied` with stop_reason stopped). */
+    stopAsked() {
+      emit("stopping");
+    },
+    /** The reply ended (end_turn, max_tokens or stopped): the turn's full record. */
+    replied(turn, record) {
+      turn.record = record;
+      turn.reply = record.reply_text;
+      turn.streaming = null;
+      turnChange("replied", turn, { stopped: record.stop_reason === "stopped" });
+    },
+    /** No reply could be had: the turn says why. */
+    failed(turn, message) {
+      turn.note = `No reply: ${message}`;
+      turn.noteClass = "no-reply";
+      turn.streaming = null;
+      turnChange("failed", turn);
+    },
+
+    // -- the prediction while the user types -----------------------------------------------------
+    /** The prediction for a new draft is wanted (its key: the draft's arguments). */
+    predicting(key, args) {
+      state.prediction = { key, args, state: "pending" };
+      return state.prediction;
+    },
+    /** A prediction's answer: {state: "done", result} or {state: "error", message}. */
+    predicted(wanted, answer) {
+      Object.assign(wanted, answer);
+      emit("predicted", { prediction: wanted, current: state.prediction === wanted });
+    },
+
+    // -- the challenges --------------------------------------------------------------------------
+    /** A record seen (live: a turn sent and answered; else a recorded turn): what it completes. */
+    observed(record, { live, where, now = new Date() }) {
+      const next = challenges.observe(state.progress, record, now, { live, where });
+      if (next === state.progress) return;
+      state.progress = next;
+      emit("challenges");
+    },
+    progressReset() {
+      state.progress = {};
+      emit("challenges");
+    },
+
+    // -- recorded mode ---------------------------------------------------------------------------
+    recordedLoaded(doc) {
+      state.recorded = doc;
+      state.recordedError = null;
+    },
+    recordedFailed(message) {
+      state.recordedError = message;
+    },
+    /** The recorded turn asked for (a button, a "Try this" jump). */
+    stepped(step) {
+      state.step = step;
+      emit("step", { step });
+    },
+    /** The turn shown, clamped to the conversation's turns (no redraw: it is being drawn). */
+    stepShown(step) {
+      state.step = step;
+    },
+
+    // -- plain-text mode -------------------------------------------------------------------------
+    /** The text to read: a new one starts fresh (its tokens and both sides unknown). */
+    plainText(text) {
+      if (!state.plain || state.plain.text !== text) state.plain = { text, tokens: null, plain: null, chat: null, error: null, seq: 0 };
+      return state.plain;
+    },
+    /** The text's tokens (or why not), for `p` if it is still the text shown. */
+    tokenized(p, { tokens = null, error = null }) {
+      if (state.plain !== p) return;
+      p.tokens = tokens;
+      p.error = error;
+      emit("plain");
+    },
+    /** One side of plain text ("plain": the continuation, "chat": the same words as a message)
+     * is what `value` says: {streaming}, {result}, {record, reply} or {error}. */
+    plainSide(p, key, value) {
+      if (state.plain !== p) return;
+      p[key] = value;
+      emit("plain");
+    },
+    /** A token of a side arrived. */
+    plainToken(p, key, { token, text, piece }) {
+      const s = p[key]?.streaming;
+      if (!s) return;
+      if (token >= 0) s.ids.push(token), s.tokens.push(piece);
+      s.text += text;
+      if (state.plain === p) emit("plain");
+    },
   };
 }
 

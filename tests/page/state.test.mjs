@@ -1,0 +1,96 @@
+// The page's store (site/js/page/state.mjs), in node: a live turn played through its transitions
+// as modes/live.mjs plays them, and what each change tells the page to draw.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { createStore, liveMessages } from "../../site/js/page/state.mjs";
+
+function recording() {
+  const store = createStore();
+  const changes = [];
+  store.subscribe((c) => changes.push(c));
+  return { store, changes, types: () => changes.map((c) => c.type) };
+}
+
+test("a message sent, read, streamed and answered", () => {
+  const { store, changes, types } = recording();
+  const turn = store.sent("Hi!", "key");
+  assert.deepEqual(liveMessages(store.state), [{ role: "user", content: "Hi!" }]);
+  store.read(turn, { reply_text: null, pieces: [] });
+  store.progressed(turn, { done: 3, total: 9 });
+  store.tokenArrived(turn, { token: 19556, text: "Hello", piece: "Hello" });
+  store.tokenArrived(turn, { token: -1, text: "!", piece: "" }); // text with no token of its own
+  assert.deepEqual(turn.streaming, { text: "Hello!", ids: [19556], tokens: ["Hello"], progress: null });
+  store.replied(turn, { reply_text: "Hello!", stop_reason: "stopped" });
+  assert.deepEqual(types(), ["sent", "read", "progress", "token", "token", "replied"]);
+  assert.ok(changes.every((c) => c.turn === turn && c.current));
+  assert.equal(changes.at(-1).stopped, true);
+  assert.equal(turn.streaming, null);
+  assert.deepEqual(liveMessages(store.state, "Again"), [
+    { role: "user", content: "Hi!" }, { role: "assistant", content: "Hello!" }, { role: "user", content: "Again" }]);
+});
+
+test("a turn of a conversation that was cleared is not drawn", () => {
+  const { store, changes } = recording();
+  const turn = store.sent("Hi!", "key");
+  store.cleared();
+  store.read(turn, { pieces: [] });
+  store.failed(turn, "the worker stopped");
+  assert.deepEqual(store.state.live.turns, []);
+  assert.deepEqual(changes.slice(-2).map((c) => [c.type, c.current]), [["read", false], ["failed", false]]);
+  assert.equal(turn.note, "No reply: the worker stopped");
+});
+
+test("a message that cannot be read is taken back", () => {
+  const { store, changes } = recording();
+  const turn = store.sent("a very long message", "key");
+  const error = Object.assign(new Error("too long"), { name: "WindowError" });
+  store.unsent(turn, error);
+  assert.deepEqual(store.state.live.turns, []);
+  assert.deepEqual([changes.at(-1).type, changes.at(-1).current, changes.at(-1).error], ["unsent", true, error]);
+});
+
+test("only the newest preview is drawn", () => {
+  const { store } = recording();
+  const first = store.previewAsked();
+  const second = store.previewAsked();
+  assert.equal(store.isNewest(first), false);
+  assert.equal(store.isNewest(second), true);
+});
+
+test("modes, settings and the near-tie gap from build.json", () => {
+  const { store, changes } = recording();
+  assert.equal(store.state.nearTieGap, null); // no number of its own: the settings carry it
+  store.settingsRead({ near_tie_gap: 0.25 });
+  assert.equal(store.state.nearTieGap, 0.25);
+  store.modeChosen("recorded");
+  assert.equal(store.state.modeChosen, false); // landed there: not remembered
+  store.modeChosen("plain", { chosen: true });
+  assert.deepEqual([store.state.mode, store.state.modeChosen], ["plain", true]);
+  store.stepped(3);
+  store.cleared(); // outside Live, New conversation goes back to the first recorded turn
+  assert.equal(store.state.step, 0);
+  store.repliesKnown({ state: "ready", why: "" });
+  store.repliesKnown({ state: "ready", why: "" });
+  assert.deepEqual(changes.filter((c) => c.type === "replies").map((c) => c.changed), [true, false]);
+});
+
+test("plain text: an older text's answers are dropped", () => {
+  const { store, types } = recording();
+  const old = store.plainText("What is");
+  const now = store.plainText("What is the capital of France?");
+  assert.notEqual(old, now);
+  store.tokenized(old, { tokens: [1] });
+  assert.equal(old.tokens, null);
+  store.plainSide(now, "plain", { streaming: { ids: [], tokens: [], text: "" } });
+  store.plainToken(now, "plain", { token: 378, text: " The", piece: " The" });
+  assert.equal(now.plain.streaming.text, " The");
+  assert.deepEqual(types(), ["plain", "plain"]);
+});
+
+test("the challenges a record completes", () => {
+  const { store, types } = recording();
+  store.observed({ pieces: [], dropped_messages: [], prompt_ids: [], special_ids: [] }, { live: true });
+  store.progressReset();
+  assert.deepEqual(store.state.progress, {});
+  assert.equal(types().at(-1), "challenges");
+});
