@@ -392,14 +392,11 @@ def test_embed_gathers_rows_as_numpy_indexes_them(device, dtype):
 
 
 def test_matvec_workgroups_are_sized_for_the_row():
-    """A row's wide units split over a slot's lanes, the workgroup's 8 rows over its slots: Q4_1
-    at K = 576 (18 blocks) fills 8 slots of 18 lanes, BF16 at K = 1536 (192 units) one of 192."""
-    assert K.matvec_workgroup(576 // 32) == (18, 8)
-    assert K.matvec_workgroup(1536 // 8) == (192, 1)
-    assert K.matvec_workgroup(576 // 8) == (24, 4)
+    """Rows in wide units (kernels.WIDE): Q4_1 at K = 576 has 18 blocks, 32 invocations leave fewest
+    idle; BF16 at K = 1536 has 192 units of 8, filling 192; at K = 576, 72 units take 96."""
+    assert K.matvec_workgroup(576 // K.WIDE["Q4_1"]) == 32
+    assert K.matvec_workgroup(1536 // K.WIDE["BF16"]) == 192
+    assert K.matvec_workgroup(576 // K.WIDE["BF16"]) == 96
     for units in (1, 5, 18, 36, 48, 72, 192, 1000):
-        lanes, slots = K.matvec_workgroup(units)
-        assert K.MATVEC_ROWS % slots == 0 and 32 <= lanes * slots <= 256
-        # at most a quarter of the 32-wide subgroups' lanes idle over the trips, for rows of 8 units or more
-        trips = math.ceil(units / lanes)
-        assert units * slots / (math.ceil(lanes * slots / 32) * 32 * trips) >= 0.75 or units < 8
+        wg = K.matvec_workgroup(units)
+        assert wg % 32 == 0 and 32 <= wg <= 256 and math.ceil(units / wg) * wg - units < wg

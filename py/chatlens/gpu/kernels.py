@@ -105,21 +105,13 @@ def check_row(dtype: str, k: int, what: str):
         raise ValueError(f"{what}: rows of {k} {dtype} elements; the GPU kernels need a multiple of {need}")
 
 
-def matvec_workgroup(units: int, rows: int = MATVEC_ROWS) -> tuple[int, int]:
-    """(lanes, slots) of a matvec workgroup for rows of `units` wide units: `slots` groups of
-    `lanes` invocations (32 to 256 in all), each slot taking rows / slots of the workgroup's rows
-    and its lanes splitting a row's units. The pair that leaves the fewest of 32-wide subgroups'
-    lanes idle over the loop's trips; on a tie fewer slots (each x unit loaded for more rows),
-    then fewer trips, then fewer invocations. Q4_1 at K=576 (18 blocks) gives (18, 8); BF16 at K=1536 (192 units)
-    gives (192, 1)."""
-    def score(pair):
-        lanes, slots = pair
-        wg, trips = lanes * slots, math.ceil(units / lanes)
-        return units * slots / (math.ceil(wg / 32) * 32 * trips), -slots, -trips, -wg
-
-    pairs = [(lanes, slots) for slots in (1, 2, 4, 8) if rows % slots == 0
-             for lanes in range(1, 257) if 32 <= lanes * slots <= 256]
-    return max(pairs, key=score)
+def matvec_workgroup(units: int) -> int:
+    """Invocations per matvec workgroup for rows of `units` wide units: the multiple of 32 up to
+    256 that leaves the fewest idle (the larger on a tie, fewer loop trips). Q4_1 at K=576 (18
+    blocks) gives 32, BF16 at K=1536 (192 units) 192. Every invocation takes all the workgroup's
+    rows: splitting them over groups of invocations instead, to fill short rows' idle lanes,
+    loads each x unit once per group and ran 2x slower on lavapipe (scripts/kernel_times.py)."""
+    return max(range(32, 257, 32), key=lambda wg: (units / (math.ceil(units / wg) * wg), wg))
 
 
 # --- epilogues ---------------------------------------------------------------------------
@@ -183,11 +175,10 @@ def project(b, sequence: str, target: Target, *, step: str, x: str, w: Matrix, e
     consts.update(epilogue.consts)
     if chunk is None:
         wide_units = w.k // WIDE[w.dtype]
-        lanes, slots = matvec_workgroup(wide_units, rows)
-        wg = lanes * slots
+        wg = matvec_workgroup(wide_units)
         groups = math.ceil(nv / rows)
         gx = min(groups, MAX_GRID)
-        consts.update({"WIDE_UNITS": wide_units, "LANES": lanes, "RS": slots, "WG": wg,
+        consts.update({"WIDE_UNITS": wide_units, "WG": wg,
                        "WG_POW2": pow2_at_least(wg), "NRED": rows + (gain is not None), "LAST_ROW": last_row,
                        "GRID_X": gx})
         files += [target.reduce, "matvec"]
