@@ -100,3 +100,18 @@ def test_a_newer_count_or_a_preview_ends_the_count_before_it(app):
     assert got["ended"] == {"error": "AbortError", "message": "a newer preview ended the count"}
     assert got["stopped"]["error"] == "AbortError"
     assert 0 < got["short"] < 50
+
+
+def test_the_live_preview_shows_the_bound_then_the_exact_count(app, text_side):
+    page = app.open()
+    page.wait_for_function("() => ['text', 'weights', 'ready'].includes(chatlens.status.state)")
+    page.click("#mode-live")
+    page.select_option("#window", "8192")
+    page.fill("#draft", BOOK)  # pasted at once
+    page.wait_for_selector("#reads .overflow-counting")
+    assert "at least" in page.text_content("#reads .overflow-text")
+    page.wait_for_selector("#reads .overflow-counting", state="detached", timeout=120_000)
+    exact = exact_figures(text_side, BOOK)
+    text = page.text_content("#reads .overflow-text")
+    assert "at least" not in text and f"need {exact['needed']} tokens" in text
+    assert f"needs {exact['needed'] + exact['reserve']} of" in page.text_content("#reads-summary")

@@ -9,7 +9,7 @@ import { hostNote } from "../page/hosts.mjs";
 import { liveMessages } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
-import { renderMessage } from "../views/overflow.mjs";
+import { renderCounted, renderMessage } from "../views/overflow.mjs";
 
 /** Python answers previews once the tokenizer and template are read (the weights may still load). */
 export const canPreview = (api) => ["text", "weights", "ready"].includes(api.status.state);
@@ -131,17 +131,26 @@ export async function showLive(page) {
 const settingsKey = (args) => JSON.stringify({ ...args, messages: undefined });
 
 async function previewLive(page, args, seq, caption) {
-  const { api, state } = page;
-  const reads = $("reads");
+  const { api, store } = page;
   try {
-    const record = await api.preview(args);
-    if (!page.store.isNewest(seq) || state.mode !== "live") return; // a newer preview is on its way
-    drawLiveChat(state, droppedOf(record));
-    page.draw(record, caption, { prediction: predictionFor(page, args) });
-  } catch (e) {
-    if (!page.store.isNewest(seq) || state.mode !== "live") return;
-    drawLiveChat(state);
-    renderMessage(reads, `Cannot preview: ${e.message}`, "error", e);
+    store.previewed(seq, { args, caption, record: await api.preview(args) });
+  } catch (error) {
+    store.previewed(seq, { args, caption, error });
+    if (error.name === "WindowError" && error.data?.at_least && store.isNewest(seq)) countExactly(page, args, seq);
+  }
+}
+
+// A message too long for the window is answered at once from a bound ("at least N tokens"); its
+// exact count follows from the worker, which answers other requests meanwhile. One count at a
+// time: a newer preview ends the one before it.
+let counter = null;
+async function countExactly(page, args, seq) {
+  counter?.abort();
+  counter = new AbortController();
+  try {
+    page.store.counted(seq, { counted: await page.api.count(args, { signal: counter.signal }) });
+  } catch (error) {
+    if (error.name !== "AbortError") page.store.counted(seq, { error });
   }
 }
 
@@ -165,6 +174,7 @@ export async function send(page) {
     } catch (e) {
       if (!$("draft").value.trim()) $("draft").value = text; // nothing new typed: give it back
       store.unsent(turn, e);
+      if (e.name === "WindowError" && e.data?.at_least) countExactly(page, args, store.previewAsked());
       return;
     }
     if (!state.live.turns.includes(turn)) return; // a new conversation started meanwhile
@@ -210,10 +220,25 @@ export function liveChanged(page, change) {
     case "progress":
       if (change.current && change.turn) drawLiveChat(state, droppedOf(change.turn.record));
       return;
+    case "previewed":
+      if (!change.current) return; // a newer preview is on its way
+      if (change.record) {
+        drawLiveChat(state, droppedOf(change.record));
+        return page.draw(change.record, change.caption, { prediction: predictionFor(page, change.args) });
+      }
+      drawLiveChat(state);
+      return renderMessage($("reads"), `Cannot preview: ${change.error.message}`, "error", change.error,
+                           { counting: Boolean(change.error.data?.at_least) });
+    case "counted":
+      if (!change.current) return;
+      if (change.error) return renderMessage($("reads"), `Cannot count the tokens: ${change.error.message}`, "error");
+      if (!renderCounted($("reads"), change.counted, `Cannot preview: ${change.counted.message}`)) showLive(page);
+      return;
     case "unsent":
       if (!change.current) return;
       drawLiveChat(state);
-      renderMessage($("reads"), `Cannot send: ${change.error.message}`, "error", change.error);
+      renderMessage($("reads"), `Cannot send: ${change.error.message}`, "error", change.error,
+                    { counting: Boolean(change.error.data?.at_least) });
       return;
     case "predicted": {
       const [record, caption, extra] = page.drawn || [];

@@ -107,6 +107,16 @@ export function createStore(progress = {}) {
       return ++state.draftSeq;
     },
     isNewest: (seq) => seq === state.draftSeq,
+    /** Preview `seq` answered: {args, caption, record} or {args, caption, error}; `current`: it is
+     * still the newest (an older answer is not drawn). */
+    previewed(seq, answer) {
+      emit("previewed", { ...answer, current: seq === state.draftSeq });
+    },
+    /** A preview too long for the window (its bound, WindowError's at_least) counted exactly:
+     * {counted} (the exact figures) or {error}. */
+    counted(seq, answer) {
+      emit("counted", { ...answer, current: seq === state.draftSeq });
+    },
     /** The user sent `text` (read under `settings`, a key): its turn, with no record yet. */
     sent(text, settings) {
       const turn = { user: text, record: null, settings };
