@@ -108,7 +108,7 @@ ADAPTER = """async () => {
 RUN = """async ({ messages, window, n }) => {
   const t0 = performance.now();
   const times = [];
-  const r = await chatlens.run({ messages, window, maxTokens: n }, { onToken: (t) => t.token >= 0 && times.push(performance.now()) });
+  const r = await chatlens.run({ messages, window, maxTokens: n }, { onToken: (t) => t.id >= 0 && times.push(performance.now()) });
   return { t0, times, end: performance.now(), record: { used: r.used, reused: r.reused_tokens, computed: r.computed_tokens,
            ids: r.prompt_ids, reply_ids: r.reply_ids, reply_text: r.reply_text, stop_reason: r.stop_reason,
            timings: r.timings, backend: r.backend } };

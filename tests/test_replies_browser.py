@@ -65,7 +65,8 @@ def test_replies_in_the_page_equal_the_cli_a_second_turn_reuses_the_cache_and_st
         rec = got["record"]
         assert rec["prompt_ids"] == want["prompt_ids"] and rec["reply_ids"] == want["reply_ids"]
         assert rec["reply_text"] == want["reply_text"] and rec["backend"].startswith("webgpu: ")
-        assert [t["token"] for t in got["streamed"] if t["token"] >= 0] == rec["reply_ids"]
+        assert [t["id"] for t in got["streamed"] if t["id"] >= 0] == rec["reply_ids"]
+        assert [t["bytes"] for t in got["streamed"] if t["id"] >= 0] == rec["reply_bytes"]
         assert "".join(t["text"] for t in got["streamed"]) == rec["reply_text"]
         assert rec["timings"]["prefill_ms"] > 0
 
@@ -148,7 +149,7 @@ def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli_and_stops_when_
         }""", [second, SYSTEM])
         stopped = got["record"]
         assert stopped["stop_reason"] == "stopped" and len(stopped["reply_ids"]) == 1
-        assert [t["token"] for t in got["streamed"] if t["token"] >= 0] == stopped["reply_ids"]
+        assert [t["id"] for t in got["streamed"] if t["id"] >= 0] == stopped["reply_ids"]
         session = ChatSession(load_model(gguf_path), window=256, max_tokens=3, system=SYSTEM)
         session.send("Hi!")
         asked = iter([True])

@@ -206,7 +206,7 @@ def test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli(loaded, gguf_
         request = page_request({"preset": "none", "messages": messages, "window": 256, "maxTokens": 12})
         before = answer("preview", request)
         streamed.clear()
-        rec = answer("run", request, lambda i, piece, token: streamed.append((i, piece, token)), lambda: False)
+        rec = answer("run", request, lambda i, text, token: streamed.append((i, text, token)), lambda: False)
         want = session.send(text).to_json()
         got, expected = dict(rec), dict(want)
         got.pop("timings"), expected.pop("timings")

@@ -7,9 +7,10 @@ the page raises as an Error of that name. The requests, their arguments (validat
 those types) and their answers are chatlens.protocol's: the contract, written once.
 
 Replies. The page's JavaScript pulls a reply: `start`, then `step` until the answer is done (or
-`stop`). Each answer is {"tokens": [{"id", "text", "piece"}, ...] (the ids chosen by that step:
-text is what each adds to the reply, decoded incrementally so no character is ever split; piece
-its token's text, as reply_tokens write it; a last one with id -1 may end a character), "runs": [the
+`stop`). Each answer is {"tokens": [{"id", "text", "token", "bytes"}, ...] (the ids chosen by that
+step: text is what each adds to the reply, decoded incrementally so no character is ever split;
+token and bytes the id's token as the record's reply_tokens and reply_bytes write it; a last one
+with id -1 and no token may end a character), "runs": [the
 GPU runs to submit now, in order: {"sequences", "params" (the step buffer's u32 words),
 "readback", "tokens", "chooses"}], "read" and "prompt" (prompt tokens read so far, of all),
 "in_flight" (runs submitted whose bytes are not given yet), "done": null, or the request's
@@ -17,7 +18,7 @@ answer once the reply has ended}. On the GPU the page submits the runs and gives
 bytes to `step`, oldest first; with NumPy, `step` computes the next step itself. Between two
 pulls the worker answers previews and the text side's requests. One reply at a time: `start`
 ends the one before (stopped). `run`, `predict` and `complete` pull a reply to its end here
-(NumPy: the tests' way in); run and complete take on_token(id, text, piece) and should_stop()
+(NumPy: the tests' way in); run and complete take on_token(id, text, token) and should_stop()
 as extra arguments.
 
 The history is the page's: each request carries the whole conversation, and the cache reuses
@@ -173,7 +174,7 @@ class _Worker:
         while True:
             for t in out["tokens"]:
                 if on_token is not None:
-                    on_token(t["id"], t["text"], t["piece"])
+                    on_token(t["id"], t["text"], t["token"])
             if out["done"] is not None:
                 return out["done"]
             stop = not first and should_stop is not None and should_stop()
@@ -348,13 +349,13 @@ class _Reply:
     def answer(self, chosen, depth) -> dict:
         pull, tok = self.pull, self.tokenizer
         tokens = [{"id": c.id, "text": "" if c.id == self.eos_id else self.decoder.add(c.id),
-                   "piece": tok.token_text(c.id)} for c in chosen]
+                   "token": tok.token_text(c.id), "bytes": tok.token_bytes(c.id).hex()} for c in chosen]
         runs = [r.to_json() for r in pull.runs(depth)] if pull.planned and not pull.done else []
         done = None
         if pull.done:
             tail = self.decoder.flush()
             if tail:  # the end of a character the last ids left incomplete
-                tokens.append({"id": -1, "text": tail, "piece": ""})
+                tokens.append({"id": -1, "text": tail, "token": "", "bytes": ""})
             done = self.finish(self.reused, pull.generation)
         return {"tokens": tokens, "runs": runs, "read": pull.prompt_read, "prompt": pull.prompt_tokens,
                 "in_flight": pull.in_flight, "done": done}

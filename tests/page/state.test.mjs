@@ -17,9 +17,9 @@ test("a message sent, read, streamed and answered", () => {
   assert.deepEqual(liveMessages(store.state), [{ role: "user", content: "Hi!" }]);
   store.read(turn, { reply_text: null, pieces: [] });
   store.progressed(turn, { done: 3, total: 9 });
-  store.tokenArrived(turn, { token: 19556, text: "Hello", piece: "Hello" });
-  store.tokenArrived(turn, { token: -1, text: "!", piece: "" }); // text with no token of its own
-  assert.deepEqual(turn.streaming, { text: "Hello!", ids: [19556], tokens: ["Hello"], progress: null });
+  store.tokenArrived(turn, { id: 19556, text: "Hello", token: "Hello", bytes: "48656c6c6f" });
+  store.tokenArrived(turn, { id: -1, text: "!", token: "", bytes: "" }); // text with no token of its own
+  assert.deepEqual(turn.streaming, { text: "Hello!", ids: [19556], tokens: ["Hello"], bytes: ["48656c6c6f"], progress: null });
   store.replied(turn, { reply_text: "Hello!", stop_reason: "stopped" });
   assert.deepEqual(types(), ["sent", "read", "progress", "token", "token", "replied"]);
   assert.ok(changes.every((c) => c.turn === turn && c.current));
@@ -81,8 +81,8 @@ test("plain text: an older text's answers are dropped", () => {
   assert.notEqual(old, now);
   store.tokenized(old, { tokens: [1] });
   assert.equal(old.tokens, null);
-  store.plainSide(now, "plain", { streaming: { ids: [], tokens: [], text: "" } });
-  store.plainToken(now, "plain", { token: 378, text: " The", piece: " The" });
+  store.plainSide(now, "plain", { streaming: { ids: [], tokens: [], bytes: [], text: "" } });
+  store.plainToken(now, "plain", { id: 378, text: " The", token: " The", bytes: "20546865" });
   assert.equal(now.plain.streaming.text, " The");
   assert.deepEqual(types(), ["plain", "plain"]);
 });

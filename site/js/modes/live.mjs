@@ -18,7 +18,7 @@ export const canPreview = (api) => ["text", "weights", "ready"].includes(api.sta
 function recordOf(turn) {
   const s = turn.streaming;
   if (!s) return turn.record;
-  return { ...turn.record, reply_text: s.text, reply_ids: s.ids, reply_tokens: s.tokens, stop_reason: null };
+  return { ...turn.record, reply_text: s.text, reply_ids: s.ids, reply_tokens: s.tokens, reply_bytes: s.bytes, stop_reason: null };
 }
 
 /** "Why this token" for the views: {gap: the near-tie gap}, or null when it is off. */

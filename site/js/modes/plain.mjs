@@ -57,7 +57,7 @@ async function runSide(page, key, start, toResult) {
   const p = state.plain;
   if (!p.text.trim()) return;
   setBusy(true);
-  store.plainSide(p, key, { streaming: { ids: [], tokens: [], text: "" } });
+  store.plainSide(p, key, { streaming: { ids: [], tokens: [], bytes: [], text: "" } });
   try {
     const out = await start((t) => store.plainToken(p, key, t));
     store.plainSide(p, key, toResult(out));
@@ -93,8 +93,9 @@ export function sendAsChat(page) {
   const args = callArgs([{ role: "user", content: $("plain-text").value }], api.settings);
   return runSide(page, "chat",
     (onToken) => api.run({ ...args, topK: api.settings.top_k, maxTokens: maxTokens() }, { onToken }),
-    (record) => ({ record, reply: { ids: record.reply_ids, tokens: record.reply_tokens, text: record.reply_text,
-                                    stop_reason: record.stop_reason, top_k: record.top_k, top_k_tokens: record.top_k_tokens } }));
+    (record) => ({ record, reply: { ids: record.reply_ids, tokens: record.reply_tokens, bytes: record.reply_bytes,
+                                    text: record.reply_text, stop_reason: record.stop_reason, top_k: record.top_k,
+                                    top_k_tokens: record.top_k_tokens, top_k_bytes: record.top_k_bytes } }));
 }
 
 /** Wire the mode's controls (once). */

@@ -6,9 +6,9 @@
 //   await chatlens.preview({system, messages, window})  -> the turn record, without generating
 //        (or {preset, custom} instead of system: the system text of a preset, taken now)
 //   await chatlens.run({system, messages, window, maxTokens, topK}, {onToken, onProgress, signal})
-//        -> the turn record with the reply; onToken({token, text, piece}) streams each reply id as
-//        it is chosen (token: the id, text: what it adds to the reply, piece: its token's text, as
-//        the record's reply_tokens write it); onProgress({read, of, ms}) while the prompt is read
+//        -> the turn record with the reply; onToken({id, text, token, bytes}) streams each reply
+//        id as it is chosen (text: what it adds to the reply; token and bytes: the id's token as
+//        the record's reply_tokens and reply_bytes write it; id -1: text ending a character); onProgress({read, of, ms}) while the prompt is read
 //        (tokens read of all, ms since the reply started); signal: an AbortSignal that stops the reply (as
 //        chatlens.stop() does: it ends with stop_reason "stopped", keeping what it wrote);
 //        topK: K fills the record's top_k, each reply token's K best [id, logit, probability]

@@ -33,7 +33,7 @@ export function connect(on) {
     if (data.type === "status" || data.type === "model") return on.message(data);
     const p = pending.get(data.id);
     if (!p) return;
-    if (data.type === "token") return p.on?.token?.({ token: data.token, text: data.text, piece: data.piece });
+    if (data.type === "token") return p.on?.token?.(data.token);
     if (data.type === "progress") return p.on?.progress?.({ read: data.read, of: data.of, ms: data.ms });
     pending.delete(data.id);
     if (data.ok) p.resolve(data.result);

@@ -133,14 +133,14 @@ export function createStore(progress = {}) {
     /** The turn's record (what the model reads) came back: its reply starts. */
     read(turn, record) {
       turn.record = record;
-      turn.streaming = { text: "", ids: [], tokens: [], progress: null };
+      turn.streaming = { text: "", ids: [], tokens: [], bytes: [], progress: null };
       turnChange("read", turn);
     },
-    /** A reply token arrived (token -1: text with no token of its own). */
-    tokenArrived(turn, { token, text, piece }) {
+    /** A reply token arrived: {id, text, token, bytes} (id -1: text with no token of its own). */
+    tokenArrived(turn, { id, text, token, bytes }) {
       const s = turn.streaming;
       if (!s) return;
-      if (token >= 0) s.ids.push(token), s.tokens.push(piece);
+      if (id >= 0) s.ids.push(id), s.tokens.push(token), s.bytes.push(bytes);
       s.text += text;
       s.progress = null;
       turnChange("token", turn);
@@ -234,10 +234,10 @@ export function createStore(progress = {}) {
       emit("plain");
     },
     /** A token of a side arrived. */
-    plainToken(p, key, { token, text, piece }) {
+    plainToken(p, key, { id, text, token, bytes }) {
       const s = p[key]?.streaming;
       if (!s) return;
-      if (token >= 0) s.ids.push(token), s.tokens.push(piece);
+      if (id >= 0) s.ids.push(id), s.tokens.push(token), s.bytes.push(bytes);
       s.text += text;
       if (state.plain === p) emit("plain");
     },

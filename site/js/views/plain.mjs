@@ -43,7 +43,7 @@ function textWithChips(ids, tokens, bytes, special) {
 
 /** The continuation (or the reply): its text, its tokens with their candidates, its stop reason.
  * out: {ids, tokens, bytes, text, stop_reason, top_k, top_k_tokens, top_k_bytes} (a reply in
- * flight has no stop_reason, nor bytes yet). */
+ * flight has no stop_reason yet). */
 function continuation(out, special, gap, what) {
   if (!out) return null;
   const writing = !out.stop_reason;

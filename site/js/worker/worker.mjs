@@ -29,8 +29,9 @@
 //   {type: "status", state, detail}    booting | loading | text (previews work; replies need the
 //                                      weights) | weights (loading them) | ready | error
 //   {type: "model", model}             what computes replies: {backend, n_ctx, kind, why} or {error}
-//   {type: "token", id, token, text, piece}  a reply id as it is chosen (request `id`): the text it
-//                                      adds, and its token's text (as the record's reply_tokens)
+//   {type: "token", id, token}         a reply id as it is chosen (request `id`): token is
+//                                      {id, text, token, bytes}: the id, the text it adds, and its
+//                                      token as the record's reply_tokens and reply_bytes write it
 //   {type: "progress", id, read, of, ms}     the prompt of request `id` read so far: tokens of all,
 //                                      and ms since the reply started (a count: characters of all)
 //
@@ -244,7 +245,7 @@ async function pull(kind, args, id) {
     let out = ask("start", { kind, args, depth: gpu ? gpu.depth() : 1 });
     lastReply = spent;
     for (;;) {
-      for (const t of out.tokens) self.postMessage({ type: "token", id, token: t.id, text: t.text, piece: t.piece });
+      for (const t of out.tokens) self.postMessage({ type: "token", id, token: t });
       if (out.done) return out.done;
       if (out.read < out.prompt) {
         self.postMessage({ type: "progress", id, read: out.read, of: out.prompt, ms: performance.now() - t0 });
