@@ -250,9 +250,9 @@ def chat(args) -> int:
 
         def on_token(i):
             if i != eos:
-                piece = decoder.add(i)
-                if piece:
-                    sys.stdout.write(piece)
+                text = decoder.add(i)
+                if text:
+                    sys.stdout.write(text)
                     sys.stdout.flush()
 
         try:

@@ -23,15 +23,15 @@ function renderedText(out, special, mask, lay) {
   };
   out.ids.forEach((id, i) => {
     const masked = Boolean(mask?.[i]);
-    const piece = out.text.slice(lay.starts[i], lay.starts[i + 1]);
+    const text = out.text.slice(lay.starts[i], lay.starts[i + 1]); // the token's text
     if (special.has(id)) {
       flush();
-      pre.append(el("span", { class: `special${masked ? " masked" : ""}`, text: piece }));
+      pre.append(el("span", { class: `special${masked ? " masked" : ""}`, text }));
       return;
     }
     if (masked !== runMasked) flush();
     runMasked = masked;
-    run += piece;
+    run += text;
   });
   flush();
   return pre;

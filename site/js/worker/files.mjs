@@ -91,16 +91,16 @@ export async function writeStoredFiles(py, store, source, names, path) {
  * read and checked once. A chunk found damaged is reported to onCorrupt, fetched again alone,
  * and the pass restarted there. */
 export function storedReader(store, source, { onCorrupt } = {}) {
-  const passes = new Map(); // file -> {iter, piece}: the pass and the piece it is at
+  const passes = new Map(); // file -> {iter, chunk}: the pass and the chunk it is at
   const open = (file, at) => {
-    const pass = { iter: store.chunks(source, file, { start: at })[Symbol.asyncIterator](), piece: null };
+    const pass = { iter: store.chunks(source, file, { start: at })[Symbol.asyncIterator](), chunk: null };
     passes.set(file, pass);
     return pass;
   };
-  async function pieceAt(file, at) {
+  async function chunkAt(file, at) {
     let pass = passes.get(file);
-    if (!pass || (pass.piece && at < pass.piece.offset)) pass = open(file, at); // backwards: a new pass
-    while (!pass.piece || at >= pass.piece.offset + pass.piece.bytes.length) {
+    if (!pass || (pass.chunk && at < pass.chunk.offset)) pass = open(file, at); // backwards: a new pass
+    while (!pass.chunk || at >= pass.chunk.offset + pass.chunk.bytes.length) {
       let next;
       try {
         next = await pass.iter.next();
@@ -112,17 +112,17 @@ export function storedReader(store, source, { onCorrupt } = {}) {
         continue;
       }
       if (next.done) throw new NotStoredError(source.url, `${file} (bytes at ${at})`);
-      pass.piece = next.value;
+      pass.chunk = next.value;
     }
-    return pass.piece;
+    return pass.chunk;
   }
   return async (file, offset, nbytes) => {
     const out = new Uint8Array(nbytes);
     for (let at = offset; at < offset + nbytes; ) {
-      const piece = await pieceAt(file, at);
-      const from = at - piece.offset;
-      const take = Math.min(piece.bytes.length - from, offset + nbytes - at);
-      out.set(piece.bytes.subarray(from, from + take), at - offset);
+      const chunk = await chunkAt(file, at);
+      const from = at - chunk.offset;
+      const take = Math.min(chunk.bytes.length - from, offset + nbytes - at);
+      out.set(chunk.bytes.subarray(from, from + take), at - offset);
       at += take;
     }
     return out;
