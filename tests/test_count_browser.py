@@ -71,12 +71,13 @@ def test_a_pasted_million_characters_is_bounded_at_once_then_counted_in_the_back
     assert len(got["progress"]) > 5 and got["progress"][-1]["of"] > len(BOOK)
 
     figures = got["counted"]["figures"]
-    assert figures == exact_figures(text_side, BOOK)  # CPython's count, pieces and sentence
+    assert figures == {**exact_figures(text_side, BOOK), "context": text_side.config.n_ctx}  # CPython's count, pieces and sentence
     assert figures["needed"] > bound["data"]["needed"] and figures["at_least"] is False
 
     assert "at least" in got["boundText"] and "Counting the exact number of tokens" in got["boundText"]
     assert "at least" not in got["countedText"] and "Counting" not in got["countedText"]
     assert f"need {figures['needed']} tokens" in got["countedText"]
+    assert "(the model's whole context)" in got["countedText"]  # a window of 8192: all of SmolLM2's
 
 
 def test_a_newer_count_or_a_preview_ends_the_count_before_it(app):

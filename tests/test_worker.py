@@ -99,6 +99,7 @@ def test_a_window_error_carries_its_numbers_to_the_page(loaded):
     assert error["name"] == "WindowError"
     data = error["data"]
     assert (data["window"], data["reserve"], data["at_least"]) == (256, defaults.REPLY_LIMIT, False)
+    assert data["context"] == loaded.config.n_ctx  # the window is drawn beside the model's whole context
     assert data["needed"] == sum(p["count"] for p in data["pieces"]) > 256 - defaults.REPLY_LIMIT
     assert f"alone need {data['needed']} tokens" in error["message"]
     # a pasted book is answered from a bound before tokenizing: its count is a floor, and says so
@@ -144,6 +145,7 @@ def test_a_pasted_book_is_refused_at_once_then_counted_exactly_a_step_at_a_time(
                                      {"role": "user", "content": BOOK}], add_generation_prompt=True)
     assert exact["needed"] == len(loaded.tokenizer.encode(prompt)) > bound["needed"]
     assert (exact["window"], exact["reserve"], exact["at_least"]) == (8192, defaults.REPLY_LIMIT, False)
+    assert exact["context"] == loaded.config.n_ctx
     assert [p["label"] for p in exact["pieces"]] == ["system", "new message", "generation header"]
     assert exact["needed"] == sum(p["count"] for p in exact["pieces"])
     assert f"alone need {exact['needed']} tokens" in exact["message"]

@@ -17,7 +17,8 @@ class WindowError(ChatlensError):
     """The conversation cannot fit the context window. `data`, where the counts are known (the
     system prompt and the new message alone overflow): {"needed": tokens they need, "window",
     "reserve": kept free for the reply, "pieces": [{"label", "count"}, ...], "at_least": true when
-    `needed` is a bound counted before tokenizing}; the page draws the overflow from it."""
+    `needed` is a bound counted before tokenizing, and from the worker "context": the model's
+    whole context}; the page draws the overflow from it."""
 
     def __init__(self, message, data=None):
         super().__init__(message)

@@ -207,7 +207,7 @@ class _Worker:
         except StopIteration as done:
             self.counting = None
             of = self.count_at[1]
-            return {"read": of, "of": of, "done": done.value}
+            return {"read": of, "of": of, "done": {**done.value, "context": self.text.config.n_ctx}}
         except BaseException:
             self.counting = None
             raise
@@ -320,10 +320,15 @@ class _Worker:
     def _record(self, a: protocol.Turn):
         preset, system = self._turn(a)
         max_tokens = a.reserve if a.max_tokens is None else a.max_tokens
-        record = preview_record(self.text.tokenizer, self.text.template, system=system,
-                                messages=a.messages, window=a.window, reserve=a.reserve, preset=preset,
-                                max_tokens=max_tokens, special_in_text=a.special_in_text,
-                                context=self.text.config.n_ctx)
+        try:
+            record = preview_record(self.text.tokenizer, self.text.template, system=system,
+                                    messages=a.messages, window=a.window, reserve=a.reserve, preset=preset,
+                                    max_tokens=max_tokens, special_in_text=a.special_in_text,
+                                    context=self.text.config.n_ctx)
+        except WindowError as e:
+            if e.data is not None:  # the overflow's window is drawn as a record's: beside the model's context
+                e.data["context"] = self.text.config.n_ctx
+            raise
         if self.cache is not None:
             record.reused_tokens = self.cache.reusable(record.prompt_ids)
             record.computed_tokens = record.used - record.reused_tokens

@@ -55,7 +55,7 @@ export function renderOverflow(root, info, message = "", { counting = false } = 
     el(
       "div",
       { class: "window overflow" },
-      windowTitle(w),
+      windowTitle(w, info.context),
       bar,
       el(
         "ul",
