@@ -8,23 +8,24 @@
 //   await chatlens.run({system, messages, window, maxTokens, topK}, {onToken, onProgress, signal})
 //        -> the turn record with the reply; onToken({id, text, token, bytes}) streams each reply
 //        id as it is chosen (text: what it adds to the reply; token and bytes: the id's token as
-//        the record's reply_tokens and reply_bytes write it; id -1: text ending a character); onProgress({read, of, ms}) while the prompt is read
-//        (tokens read of all, ms since the reply started); signal: an AbortSignal that stops the reply (as
+//        the record's reply_tokens and reply_bytes write it; id -1: text ending a character);
+//        onProgress({read, of, ms}) while the prompt is read (tokens read of all, ms since the
+//        reply started); signal: an AbortSignal that stops the reply (as
 //        chatlens.stop() does: it ends with stop_reason "stopped", keeping what it wrote);
 //        topK: K fills the record's top_k, each reply token's K best [id, logit, probability]
-//   await chatlens.predict({system, messages, window, topK}) -> {top_k, top_k_tokens, ...}: the
+//   await chatlens.predict({system, messages, window, topK}) -> {top_k, top_k_tokens, top_k_bytes, ...}: the
 //        reply's most likely first tokens, computed now (the cache is left as it was)
 //   await chatlens.count({system, messages, window}, {onProgress, signal}) -> what a preview's overflow
-//        needs, counted exactly: {needed, window, reserve, pieces, at_least: false, message}, the data
+//        needs, counted exactly: {needed, window, reserve, pieces, at_least: false, context, message}, the data
 //        of the WindowError the preview answered from a bound (data.at_least: "at least N"), and its
 //        sentence. Counted in the background: previews and the rest are answered meanwhile.
 //        onProgress({read, of, ms}): characters of the prompt read; signal (an AbortSignal), a newer
 //        count or a new preview end it, and it rejects with an Error named AbortError
 //   await chatlens.complete({text, topK, maxTokens}, {onToken, onProgress, signal}) -> plain text
-//        continued with no template: {prompt_ids, ids, text, stop_reason, top_k, ...}, as run
-//   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, special_ids}: no template
+//        continued with no template: {prompt_ids, ids, tokens, bytes, text, stop_reason, top_k, ...}, as run
+//   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, prompt_bytes, special_ids}: no template
 //   await chatlens.render({messages, template, tools, documents, add_generation_prompt,
-//        continue_final_message, variables, assistant_mask}) -> {text, ids, tokens, special_ids,
+//        continue_final_message, variables, assistant_mask}) -> {text, ids, tokens, bytes, special_ids,
 //        assistant_mask?}: transformers' apply_chat_template, for the template workbench
 //   await chatlens.chatTemplate()               -> {source, names, special_tokens}: the model's template
 //   await chatlens.labSource()                  -> {name, source}: the lab's hand-written Python
@@ -49,7 +50,8 @@
 //                                                  work; replies need the weights) | weights | ready | error
 //   chatlens.onStatus(fn)                       -> fn(status) now and on every change (and once
 //                                                  chatlens.source, the model source, is known)
-// The record's fields are documented once, in py/chatlens/record.py (TurnRecord).
+// The record's fields, and what id, token, bytes and piece mean, are documented once, in
+// py/chatlens/record.py (TurnRecord).
 
 import { createDownloads } from "./downloads.mjs";
 import { connect } from "./connection.mjs";
