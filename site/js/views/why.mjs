@@ -4,7 +4,7 @@
 // reply's tokens made into things to point at: hover, tap or click a token (or focus the row and
 // use the arrow keys) and its step's candidates show in the box beside them.
 //
-// A near-tie: the step's two best logits are closer than the site's near_tie_gap (0.01, from
+// A near-tie: the step's two best logits are closer than the site's near_tie_gap (build.json, from
 // chatlens.defaults), the gap at which another device's rounding can choose the other token.
 
 import { fromHex, hex } from "./bytes.mjs";
