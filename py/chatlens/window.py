@@ -167,6 +167,20 @@ def tokenize(tokenizer, text, messages, special_in_text=True, offsets=False):
     return tokenizer.encode_with_offsets(text, *extra) if offsets else tokenizer.encode(text, *extra)
 
 
+WHOLE_PROMPT = "whole prompt (the template's pieces could not be told apart)"  # the label where _segments is None
+
+
+def _named(tag, slots):
+    """(kind, label, message_index) of a segment's tag (see _segments): a slot's, or the
+    template's own default system prompt or generation header."""
+    if tag == "default_system":
+        return "default_system", "system (template default)", None
+    if tag == "header":
+        return "header", "generation header", None
+    slot = slots[tag]
+    return slot.kind, slot.label, slot.message_index
+
+
 def pieces_of(tokenizer, template, slots, *, add_generation_prompt=True, text=None, special_in_text=True):
     """Render `slots` (a list of Slot) and return (text, ids, pieces)."""
     messages = [s.message for s in slots]
@@ -175,8 +189,7 @@ def pieces_of(tokenizer, template, slots, *, add_generation_prompt=True, text=No
     ids, offsets = tokenize(tokenizer, text, messages, special_in_text, offsets=True)
     segs = _segments(template, messages, text, add_generation_prompt)
     if segs is None:
-        return text, ids, [{"kind": "prompt", "label": "whole prompt (the template's pieces could not be told apart)",
-                            "message_index": None, "start": 0, "end": len(ids), "count": len(ids), "text": text}]
+        return text, ids, [{"kind": "prompt", "label": WHOLE_PROMPT, "message_index": None, "start": 0, "end": len(ids), "count": len(ids), "text": text}]
     starts = [s[0] for s in segs]
     # Each token belongs to the segment holding its first character.
     owner = [max(0, bisect_right(starts, off[0]) - 1) for off in offsets]
@@ -186,13 +199,7 @@ def pieces_of(tokenizer, template, slots, *, add_generation_prompt=True, text=No
         end = pos
         while end < len(ids) and owner[end] == n:
             end += 1
-        if tag == "default_system":
-            kind, label, index = "default_system", "system (template default)", None
-        elif tag == "header":
-            kind, label, index = "header", "generation header", None
-        else:
-            slot = slots[tag]
-            kind, label, index = slot.kind, slot.label, slot.message_index
+        kind, label, index = _named(tag, slots)
         pieces.append({"kind": kind, "label": label, "message_index": index,
                        "start": pos, "end": end, "count": end - pos, "text": text[cstart:cend]})
         pos = end
@@ -396,15 +403,8 @@ def counting(tokenizer, template, *, system, messages, window, reserve=96, speci
                 counts = done.value
                 break
         pieces = []
-        for (cstart, cend, tag), n in zip(segs, counts):
-            if tag is None:
-                kind, label = "prompt", "whole prompt (the template's pieces could not be told apart)"
-            elif tag == "default_system":
-                kind, label = "default_system", "system (template default)"
-            elif tag == "header":
-                kind, label = "header", "generation header"
-            else:
-                kind, label = slots[tag].kind, slots[tag].label
+        for (_, _, tag), n in zip(segs, counts):
+            kind, label, _ = ("prompt", WHOLE_PROMPT, None) if tag is None else _named(tag, slots)
             pieces.append({"kind": kind, "label": label, "count": n})
     data = _overflow(pieces, window, reserve)
     data["message"] = does_not_fit(pieces, data["needed"], window, reserve)
