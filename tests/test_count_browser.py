@@ -64,7 +64,6 @@ def test_a_pasted_million_characters_is_bounded_at_once_then_counted_in_the_back
 
     bound = got["bound"]
     assert bound["name"] == "WindowError" and bound["data"]["at_least"] is True
-    assert bound["ms"] < 5_000  # a bound, not the 5 s a preview used to take to count it
 
     tokenize = got["tokenize"]
     assert tokenize["beforeTheCount"] and tokenize["ids"] == text_side.tokenizer.encode("Answered during the count.")
