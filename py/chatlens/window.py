@@ -21,6 +21,7 @@ No numpy: this runs in the browser before any weights arrive.
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from .defaults import REPLY_LIMIT
 from .errors import ChatlensError, WindowError
 
 EMPTY_SYSTEM = {"role": "system", "content": ""}
@@ -370,7 +371,7 @@ def _overflow(pieces, window, reserve):
             "pieces": [{"label": p["label"], "count": p["count"]} for p in pieces]}
 
 
-def counting(tokenizer, template, *, system, messages, window, reserve=96, special_in_text=True, every=4096):
+def counting(tokenizer, template, *, system, messages, window, reserve=REPLY_LIMIT, special_in_text=True, every=4096):
     """The exact figures of what fit raises when the system prompt and the new message alone
     overflow the window, counted a slice at a time: a generator that yields (characters read,
     of all) between slices (see Tokenizer.counting) and returns WindowError's data, exact
@@ -411,7 +412,7 @@ def counting(tokenizer, template, *, system, messages, window, reserve=96, speci
     return data
 
 
-def fit(tokenizer, template, *, system, messages, window, reserve=96, special_in_text=True):
+def fit(tokenizer, template, *, system, messages, window, reserve=REPLY_LIMIT, special_in_text=True):
     """Fit the conversation into `window` tokens, keeping `reserve` free for the reply.
 
     messages: history then the new user message (last). A leading system message is the
