@@ -119,9 +119,17 @@ def test_the_lead_and_the_terms_the_panel_uses(lab, doc, text_side):
     reply = page.text_content(".reply")
     for words in ("Greedy decoding", "most likely next token", "near-ties", "end_turn", "max_tokens", "stopped"):
         assert words in reply, words
-    assert "the reply reached the reply limit" in reply or "end-of-turn token" in reply
     assert "\ufffd" not in reads
     shot(lab, "lab-terms")
+    # what ended the reply shown, in words: turn 2 ran to the reply limit, turn 1 ended itself
+    turns = next(c for c in doc["conversations"] if c["preset"] == "none" and c["window"] == 1024)["turns"]
+    said = {"end_turn": "the model wrote its end-of-turn token", "max_tokens": "the reply reached the reply limit before"}
+    for step in (1, 0):
+        recorded(lab, step=step)
+        title, turn = page.text_content(".reply .reply-title"), turns[step]
+        assert f"{len(turn['reply_ids'])} tokens" in title and page.text_content(".reply .reply-title code.stop") == turn["stop_reason"]
+        assert said[turn["stop_reason"]] in title and all(s not in title for r, s in said.items() if r != turn["stop_reason"]), title
+    assert [turns[1]["stop_reason"], turns[0]["stop_reason"]] == ["max_tokens", "end_turn"]  # both kinds were seen
 
 
 def test_counts_use_one_vocabulary(lab, doc):
