@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chatlens import presets
+from chatlens import defaults, presets
 from chatlens.host import chatcli
 from chatlens.record import TurnRecord
 from chatlens.source import load_text_side
@@ -286,3 +286,44 @@ def test_a_message_that_cannot_fit_says_every_count(gguf_path):
     assert "chatlens: the new message needs " in out.stderr and "leaves 62." in out.stderr
     show = out.stdout.split("--- what the model read", 1)[1]
     assert "Hi!" in show and "sleep" not in show  # the turn before is what /show still shows
+
+
+# -- settings and messages are refused before the weights load ------------------------------------------
+
+
+def _refused_before_loading(monkeypatch, capsys, argv, stdin=""):
+    """`python -m chatlens ARGV` in this process, with loading the model made a failure: the exit
+    status and stderr of a command that must refuse its input first."""
+    import io
+    import sys
+
+    from chatlens.host import cli
+
+    def must_not_load(*a, **k):
+        raise AssertionError("the model was loaded before the input was checked")
+
+    monkeypatch.setattr(chatcli, "open_model", must_not_load)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = cli.main(argv)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["chat", "run"])
+@pytest.mark.parametrize("window", ["0", "96", "100000"])
+def test_a_bad_window_is_refused_before_the_model_loads(gguf_path, monkeypatch, capsys, command, window):
+    from chatlens.chat import check_window
+    from chatlens.errors import WindowError
+
+    with pytest.raises(WindowError) as rule:  # the chat's one rule, against the model's own context
+        check_window(int(window), defaults.REPLY_LIMIT, load_text_side(gguf_path).config.n_ctx)
+    stdin = json.dumps({"messages": [{"role": "user", "content": "Hi"}]})
+    code, err = _refused_before_loading(monkeypatch, capsys, [command, "--window", window, "--model", str(gguf_path)], stdin)
+    assert code == 1 and err == f"chatlens: {rule.value}\n"
+    assert "loading the model" not in err
+
+
+@pytest.mark.parametrize("role", ["bot", "assistant", "system"])
+def test_run_names_the_role_it_refuses(gguf_path, monkeypatch, capsys, role):
+    stdin = json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": role, "content": "Hello"}]})
+    code, err = _refused_before_loading(monkeypatch, capsys, ["run", "--model", str(gguf_path)], stdin)
+    assert code == 1 and err == f"chatlens: the last message must be the new user message, not {role!r}\n"

@@ -153,6 +153,26 @@ def candidate_tokens(tokenizer, steps) -> list:
     return [[tokenizer.token_text(c[0]) for c in step] for step in steps]
 
 
+def check_reply_limit(max_tokens) -> int:
+    """The one rule for the reply limit (also the window's reserve): at least one token."""
+    max_tokens = int(max_tokens)
+    if max_tokens < 1:
+        raise ChatlensError("max tokens must be at least 1")
+    return max_tokens
+
+
+def check_window(window, reserve, context) -> int:
+    """The one rule for a chat's window: more tokens than the reply's reserve, and no more than
+    the model's whole context. Needs only the model's config, so a command checks it before it
+    loads the weights. Returns the window as an int; raises WindowError."""
+    window = int(window)
+    if window <= reserve:
+        raise WindowError(f"a window of {window} tokens leaves nothing after the {reserve}-token reply reserve")
+    if window > context:
+        raise WindowError(f"a window of {window} tokens is longer than the model's context of {context}")
+    return window
+
+
 class ChatSession:
     """A conversation with a model that keeps the model's KV cache between turns.
 
@@ -170,9 +190,7 @@ class ChatSession:
         self.tokenizer = model.tokenizer
         self.template = model.template
         self.eos_id = model.eos_id
-        self.max_tokens = int(max_tokens)
-        if self.max_tokens < 1:
-            raise ChatlensError("max tokens must be at least 1")
+        self.max_tokens = check_reply_limit(max_tokens)
         self.window = self._checked_window(window)
         self.clock = clock
         self.preset, self.custom = None, None
@@ -203,13 +221,7 @@ class ChatSession:
         self.window = window
 
     def _checked_window(self, window) -> int:
-        window = int(window)
-        if window <= self.max_tokens:
-            raise WindowError(f"a window of {window} tokens leaves nothing after the {self.max_tokens}-token reply reserve")
-        limit = self.model.config.n_ctx
-        if window > limit:
-            raise WindowError(f"a window of {window} tokens is longer than the model's context of {limit}")
-        return window
+        return check_window(window, self.max_tokens, self.model.config.n_ctx)
 
     def clear(self):
         """A new conversation: history forgotten, cache emptied."""

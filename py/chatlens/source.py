@@ -57,6 +57,18 @@ def load_text_side(path, clock=None) -> TextSide:
     return _gguf_text_side(GGUFFile(path), clock)
 
 
+def load_config(path) -> ModelConfig:
+    """The model's config alone (its context, its shapes): what a command checks its settings
+    against before it loads anything larger."""
+    path = resolve_path(path)
+    if path.is_dir():
+        return ModelConfig.from_hf(_read_json(path / "config.json"))
+    from .gguf import GGUFFile
+
+    gguf = GGUFFile(path)
+    return ModelConfig.from_gguf(gguf.metadata, gguf.tensors)
+
+
 def _folder_text_side(path: Path, clock) -> TextSide:
     from .template import ChatTemplate
     from .tokenizer import Tokenizer

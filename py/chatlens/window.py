@@ -235,7 +235,9 @@ def turn_groups(indexes, messages):
     return groups
 
 
-def _check(messages):
+def check_messages(messages):
+    """The one rule for a conversation sent to the model: objects with a role and text content,
+    the last of them the new user message (the bad role named). Raises ChatlensError."""
     if not messages:
         raise ChatlensError("no messages: the last message must be the new user message")
     for i, m in enumerate(messages):
@@ -378,7 +380,7 @@ def counting(tokenizer, template, *, system, messages, window, reserve=REPLY_LIM
     (at_least False, the pieces pieces_of finds), with its sentence as "message". It is what a
     message too long for the bound (too_long) leaves to count, in the background: fit would
     take the whole count in one call. The figures are returned whether or not they fit."""
-    _check(messages)
+    check_messages(messages)
     window, reserve = int(window), int(reserve)
     if reserve < 0 or window <= 0:
         raise WindowError(f"window {window} and reserve {reserve} must be positive")
@@ -423,7 +425,7 @@ def fit(tokenizer, template, *, system, messages, window, reserve=REPLY_LIMIT, s
     (see tokenize). Raises WindowError, naming the counts, if the system prompt and the new
     message alone do not fit. Returns a Fit.
     """
-    _check(messages)
+    check_messages(messages)
     window, reserve = int(window), int(reserve)
     if reserve < 0 or window <= 0:
         raise WindowError(f"window {window} and reserve {reserve} must be positive")

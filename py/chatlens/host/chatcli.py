@@ -109,19 +109,29 @@ def render(args) -> int:
 
 
 # -- run ---------------------------------------------------------------------------------------
+def _checked_limits(args) -> int:
+    """--max-tokens and --window by the chat's own rules (chatlens.chat), against the model's
+    config alone: a bad setting is refused before the weights load. Returns the window."""
+    from ..chat import check_reply_limit, check_window
+    from ..source import load_config
+
+    reserve = check_reply_limit(args.max_tokens)
+    return check_window(args.window, reserve, load_config(resolve_model(args.model)).n_ctx)
+
+
 def run(args) -> int:
     from ..chat import ChatSession
+    from ..window import check_messages
 
     preset, system = _system_args(args)
     data = _read_json_stdin()
     if isinstance(data, dict):
         data = data.get("messages")
     messages = _messages(data, 'stdin\'s "messages"')
-    if not messages or messages[-1].get("role") != "user":
-        raise ChatlensError("the last message must be the new user message")
-    content = messages[-1].get("content")
-    if isinstance(content, str) and not content.strip():
+    check_messages(messages)
+    if not messages[-1]["content"].strip():
         raise ChatlensError("the new user message is empty: there is nothing to send")
+    _checked_limits(args)
     model = open_model(args.model, args.backend)
     session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
                           history=messages[:-1])
@@ -184,6 +194,7 @@ def chat(args) -> int:
 
     preset, system = _system_args(args)
     interactive = sys.stdin.isatty()
+    _checked_limits(args)
     print("chatlens: loading the model ...", file=sys.stderr, flush=True)
     model = open_model(args.model, args.backend)
     session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system)
