@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from chatlens import window
+from chatlens import chat, window
 
 pytestmark = pytest.mark.browser
 
@@ -79,7 +79,7 @@ def test_a_pasted_million_characters_is_bounded_at_once_then_counted_in_the_back
     assert "(the model's whole context)" in got["countedText"]  # a window of 8192: all of SmolLM2's
 
 
-def test_a_newer_count_or_a_preview_ends_the_count_before_it(app):
+def test_a_newer_count_or_a_preview_ends_the_count_before_it(app, text_side):
     page = app.open()
     got = page.evaluate("""async (book) => {
         const turn = (content) => ({messages: [{role: 'user', content}], window: 8192});
@@ -96,10 +96,11 @@ def test_a_newer_count_or_a_preview_ends_the_count_before_it(app):
         return {replaced, preview: preview.used, ended, stopped: await third, short: short.needed};
     }""", BOOK)
     assert got["replaced"] == {"error": "AbortError", "message": "a newer count replaced this one"}
-    assert got["preview"] > 0  # answered
+    hi = [{"role": "user", "content": "Hi"}]
+    assert got["preview"] == chat.preview(text_side.tokenizer, text_side.template, system=None, messages=hi, window=8192).used
     assert got["ended"] == {"error": "AbortError", "message": "a newer preview ended the count"}
     assert got["stopped"]["error"] == "AbortError"
-    assert 0 < got["short"] < 50
+    assert got["short"] == exact_figures(text_side, "Hi")["needed"]  # counted to its end, as CPython counts it
 
 
 def test_the_live_preview_shows_the_bound_then_the_exact_count(app, text_side):
