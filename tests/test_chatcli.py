@@ -327,3 +327,17 @@ def test_run_names_the_role_it_refuses(gguf_path, monkeypatch, capsys, role):
     stdin = json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": role, "content": "Hello"}]})
     code, err = _refused_before_loading(monkeypatch, capsys, ["run", "--model", str(gguf_path)], stdin)
     assert code == 1 and err == f"chatlens: the last message must be the new user message, not {role!r}\n"
+
+
+def test_the_readmes_complete_example_feeds_the_pages_plain_text():
+    """The README's `... | python3 -m chatlens complete` line pipes exactly the text plain-text
+    mode starts from (no newline after it), so its result is the page's."""
+    import re
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    line = next(l for l in (root / "README.md").read_text().splitlines() if "-m chatlens complete" in l and "|" in l)
+    producer = line.split(" | python3 -m chatlens complete", 1)[0]
+    fed = subprocess.run(["bash", "-c", producer], capture_output=True, text=True, check=True).stdout
+    page = re.search(r'export const LESSON_TEXT = "([^"]*)";', (root / "site/js/modes/plain.mjs").read_text())[1]
+    assert fed == page
