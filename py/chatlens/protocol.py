@@ -62,12 +62,20 @@ class Text:
     top_k: int = doc("candidates each new token records (0: none)", 0)
 
 
+# The prompt ids a NumPy step of a page's reply reads: Pyodide's NumPy (no BLAS) reads 10 to 30
+# tokens a second, so a chunk takes a second or two: the page's progress moves that often and a
+# stop answers within it. A larger chunk saves little (the prefill's cost is per token).
+READ_CHUNK = 16
+
+
 @dataclass(frozen=True)
 class Start:
     """Start a reply the page pulls (one `step` a token)."""
     kind: str = doc("chat (a Turn's reply), text (a Text's continuation) or predict (a Turn's first token)")
     args: dict = doc("the arguments of that kind: a Turn, or a Text")
     depth: int = doc("GPU steps to keep in flight", 2)
+    chunk: int = doc("the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls "
+                     "between chunks (0: the backend's own; a GPU step reads the program's chunk)", READ_CHUNK)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,11 @@ stepper truncated back to what was accepted: its length is always the fed ids wh
 were given.
 
 Stopping: `stop()` between any two pulls; the reply keeps what was chosen until then.
+
+Progress: the prompt is read a chunk a pull (`chunk`: at most the stepper's own), and
+`prompt_read` says how much of it was read so far, so a host can show the read moving and a stop
+can fall between two chunks. Chunks change no greedy id: each chunk attends to the cache the
+chunks before it filled, as one long prefill does (tests/test_worker_pull.py).
 """
 
 from collections import deque
@@ -27,7 +32,7 @@ from .generate import Chosen, Generation, Stop, decoding
 
 
 class Pull:
-    def __init__(self, stepper, ids, *, eos_id, max_new_tokens, top_k=0, depth=2):
+    def __init__(self, stepper, ids, *, eos_id, max_new_tokens, top_k=0, depth=2, chunk=0):
         ids = [int(i) for i in ids]
         if not ids:
             raise ChatlensError("prefill needs at least one token")
@@ -37,8 +42,10 @@ class Pull:
         self.max_new_tokens = int(max_new_tokens)
         self.top_k = int(top_k)
         self.generation = None  # chatlens.generate.Generation, once the loop has ended
-        self._loop = decoding(ids, eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k,
-                              chunk=getattr(stepper, "chunk", 0))
+        own = int(getattr(stepper, "chunk", 0) or 0)  # the most ids one step of the stepper takes (0: any)
+        chunk = min(c for c in (own, int(chunk)) if c > 0) if own > 0 or int(chunk) > 0 else 0
+        self.chunk = chunk  # the prompt ids one pull reads (0: all of them)
+        self._loop = decoding(ids, eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k, chunk=chunk)
         self._need = next(self._loop)  # the Feed the loop waits for
         self._accepted = stepper.length  # what the stepper holds whose results were given
         self._flight = deque()  # planned runs submitted, oldest first, their bytes not given yet

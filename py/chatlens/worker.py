@@ -96,7 +96,7 @@ class _Worker:
     def start(self, a: protocol.Start):
         if a.kind not in protocol.KINDS:
             raise ChatlensError(f"kind must be {', '.join(protocol.KINDS)}, not {a.kind!r}")
-        kind, depth = a.kind, a.depth
+        kind, depth, chunk = a.kind, a.depth, a.chunk
         r = protocol.parse(protocol.KINDS[kind], a.args)
         if self.reply is not None:
             self.stop(None)
@@ -119,7 +119,10 @@ class _Worker:
         def finish(reused, gen):
             """The request's answer, once the reply has ended."""
             if kind == "chat":
-                return reply_of(record, tok, eos, reused, gen, cache.backend.name, top_k).to_json()
+                done = reply_of(record, tok, eos, reused, gen, cache.backend.name, top_k)
+                # Stopped while the prompt was read: the model read only what it fed, not the rest.
+                done.computed_tokens = min(done.computed_tokens, gen.prefill_tokens)
+                return done.to_json()
             if kind == "text":
                 from .complete import continuation
 
@@ -133,7 +136,9 @@ class _Worker:
                     "top_k_bytes": candidate_bytes(tok, [best])[0] if best else [],
                     "used": record.used, "reused_tokens": reused, "backend": cache.backend.name}
 
-        self.reply = _Reply(self.text, cache, ids, max_tokens, top_k, depth, finish)
+        if chunk < 0:
+            raise ChatlensError(f"chunk must be 0 (the backend's own) or more prompt ids, not {chunk}")
+        self.reply = _Reply(self.text, cache, ids, max_tokens, top_k, depth, finish, chunk=0 if cache.planned else chunk)
         return self._answered(self.reply, [], depth)
 
     def step(self, a: protocol.Step, raw=None):
@@ -168,8 +173,9 @@ class _Worker:
         return self.reply
 
     def _pulled(self, kind, a, on_token=None, should_stop=None):
-        """A reply pulled here to its end (NumPy): the page's steps, should_stop() asked between them."""
-        out = self.start(protocol.Start(kind=kind, args=dataclasses.asdict(a)))
+        """A reply pulled here to its end (NumPy): the page's steps, should_stop() asked between them.
+        The prompt is read in the backend's own chunks, as the command line reads it."""
+        out = self.start(protocol.Start(kind=kind, args=dataclasses.asdict(a), chunk=0))
         first = True
         while True:
             for t in out["tokens"]:
@@ -339,14 +345,14 @@ class _Reply:
     """A reply being pulled: its loop (chatlens.pull.Pull over the worker's cache), the decoder
     that streams its text, and its answer once done."""
 
-    def __init__(self, text_side, cache, prompt_ids, max_tokens, top_k, depth, finish):
+    def __init__(self, text_side, cache, prompt_ids, max_tokens, top_k, depth, finish, chunk=0):
         from .pull import Pull
 
         self.tokenizer, self.eos_id = text_side.tokenizer, text_side.eos_id
         self.reused = cache.reusable(prompt_ids)
         cache.truncate(self.reused)
         self.pull = Pull(cache, prompt_ids[self.reused:], eos_id=self.eos_id, max_new_tokens=max_tokens,
-                         top_k=top_k, depth=depth)
+                         top_k=top_k, depth=depth, chunk=chunk)
         self.depth = depth
         self.finish = finish  # (reused, Generation) -> the request's answer
         self.decoder = self.tokenizer.incremental_decoder()

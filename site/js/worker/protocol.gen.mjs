@@ -47,6 +47,7 @@
  * @property {string} kind chat (a Turn's reply), text (a Text's continuation) or predict (a Turn's first token)
  * @property {object} args the arguments of that kind: a Turn, or a Text
  * @property {number} [depth=2] GPU steps to keep in flight
+ * @property {number} [chunk=16] the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls between chunks (0: the backend's own; a GPU step reads the program's chunk)
  */
 
 /**
@@ -129,7 +130,7 @@ export const FIELDS = {
   Empty: [],
   GpuProgram: ["n_ctx", "features", "limits"],
   UseGpu: ["name"],
-  Start: ["kind", "args", "depth"],
+  Start: ["kind", "args", "depth", "chunk"],
   Step: ["depth"],
   CountStep: ["ms"],
   Text: ["text", "max_tokens", "top_k"],
