@@ -105,3 +105,61 @@ def test_a_prediction_is_pulled_too_and_leaves_the_cache_as_it_was(tiny):
     predicted, _, _ = pulled(executor, {**follow, "top_k": 5}, kind="predict")
     assert len(predicted["top_k"]) == 5 and predicted["reused_tokens"] == before
     assert call("preview", follow)["reused_tokens"] == before
+
+
+# -- the prompt read a chunk a pull (NumPy), its progress moving ----------------------------------------------------------
+
+STORY = ("The lighthouse keeper counted the ships that passed the rocks each night, wrote their names in a book, "
+         "and trimmed the lamp before the storms came in from the sea. ") * 3
+LONG_REQUEST = {"messages": [{"role": "user", "content": STORY + "What did the keeper write?"}], "window": 512,
+                "max_tokens": 8, "reserve": 8, "system": "Be brief."}  # a prompt of about 120 tokens
+
+
+def read_by_pulls(request, chunk=None, stop_at=None):
+    """The page's loop on NumPy: `start` (with its default chunk unless one is given), then `step`
+    until done; each answer's prompt progress, and `stop` once `read` reaches stop_at."""
+    args = {"kind": "chat", "args": request} if chunk is None else {"kind": "chat", "args": request, "chunk": chunk}
+    out, seen = call("start", args), []
+    while out["done"] is None:
+        seen.append((out["read"], out["prompt"]))
+        out = call("stop", {}) if stop_at is not None and out["read"] >= stop_at else call("step", {})
+    return out["done"], seen
+
+
+def test_a_numpy_prompt_is_read_a_chunk_a_pull_so_the_progress_moves_and_the_ids_stay(tiny):
+    from chatlens.protocol import READ_CHUNK
+
+    one_shot = on_numpy(tiny, LONG_REQUEST)  # worker.run: the backend's own chunk, the whole prompt in one step
+    call("use_numpy", {})  # an empty cache: every prompt id is read again
+    record, seen = read_by_pulls(LONG_REQUEST)
+    n = len(record["prompt_ids"])
+    assert n > 4 * READ_CHUNK
+    reads = [read for read, of in seen if read < of]
+    assert reads == list(range(0, n, READ_CHUNK))  # the figure moves a chunk a pull, not once at the start
+    assert {of for _, of in seen} == {n}
+    assert record["reply_ids"] == one_shot["reply_ids"] and record["computed_tokens"] == n
+
+
+def test_the_real_model_read_in_chunks_chooses_transformers_greedy_ids(gguf_path, model, reference):
+    from test_model import compare_greedy, reference_greedy
+
+    call("load", {"path": str(gguf_path)})
+    call("use_numpy", {})
+    record, seen = read_by_pulls(LONG_REQUEST)
+    assert len(seen) > 4  # read in chunks
+    theirs, gaps = reference_greedy(reference, record["prompt_ids"], LONG_REQUEST["max_tokens"], model.eos_id)
+    assert compare_greedy(record["reply_ids"], theirs, gaps) >= 4
+
+
+def test_a_stop_while_the_prompt_is_read_says_what_was_read_and_the_cache_holds_it(tiny):
+    from chatlens.protocol import READ_CHUNK
+
+    call("load", {"path": str(tiny)})
+    call("use_numpy", {})
+    record, seen = read_by_pulls(LONG_REQUEST, stop_at=2 * READ_CHUNK)
+    assert record["stop_reason"] == "stopped" and record["reply_ids"] == []
+    assert seen[-1][0] == record["computed_tokens"] == 2 * READ_CHUNK < record["used"]
+    # the next send of the same turn reuses exactly what was read
+    assert call("preview", LONG_REQUEST)["reused_tokens"] == 2 * READ_CHUNK
+    again, _ = read_by_pulls(LONG_REQUEST)
+    assert again["reused_tokens"] == 2 * READ_CHUNK and again["computed_tokens"] == again["used"] - 2 * READ_CHUNK
