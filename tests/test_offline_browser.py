@@ -5,14 +5,18 @@ Each test has its own server (it is stopped or rebuilt) and its own browser prof
 as a returning visitor's would be.
 """
 
+import json
 import shutil
 
 import pytest
 
+from conftest import run_cli
 from webapp import BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS, WEBGPU_BY_CHOICE
+from chatlens import chat
 from chatlens.host import build as site
 from chatlens.host.mirror import prepare_mirror
 from chatlens.host.serve import SiteServer
+from chatlens.source import load_text_side
 
 pytestmark = pytest.mark.browser
 
@@ -90,12 +94,18 @@ def test_a_stored_model_loads_without_a_download_then_works_with_no_network(play
     visit = offline_again(playwright, profile, srv)
     page = visit.open()
     assert page.evaluate("chatlens.source.origin") == "mirror"
-    record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Hi!'}], window: 256})")
-    assert record["used"] > 0
+    hi = [{"role": "user", "content": "Hi!"}]
+    record = page.evaluate("m => chatlens.preview({messages: m, window: 256})", hi)
+    text = load_text_side(srv.mirror.files[srv.mirror.gguf])
+    want = chat.preview(text.tokenizer, text.template, system=None, messages=hi, window=256)
+    assert record["prompt_ids"] == want.prompt_ids and record["used"] == want.used
     assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
-    reply = page.evaluate("chatlens.run({system: 'Be brief.', messages: [{role: 'user', content: 'Hi!'}], "
-                          "window: 256, maxTokens: 1})")
-    assert len(reply["reply_ids"]) == 1 and reply["backend"].startswith("webgpu: ")
+    reply = page.evaluate("m => chatlens.run({system: 'Be brief.', messages: m, window: 256, maxTokens: 1})", hi)
+    # the stored files (the mirror's Hugging Face folder) give the command line's reply
+    cli = run_cli("run", "--window", "256", "--max-tokens", "1", "--system", "Be brief.", stdin=json.dumps({"messages": hi}),
+                  model=srv.mirror.files["config.json"].parent)
+    assert cli.returncode == 0, cli.stderr
+    assert reply["reply_ids"] == json.loads(cli.stdout)["reply_ids"] and reply["backend"].startswith("webgpu: ")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "offline-after-restart.png"), full_page=True)
     visit.close()
