@@ -6,6 +6,7 @@ check that ChatTemplate raises TemplateError (and, for the template's own `raise
 """
 
 import copy
+import dataclasses
 import json
 import time
 from datetime import datetime
@@ -743,37 +744,76 @@ def test_render_errors_name_the_template_line():
 # transformers has no limits (these would run for hours or exhaust memory there), so there is no reference render:
 # what is checked is that each stops, soon, with a TemplateError that says which limit it reached.
 
+class SteppingClock:
+    """A clock for the time limit: each reading is `step` seconds after the one before, and every reading is kept,
+    so a test sees when the render looked at the time and when it stopped, whatever the machine's speed."""
+
+    def __init__(self, step=0.01, source=None):
+        self.step, self.source, self.readings = step, source, []
+
+    def __call__(self):
+        now = self.source() if self.source else len(self.readings) * self.step
+        self.readings.append(now)
+        return now
+
+    def stopped_at_the_deadline(self, seconds):
+        """The render's first reading starts its time; it stopped at the first reading past start + seconds."""
+        start, *middle, last = self.readings
+        return last > start + seconds and all(t <= start + seconds for t in middle)
+
+
+def runaway_loops(n, depth):
+    """Templates that run for about n * n steps (2 ** depth for the macro): each kind of step the limit counts."""
+    return {
+        "nested_range_loops": f"{{% for a in range({n}) %}}{{% for b in range({n}) %}}{{% endfor %}}{{% endfor %}}",
+        "nested_loops_over_a_list": (f"{{% set xs = range({n}) | list %}}"
+                                     "{% for a in xs %}{% for b in xs %}{% endfor %}{% endfor %}"),
+        "branching_macro": (f"{{% macro grow(n) %}}{{% if n < {depth} %}}{{{{ grow(n + 1) }}}}{{{{ grow(n + 1) }}}}"
+                            "{% endif %}{% endmacro %}{{ grow(0) }}"),
+        "loop_with_a_namespace_counter": (f"{{% set ns = namespace(n=0) %}}{{% for a in range({n}) %}}"
+                                          f"{{% for b in range({n}) %}}{{% set ns.n = ns.n + 1 %}}{{% endfor %}}"
+                                          "{% endfor %}{{ ns.n }}"),
+        # few loop steps, so that those the filters count decide when it stops
+        "filters_over_ranges": (f"{{% for a in range({n // 100}) %}}{{{{ range({n * 100}) | map('string') "
+                                "| select('equalto', 'x') | list | length }}{% endfor %}"),
+    }
+
+
+# Endless, for the real clock: hours of steps
+RUNAWAY_LOOPS = runaway_loops(100_000, 60)
+# Long for a clock that advances 10 ms a reading: the limit of 0.25 s is past after 26 readings, about 1,700 steps,
+# and each of these takes a million steps or more, so a render that did not count its steps or read the clock
+# would run to its end (a few seconds) and fail the test instead of hanging it.
+LONG_LOOPS = runaway_loops(1_000, 20)
 QUICK = RenderLimits(seconds=0.25)
 
-RUNAWAY_LOOPS = {
-    "nested_range_loops": "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
-    "nested_loops_over_a_list": ("{% set xs = range(100000) | list %}"
-                                 "{% for a in xs %}{% for b in xs %}{% endfor %}{% endfor %}"),
-    "branching_macro": ("{% macro grow(n) %}{% if n < 60 %}{{ grow(n + 1) }}{{ grow(n + 1) }}{% endif %}"
-                        "{% endmacro %}{{ grow(0) }}"),
-    "loop_with_a_namespace_counter": ("{% set ns = namespace(n=0) %}{% for a in range(100000) %}"
-                                      "{% for b in range(100000) %}{% set ns.n = ns.n + 1 %}{% endfor %}"
-                                      "{% endfor %}{{ ns.n }}"),
-    "filters_over_ranges": ("{% for a in range(100000) %}{{ range(100000) | map('string') | select('equalto', 'x')"
-                            " | list | length }}{% endfor %}"),
-}
 
-
-@pytest.mark.parametrize("name", sorted(RUNAWAY_LOOPS))
+@pytest.mark.parametrize("name", sorted(LONG_LOOPS))
 def test_a_template_that_loops_without_end_stops_at_the_time_limit(name):
-    start = time.monotonic()
+    clock = SteppingClock()
     with pytest.raises(TemplateError, match=r"^chat template stopped \(line 1\): the render took longer than its "
                                             r"limit of 0\.25 s \(a loop or a recursion without end\?\)$"):
-        ChatTemplate(RUNAWAY_LOOPS[name], limits=QUICK).render(CHAT)
-    assert time.monotonic() - start < 5
+        ChatTemplate(LONG_LOOPS[name], limits=RenderLimits(seconds=0.25, clock=clock)).render(CHAT)
+    assert clock.stopped_at_the_deadline(0.25)
 
 
-def test_the_default_time_limit_is_two_seconds():
-    start = time.monotonic()
+def test_the_time_limit_is_time_not_a_count_of_steps():
+    """The same render stops when its clock runs past the limit, and renders to its end when the clock stands still."""
+    source = "{% for a in range(300) %}{% for b in range(300) %}{% endfor %}{% endfor %}done"
+    with pytest.raises(TemplateError, match="longer than its limit of 0.25 s"):
+        ChatTemplate(source, limits=RenderLimits(seconds=0.25, clock=SteppingClock())).render(CHAT)
+    standing = SteppingClock(step=0)
+    assert ChatTemplate(source, limits=RenderLimits(seconds=0.25, clock=standing)).render(CHAT) == "done"
+    assert len(standing.readings) > 300 * 300 // 64  # it looked at the clock all along
+
+
+def test_the_default_time_limit_is_two_seconds_of_the_monotonic_clock():
+    clock = SteppingClock()
     with pytest.raises(TemplateError, match="longer than its limit of 2 s"):
-        ChatTemplate(RUNAWAY_LOOPS["nested_range_loops"]).render(CHAT)
-    assert 2 <= time.monotonic() - start < 10
+        ChatTemplate(LONG_LOOPS["nested_range_loops"], limits=dataclasses.replace(DEFAULT_LIMITS, clock=clock)).render(CHAT)
+    assert clock.stopped_at_the_deadline(2.0)
     assert DEFAULT_LIMITS == RenderLimits(seconds=2.0, chars=4 * 1024 * 1024, input_multiple=4)
+    assert DEFAULT_LIMITS.clock is time.monotonic and ChatTemplate("x").limits is DEFAULT_LIMITS
 
 
 @pytest.mark.parametrize("source", ["{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
@@ -827,13 +867,24 @@ ENORMOUS = {
 
 @pytest.mark.parametrize("name", sorted(ENORMOUS))
 def test_a_template_that_builds_enormous_text_stops_at_the_size_limit(name):
-    start = time.monotonic()
-    with pytest.raises(TemplateError) as e:
-        ChatTemplate(ENORMOUS[name]).render(CHAT)
+    """Each stops on its size before it has built what it asks for (gigabytes, most of them): the clock stands
+    still, so the time limit cannot stop it instead, and the memory the render took is measured."""
+    import tracemalloc
+
+    standing = RenderLimits(clock=SteppingClock(step=0))
+    tracemalloc.start()
+    try:
+        with pytest.raises(TemplateError) as e:
+            ChatTemplate(ENORMOUS[name], limits=standing).render(CHAT)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
     message = str(e.value)
     assert message.startswith("chat template stopped")
     assert "more than 4,194,304 characters" in message or "more than the limit of 4,194,304" in message
-    assert time.monotonic() - start < 5
+    # A macro's output is checked when the macro returns, so `output_of_a_macro` holds its 1,000 pieces of 100 KB
+    # (about 100 MB) first; every other case stops within a few times the limit.
+    assert peak < 128 * 2**20
 
 
 def test_long_inputs_raise_the_size_limit_with_them():

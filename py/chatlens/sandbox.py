@@ -78,11 +78,15 @@ class RenderLimits:
       may build: 4 Mi characters (about 130 times the text of an 8192-token prompt), or `input_multiple` times
       the characters of text passed in (messages, tools, documents, variables) when that is more, so that a
       legitimately long input never trips it.
+    clock: where a render reads the time, in seconds (time.monotonic: it works in Pyodide too, and a wall clock
+      set back would stretch the limit). The one place the limits read the time, so that a test can hand it a
+      clock of its own.
     """
 
     seconds: float = 2.0
     chars: int = 4 * 1024 * 1024
     input_multiple: int = 4
+    clock: Callable[[], float] = dataclasses.field(default=time.monotonic, compare=False, repr=False)
 
     def __post_init__(self):
         if not self.seconds > 0 or self.chars < _SMALL or self.input_multiple < 1:
@@ -102,12 +106,13 @@ MAX_TREE_DEPTH = 80  # depth of the parsed template
 class _Budget:
     """What one render has used so far; `spans` collects `{% generation %}` spans when asked for."""
 
-    __slots__ = ("seconds", "deadline", "max_chars", "chars", "countdown", "spans", "depth", "measured", "last_sum",
-                 "_inputs", "_multiple")
+    __slots__ = ("seconds", "now", "deadline", "max_chars", "chars", "countdown", "spans", "depth", "measured",
+                 "last_sum", "_inputs", "_multiple")
 
     def __init__(self, limits: RenderLimits, inputs: tuple, track: bool):
         self.seconds = limits.seconds
-        self.deadline = time.monotonic() + limits.seconds
+        self.now = limits.clock
+        self.deadline = self.now() + limits.seconds
         self.max_chars = limits.chars
         self.chars = 0  # characters of output yielded so far
         self.countdown = _CHECK_EVERY
@@ -120,7 +125,7 @@ class _Budget:
 
     def clock(self):
         self.countdown = _CHECK_EVERY
-        if time.monotonic() > self.deadline:
+        if self.now() > self.deadline:
             raise _LimitReached(f"the render took longer than its limit of {self.seconds:g} s "
                                 "(a loop or a recursion without end?)")
 
