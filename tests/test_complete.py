@@ -33,6 +33,19 @@ def next_token_probabilities(reference, ids):
     return e / e.sum()
 
 
+def assert_ranked_like_the_reference(candidates, probs):
+    """The candidates are the reference's best len(candidates), in its order: none is missing (every id left out is
+    no likelier than the last one in) and none is out of place (each is at least as likely as the next), up to
+    2 * TOL, what the two sides' probabilities may each be off by."""
+    ids = [i for i, _, _ in candidates]
+    assert len(set(ids)) == len(ids)
+    for a, b in zip(ids, ids[1:]):
+        assert probs[a] >= probs[b] - 2 * TOL, (a, b)
+    left_out = np.ones(len(probs), bool)
+    left_out[ids] = False
+    assert probs[left_out].max() <= probs[ids].min() + 2 * TOL, int(np.flatnonzero(left_out)[probs[left_out].argmax()])
+
+
 def complete_cli(text, *args, model):
     done = run_cli("complete", *args, stdin=text, model=model)
     assert done.returncode == 0, done.stderr
@@ -47,7 +60,8 @@ def test_the_capital_of_france_as_plain_text_ends_the_message(gguf_path, model, 
     assert first[0][0] == model.eos_id == int(np.argmax(probs))  # <|im_end|> leads
     assert out["top_k_tokens"][0][0] == "<|im_end|>"
     np.testing.assert_allclose([p for _, _, p in first], probs[[i for i, _, _ in first]], atol=TOL, rtol=0)
-    assert [i for i, _, _ in first[:3]] == list(np.argsort(-probs)[:3])
+    assert len(first) == 10
+    assert_ranked_like_the_reference(first, probs)
     # greedy takes it: the continuation is over at once
     assert out["ids"] == [model.eos_id] and out["text"] == "" and out["stop_reason"] == "end_turn"
 
@@ -62,6 +76,8 @@ def test_the_same_words_inside_the_template_get_an_answer(model, reference, nump
     assert first[0][0] == int(np.argmax(probs)) and first[0][0] not in model.tokenizer.special_ids
     assert out["top_k_tokens"][0][0].strip().isalpha()  # a word of an answer ("The")
     np.testing.assert_allclose([p for _, _, p in first], probs[[i for i, _, _ in first]], atol=TOL, rtol=0)
+    assert len(first) == 10
+    assert_ranked_like_the_reference(first, probs)
 
 
 @pytest.fixture(scope="module")
