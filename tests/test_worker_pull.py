@@ -9,6 +9,7 @@ import json
 import struct
 from collections import deque
 
+import numpy as np
 import pytest
 
 from chatlens import worker
@@ -103,8 +104,14 @@ def test_a_prediction_is_pulled_too_and_leaves_the_cache_as_it_was(tiny):
     follow = {**REQUEST, "messages": MESSAGES + [{"role": "assistant", "content": "Yes."}, {"role": "user", "content": "Hm?"}]}
     before = call("preview", follow)["reused_tokens"]
     predicted, _, _ = pulled(executor, {**follow, "top_k": 5}, kind="predict")
-    assert len(predicted["top_k"]) == 5 and predicted["reused_tokens"] == before
+    assert predicted["reused_tokens"] == before
     assert call("preview", follow)["reused_tokens"] == before
+    # the candidates are the NumPy path's, the same ids in the same order, logits and probabilities alike
+    on_numpy(tiny, REQUEST)
+    want = call("predict", {**follow, "top_k": 5})
+    assert [c[0] for c in predicted["top_k"]] == [c[0] for c in want["top_k"]] and len(want["top_k"]) == 5
+    assert predicted["top_k_tokens"] == want["top_k_tokens"]
+    np.testing.assert_allclose([c[1:] for c in predicted["top_k"]], [c[1:] for c in want["top_k"]], atol=1e-4, rtol=0)
 
 
 # -- the prompt read a chunk a pull (NumPy), its progress moving ----------------------------------------------------------
