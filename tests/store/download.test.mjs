@@ -266,18 +266,23 @@ test("an AbortSignal stops at once and leaves the model incomplete; the next dow
   server.fault(BASE + "model.safetensors", { delayMs: 20, times: 1 });
   const s = store(server);
   const ac = new AbortController();
-  let abortedAt = null;
+  let atAbort = null;
+  let after = 0;
   const p = s.download(source(files), {
     signal: ac.signal,
     onProgress: (e) => {
-      if (!abortedAt && e.file?.name === "model.safetensors" && e.file.done >= 2 * CS) {
-        abortedAt = performance.now();
+      if (atAbort) after++;
+      else if (e.file?.name === "model.safetensors" && e.file.done >= 2 * CS) {
+        atAbort = { requests: server.log.length, sent: sent(server, "model.safetensors") };
         ac.abort();
       }
     },
   });
   await assert.rejects(p, { name: "AbortError" });
-  assert.ok(performance.now() - abortedAt < 100, "rejected at once");
+  // at once: not a byte more read (the rest of the body comes a block every 20 ms), no request, no progress
+  assert.ok(atAbort.sent < files["model.safetensors"].length);
+  assert.deepEqual({ requests: server.log.length, sent: sent(server, "model.safetensors") }, atAbort);
+  assert.equal(after, 0);
   const st = await s.status(source(files));
   assert.equal(st.complete, false);
   assert.equal(st.files.find((f) => f.name === "model.safetensors").complete, false);
