@@ -2,6 +2,7 @@
 // as modes/live.mjs plays them, and what each change tells the page to draw.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { detect, observe } from "../../site/js/lesson/challenges.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 
 function recording() {
@@ -89,8 +90,26 @@ test("plain text: an older text's answers are dropped", () => {
 
 test("the challenges a record completes", () => {
   const { store, types } = recording();
-  store.observed({ pieces: [], dropped_messages: [], prompt_ids: [], special_ids: [] }, { live: true });
+  const now = new Date(2026, 11, 2);
+  // a live reply whose window dropped the first message: the "Past the window" challenge is done
+  const dropped = { pieces: [], prompt_ids: [], special_ids: [], window: 256, reply_text: "Arr, it be gone.",
+    stop_reason: "end_turn", dropped_messages: [{ message_index: 0, count: 12 }] };
+  store.observed(dropped, { live: true, now });
+  assert.deepEqual(store.state.progress, observe({}, dropped, now, { live: true }));
+  assert.equal(store.state.progress.drop, true);
+  assert.equal(store.state.progress.showed.drop, detect(dropped, now).drop);
+  assert.deepEqual(types(), ["challenges"]);
+  // seen again it changes nothing, and nothing is redrawn
+  const before = store.state.progress;
+  store.observed(dropped, { live: true, now });
+  assert.equal(store.state.progress, before);
+  assert.deepEqual(types(), ["challenges"]);
+  // a recorded turn only marks it seen, and where
+  const { store: other } = recording();
+  other.observed(dropped, { live: false, where: "pirate, 256 tokens, turn 3", now });
+  assert.equal(other.state.progress.drop, undefined);
+  assert.equal(other.state.progress.seen.drop, "pirate, 256 tokens, turn 3");
   store.progressReset();
   assert.deepEqual(store.state.progress, {});
-  assert.equal(types().at(-1), "challenges");
+  assert.deepEqual(types(), ["challenges", "challenges"]);
 });
