@@ -319,13 +319,28 @@ def test_short_sequences_equal_numpy_then_hand_over_to_the_split_ones(tmp_path, 
     short = gpu.meta["short"]
     assert short["keys"] == 128 and gpu.meta["splits"] > 1
     layers = TINY.n_layers
-    assert gpu.meta["dispatches"][short["decode"]] == 1 + 5 * layers == gpu.meta["dispatches"]["decode"] - layers
+    # a decode step: 5 a layer either way (past 128 keys the o projection merges the splits); a
+    # prefill chunk past them merges in a pass of its own
+    runs = gpu.meta["dispatches"]
+    assert runs[short["decode"]] == runs["decode"] == runs[short["prefill"]] == runs["prefill"] - layers == 1 + 5 * layers
     gpu.executor = ShortWhileItFits(gpu.executor, gpu.meta)
     compare_run(gpu, ref, (PROMPT * 3)[:120], 2, tol=tol)  # every step short
     gpu.reset()
     ref.reset()
     compare_run(gpu, ref, (PROMPT * 3)[:200], 2, tol=tol)  # short, then split
     assert gpu.executor.short_runs == (8 + 2) + 8  # chunks and decodes up to 128 keys
+
+def test_a_decode_step_takes_5_dispatches_a_layer_at_every_context(gguf_path):
+    """The real model's program (pure Python, no GPU): 153 dispatches a token (30 layers of 5,
+    the embedding, the head and the argmax) whether its attention is split or not."""
+    plan = weight_plan(gguf_path)
+    for n_ctx in (64, 128, 129, 369, 2048):
+        built = program.build_program(plan, n_ctx)
+        runs, short = built["meta"]["dispatches"], built["meta"]["short"]
+        assert runs["decode"] + runs["head"] == 153, n_ctx
+        assert (short is None) == (n_ctx <= 128) and (short is None or runs[short["decode"]] == runs["decode"])
+        assert "attention_merge" not in [d["label"] for d in built["sequences"]["decode"]]
+
 
 def test_top_k_equals_numpy_up_to_the_gpu_limit_and_past_it(tmp_path):
     path = SOURCES["hf-bf16"](tmp_path)

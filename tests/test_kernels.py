@@ -152,10 +152,12 @@ def test_matvec_equals_x_at_w_t(device, dtype, target):
         close(got, (x @ wv.T)[0])
 
 
+@pytest.mark.parametrize("gemm", sorted(K.GEMMS))
 @pytest.mark.parametrize("chunk", [64, 128])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_matmul_equals_x_at_w_t(device, dtype, chunk):
-    """A prefill chunk: Y = X @ W.T for T tokens of a chunk (partial tiles, tokens past T untouched)."""
+def test_matmul_equals_x_at_w_t(device, dtype, chunk, gemm):
+    """A prefill chunk: Y = X @ W.T for T tokens of a chunk (partial tiles, tokens past T
+    untouched), by each prefill GEMM (double-buffered and plain)."""
     for (n, k), t in zip(shapes_for(dtype)[::-1], (5, chunk, chunk // 2 + 1, 1)):
         rng = rng_for("mm", dtype, n, k, chunk)
         x = rng.standard_normal((chunk, k)).astype(np.float32)
@@ -163,7 +165,9 @@ def test_matmul_equals_x_at_w_t(device, dtype, chunk):
         step = kern.step(n_tokens=t, capacity=chunk)
         w, (wv,) = kern.matrix("w", [rng.standard_normal((n, k)).astype(np.float32)], dtype)
         y = kern.output("y", 4 * n * chunk)
-        K.project(kern.b, "k", Target(), step=step, x=kern.input("x", x), w=w, epilogue=K.store(y, n), chunk=chunk)
+        K.project(kern.b, "k", Target(), step=step, x=kern.input("x", x), w=w, epilogue=K.store(y, n), chunk=chunk,
+                  gemm=gemm)
+        assert kern.b.sequences["k"][0]["label"].startswith(gemm + "-")
         (got,) = kern.run("y")
         got = got.reshape(chunk, n)
         close(got[:t], x[:t] @ wv.T)
@@ -171,9 +175,9 @@ def test_matmul_equals_x_at_w_t(device, dtype, chunk):
 
 
 @pytest.mark.parametrize("gain_dtype", ["F32", "F16", "BF16"])
-@pytest.mark.parametrize("chunk", [None, 64])
-def test_rms_norm_folded_into_the_projection(device, gain_dtype, chunk):
-    """rms_norm(x, g, eps) @ W.T with g stored as F32/F16/BF16; the last row read when LAST_ROW (the head)."""
+@pytest.mark.parametrize("chunk, gemm", [(None, None), (64, "matmul"), (64, "matmul_plain")])
+def test_rms_norm_folded_into_the_projection(device, gain_dtype, chunk, gemm):
+    """rms_norm(x, g, eps) @ W.T with g stored as F32/F16/BF16, by the matvec and each prefill GEMM."""
     for n, k, dtype in ((1536, 576, "Q4_1"), (37, 40, "F32")):
         rng = rng_for("norm", gain_dtype, chunk, n)
         t = 1 if chunk is None else 7
@@ -185,7 +189,7 @@ def test_rms_norm_folded_into_the_projection(device, gain_dtype, chunk):
         w, (wv,) = kern.matrix("w", [rng.standard_normal((n, k)).astype(np.float32)], dtype)
         y = kern.output("y", 4 * n * t)
         K.project(kern.b, "k", Target(True), step=step, x=kern.input("x", x), w=w, epilogue=K.store(y, n),
-                  gain=(kern.input("g", g_raw), gain_dtype), eps=1e-5, chunk=chunk)
+                  gain=(kern.input("g", g_raw), gain_dtype), eps=1e-5, chunk=chunk, gemm=gemm)
         (got,) = kern.run("y")
         close(got.reshape(t, n), rms_norm(x, g, 1e-5) @ wv.T)
 
@@ -229,10 +233,36 @@ def test_silu_gate_times_up(device, dtype, chunk):
         close(got.reshape(t, ffn), silu(n @ gate.T) * (n @ up.T))
 
 
-def test_silu_matches_numpy_for_large_negative_inputs():
-    """WGSL promises nothing about inf: the kernel's select() returns NumPy's 0 where exp(-x) overflows."""
+@pytest.mark.parametrize("chunk", [None, 64])
+def test_the_silu_kernel_gives_numpy_s_values_where_exp_overflows(device, chunk):
+    """silu(gate) * up in the shader, with the gate's values chosen exactly (x one-hot, gate rows
+    holding the value in column 0): from -1e30 to 1e30, past where exp(-x) overflows float32
+    (x < -88.7) and where exp(-x) underflows (x > 103). WGSL promises nothing about inf, so the
+    kernel must not lean on x / inf: its outputs equal NumPy's silu (0 for the large negative
+    ones, x for the large positive ones), none of them NaN."""
+    gate = np.array([-1e30, -1e4, -1000, -100, -89, -88, -80.5, -79.5, -50, -1, 0, 1, 50, 88, 89, 100, 1000, 1e4,
+                     1e30, -3.0e38, 3.0e38, -87.5, 87.5, -0.5], np.float32)
+    ffn, dim = len(gate), 64
+    t = 1 if chunk is None else 3
+    x = np.zeros((t, dim), np.float32)
+    x[:, 0] = 1
+    gate_w = np.zeros((ffn, dim), np.float32)
+    gate_w[:, 0] = gate
+    up = np.full((ffn, dim), 0.0, np.float32)
+    up[:, 0] = 0.5
+    kern = Kernel(device)
+    step = kern.step(n_tokens=t)
+    w, _ = kern.matrix("w", [gate_w, up], "F32")
+    h = kern.output("h", 4 * ffn * t)
+    K.project(kern.b, "k", Target(False), step=step, x=kern.input("x", x), w=w, epilogue=K.silu_mul(h, ffn), chunk=chunk)
+    (got,) = kern.run("h")
     with np.errstate(over="ignore"):
-        assert silu(np.float32(-100.0)) == 0.0
+        want = silu(gate) * np.float32(0.5)
+    got = got.reshape(t, ffn)
+    assert not np.isnan(got).any()
+    for row in got:  # float32 exp's rounding (1e-5); the kernel's 0 below -80 against NumPy's |silu| < 1e-32
+        np.testing.assert_allclose(row, want, rtol=1e-5, atol=1e-30)
+    assert (got[:, gate < -88] == 0).all()
 
 
 def llama_cpp_permute(w, n_heads):
@@ -285,47 +315,90 @@ def test_rope_and_kv_cache_write_after_the_qkv_projection(device, layout, chunk,
 
 
 # -- attention ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("nh, nkv, hd", [(9, 3, 64), (4, 2, 16), (4, 4, 16)])
+ATTENTION_SHAPES = [(9, 3, 64), (4, 2, 16), (4, 4, 16)]  # (heads, KV heads, head_dim)
+
+
+def attention_case(kern, nh, nkv, hd, kv, splits, t, start, split, n_ctx=320):
+    """A cache in f16 or f32, q for t tokens at `start`, and NumPy's attention over them: the
+    kernel's inputs as buffers of `kern` and the (t, nh * hd) it must equal."""
+    rng = rng_for("attn", nh, nkv, hd, t, start)
+    kc = rng.standard_normal((nkv, n_ctx, hd)).astype({"F16": np.float16, "F32": np.float32}[kv])
+    vc = rng.standard_normal((nkv, n_ctx, hd)).astype(kc.dtype)
+    q = (2 * rng.standard_normal((t, nh * hd))).astype(np.float32)
+    step = kern.step(n_tokens=t, start=start, split=split if splits > 1 else n_ctx)
+    o_bytes, stats_bytes = K.partials_bytes(t, nh, splits, hd)
+    kern.b.buffer("partials", o_bytes)
+    kern.b.buffer("stats", stats_bytes)
+    end = start + t
+    want = attention(split_heads(q, nh), kc[:, :end].astype(np.float32), vc[:, :end].astype(np.float32), start)
+    return step, kern.input("q", q), kern.input("kc", kc), kern.input("vc", vc), want
+
+
+@pytest.mark.parametrize("nh, nkv, hd", ATTENTION_SHAPES)
 @pytest.mark.parametrize("splits", [1, 10])
 @pytest.mark.parametrize("kv", ["F16", "F32"])
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_attention_equals_numpy_attention_over_the_cache(device, nh, nkv, hd, splits, kv, target):
     """model.attention over a cache held in f16 or f32 (NumPy reads the same values), causal: one
-    split written directly, or split in keys of `split` and merged; decode (T=1) at 1, 71 and
-    320 keys (over 1, 3 and 10 splits, and blocks of keys past one), and prefill chunks of 7;
-    its reductions by subgroups and by shared memory."""
+    split written directly, or split in keys of `split` and merged by a pass of its own (as a
+    prefill chunk's is); decode (T=1) at 1, 71 and 320 keys (over 1, 3 and 10 splits, and blocks
+    of keys past one), and prefill chunks of 7; its reductions by subgroups and by shared memory."""
     n_ctx, split_max = 320, 32
-    rng = rng_for("attn", nh, nkv, hd)
-    kc = rng.standard_normal((nkv, n_ctx, hd)).astype({"F16": np.float16, "F32": np.float32}[kv])
-    vc = rng.standard_normal((nkv, n_ctx, hd)).astype(kc.dtype)
     for t, start, split in ((1, 0, 32), (1, 70, 32), (1, 319, 32), (7, 100, 16), (7, 20, 32)):
-        q = (2 * rng.standard_normal((t, nh * hd))).astype(np.float32)
         kern = Kernel(device)
-        step = kern.step(n_tokens=t, start=start, split=split if splits > 1 else n_ctx)
+        step, q, kc, vc, want = attention_case(kern, nh, nkv, hd, kv, splits, t, start, split, n_ctx)
         out = kern.output("out", 4 * t * nh * hd)
-        kern.b.buffer("partials", 4 * t * nh * splits * (hd + 2))
-        K.attention(kern.b, "k", step=step, q=kern.input("q", q), kc=kern.input("kc", kc), vc=kern.input("vc", vc),
-                    partials="partials", out=out, n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx,
-                    splits=splits, split_max=split_max if splits > 1 else n_ctx, tokens=t, kv=kv,
-                    target=TARGETS[target])
+        K.attention(kern.b, "k", step=step, q=q, kc=kc, vc=vc, partials="partials", stats="stats", out=out,
+                    n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=splits,
+                    split_max=split_max if splits > 1 else n_ctx, tokens=t, kv=kv, target=TARGETS[target])
         (got,) = kern.run("out")
-        end = start + t
-        want = attention(split_heads(q, nh), kc[:, :end].astype(np.float32), vc[:, :end].astype(np.float32), start)
         close(got.reshape(t, nh * hd), want)
 
 
-def test_one_split_attention_is_one_dispatch():
-    """Up to SHORT_KEYS keys the program has no merge pass: 5 dispatches a layer."""
-    b = ProgramBuilder()
-    b.buffer("step", 64)
-    for name in ("q", "kc", "vc", "a"):
-        b.buffer(name, 64)
-    splits, split_max = K.attention_splits(K.SHORT_KEYS, 3)
-    assert splits == 1
-    K.attention(b, "s", step="step", q="q", kc="kc", vc="vc", partials=None, out="a", n_heads=9, n_kv_heads=3,
-                head_dim=64, n_ctx=K.SHORT_KEYS, splits=splits, split_max=split_max, tokens=1)
-    assert [d["label"] for d in b.sequences["s"]] == ["attention-direct"]
-    assert K.attention_splits(K.SHORT_KEYS + 1, 3)[0] > 1
+@pytest.mark.parametrize("nh, nkv, hd", ATTENTION_SHAPES)
+@pytest.mark.parametrize("dtype", ["F32", "Q4_1"])
+@pytest.mark.parametrize("kv", ["F16", "F32"])
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_the_o_projection_merges_split_attention_as_it_loads_it(device, nh, nkv, hd, dtype, kv, target):
+    """A decode step past one split: attention's partials go straight to the o projection's
+    matvec, which merges them as it loads x: stream + model.attention(...) @ W.T, in two
+    dispatches, at 33, 71 and 320 keys (2, 3 and 10 splits of 32) and 100 keys in splits of 16.
+    Q4_1's wide units (32 elements) span two heads of 16."""
+    n_ctx, split_max, splits = 320, 32, 10
+    if dtype == "Q4_1" and nh * hd % 32:
+        pytest.skip("Q4_1 rows are whole blocks of 32")
+    for start, split in ((32, 32), (70, 32), (319, 32), (99, 16)):
+        kern = Kernel(device)
+        step, q, kc, vc, want = attention_case(kern, nh, nkv, hd, kv, splits, 1, start, split, n_ctx)
+        rng = rng_for("merge", nh, hd, dtype, start)
+        n = 40
+        w, (wv,) = kern.matrix("w", [rng.standard_normal((n, nh * hd)).astype(np.float32)], dtype)
+        stream = rng.standard_normal((1, n)).astype(np.float32)
+        r = kern.input("r", stream)
+        kern.b.readback("r", r)
+        split_out = K.attention(kern.b, "k", step=step, q=q, kc=kc, vc=vc, partials="partials", stats="stats",
+                                out=None, n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=splits,
+                                split_max=split_max, tokens=1, kv=kv, target=TARGETS[target])
+        K.project(kern.b, "k", TARGETS[target], step=step, x=split_out, w=w, epilogue=K.residual(r, n))
+        assert [d["label"] for d in kern.b.sequences["k"]] == ["attention", f"matvec-merge-residual-{dtype}"]
+        (got,) = kern.run("r")
+        close(got[:n].reshape(1, n), stream + want.reshape(1, nh * hd) @ wv.T)
+
+
+def test_decode_attention_takes_one_dispatch_at_every_length():
+    """Up to SHORT_KEYS keys attention writes its output directly; past them its splits' partials
+    are merged by the o projection (no merge pass): one dispatch either way, 5 a layer."""
+    for n_ctx in (K.SHORT_KEYS, K.SHORT_KEYS + 1, 4096):
+        b = ProgramBuilder()
+        for name in ("step", "q", "kc", "vc", "a", "partials", "stats"):
+            b.buffer(name, 64)
+        splits, split_max = K.attention_splits(n_ctx, 3)
+        assert (splits == 1) == (n_ctx <= K.SHORT_KEYS)
+        split = K.attention(b, "s", step="step", q="q", kc="kc", vc="vc", partials="partials", stats="stats",
+                            out="a" if splits == 1 else None, n_heads=9, n_kv_heads=3, head_dim=64, n_ctx=n_ctx,
+                            splits=splits, split_max=split_max, tokens=1)
+        assert [d["label"] for d in b.sequences["s"]] == ["attention-direct" if splits == 1 else "attention"]
+        assert (split is None) == (splits == 1)
 
 
 def test_attention_splits_cover_the_context():

@@ -28,11 +28,15 @@ UNIT = 8  # consecutive elements of a row the matmul and the embedding load at a
 WIDE = {"F32": 8, "F16": 8, "BF16": 8, "Q8_0": 16, "Q4_0": 32, "Q4_1": 32}
 ROWS = 4  # virtual rows per matmul invocation (one vec4)
 MATVEC_ROWS = 8  # virtual rows per matvec workgroup: each x unit loaded once serves all of them
-# The prefill matmul's tile (matmul.wgsl): TM tokens x TN rows, K in steps of KT, double-buffered;
-# each of the WG invocations computes 4 tokens x 4 rows and loads TM*KT/4/WG vec4 of x a step,
-# the first TN*KT/8 of them a W unit: WG == (TM/4) * (TN/4). Its two buffers of tiles fill 16 KiB,
-# WebGPU's default workgroup storage.
-MATMUL = {"TM": 64, "TN": 64, "KT": 16, "WG": 256}
+# The prefill GEMMs' tiles: TM tokens x TN rows, K in steps of KT; each of the WG invocations
+# computes 4 tokens x 4 rows and loads TM*KT/4/WG vec4 of x a step, the first TN*KT/8 of them a W
+# unit: WG == (TM/4) * (TN/4). Their tiles fill 16 KiB, WebGPU's default workgroup storage.
+# matmul.wgsl is double-buffered (two buffers of KT = 16, one barrier a step; it was 12-19% slower
+# on lavapipe), matmul_plain.wgsl single-buffered (one of KT = 32, two barriers a step): a real GPU
+# decides (scripts/device_bench.py --gemm runs both). GEMM is the one programs use.
+GEMMS = {"matmul": {"TM": 64, "TN": 64, "KT": 16, "WG": 256},
+         "matmul_plain": {"TM": 64, "TN": 64, "KT": 32, "WG": 256}}
+GEMM = "matmul"
 MAX_GRID = 65535
 
 
@@ -85,6 +89,19 @@ class Epilogue:
     bindings: tuple
     consts: dict = field(default_factory=dict)
     needs: tuple = ()  # files it calls into, before its own
+
+
+@dataclass(frozen=True)
+class Partials:
+    """Split attention's output before its merge (attention_split.wgsl): for each token, query
+    head and split of the keys, the exp-weighted sum of values (`o`: T, NH, SPLITS, HD) and the
+    split's max score and sum of exp(score - max) (`stats`: T, NH, SPLITS, 2). A matvec given them
+    as its x merges them as it loads x (x_merge.wgsl), so the merge takes no dispatch of its own."""
+    o: str
+    stats: str
+    n_heads: int
+    head_dim: int
+    splits: int
 
 
 def stored(dtype: str, nbytes: int) -> tuple[int, dict | None]:
@@ -151,13 +168,25 @@ def step_binding(step: str):
     return ("step", "Step", "read", step)
 
 
-def project(b, sequence: str, target: Target, *, step: str, x: str, w: Matrix, epilogue: Epilogue,
-            gain: tuple | None = None, eps: float = 0.0, chunk: int | None = None, last_row: bool = False):
+def project(b, sequence: str, target: Target, *, step: str, x: "str | Partials", w: Matrix, epilogue: Epilogue,
+            gain: tuple | None = None, eps: float = 0.0, chunk: int | None = None, last_row: bool = False,
+            gemm: str | None = None):
     """x @ W.T with an epilogue: matvec (one token) when chunk is None, else a tiled matmul over
-    up to `chunk` tokens. gain = (buffer, dtype) folds model.rms_norm(x, gain, eps) in first."""
+    up to `chunk` tokens (gemm: one of GEMMS, default GEMM). gain = (buffer, dtype) folds
+    model.rms_norm(x, gain, eps) in first. x is a buffer (T, K), or for the matvec split
+    attention's Partials, merged as they are loaded (K = NH * HD)."""
     check_row(w.dtype, w.k, w.buffer)
     nv = epilogue.nv
-    bindings = [step_binding(step), ("X", "array<vec4<f32>>", "read", x), ("W", "array<WT>", "read", w.buffer)]
+    merged = isinstance(x, Partials)
+    if merged:
+        if chunk is not None or gain is not None or last_row:
+            raise ValueError("only a plain matvec merges split attention as it loads x")
+        if x.n_heads * x.head_dim != w.k:
+            raise ValueError(f"{w.buffer}: rows of {w.k} elements cannot take {x.n_heads} heads of {x.head_dim}")
+        x_bindings = [("P", "array<vec4<f32>>", "read", x.o), ("S", "array<vec2<f32>>", "read", x.stats)]
+    else:
+        x_bindings = [("X", "array<vec4<f32>>", "read", x)]
+    bindings = [step_binding(step), *x_bindings, ("W", "array<WT>", "read", w.buffer)]
     files = ["step", f"dequantize_{w.dtype.lower()}"]
     if gain is not None:
         if gain[1] not in GAIN_TYPES:
@@ -181,17 +210,22 @@ def project(b, sequence: str, target: Target, *, step: str, x: str, w: Matrix, e
         consts.update({"WIDE_UNITS": wide_units, "WG": wg,
                        "WG_POW2": pow2_at_least(wg), "NRED": rows + (gain is not None), "LAST_ROW": last_row,
                        "GRID_X": gx})
-        files += [target.reduce, "matvec"]
+        if merged:
+            consts.update({"NH": x.n_heads, "HD": x.head_dim, "SPLITS": x.splits})
+        files += ["x_merge" if merged else "x_direct", target.reduce, "matvec"]
         grid = (gx, math.ceil(groups / gx), 1)
-        label = f"matvec-{epilogue.file}-{w.dtype}"
+        label = f"matvec-{'merge-' if merged else ''}{epilogue.file}-{w.dtype}"
         enable = target.enable
     else:
-        consts.update(MATMUL)
-        files.append("matmul")
-        grid = (math.ceil(nv / MATMUL["TN"]), math.ceil(chunk / MATMUL["TM"]), 1)
+        gemm = gemm or GEMM
+        if gemm not in GEMMS:
+            raise ValueError(f"no prefill GEMM named {gemm!r}: {', '.join(GEMMS)}")
+        consts.update(GEMMS[gemm])
+        files.append(gemm)
+        grid = (math.ceil(nv / GEMMS[gemm]["TN"]), math.ceil(chunk / GEMMS[gemm]["TM"]), 1)
         if grid[0] > MAX_GRID:
             raise ValueError(f"{w.buffer}: {nv} rows need more than {MAX_GRID} matmul tiles")
-        label = f"matmul-{epilogue.file}-{w.dtype}"
+        label = f"{gemm}-{epilogue.file}-{w.dtype}"
         enable = ()
     b.kernel(sequence, label, bindings, consts, files, grid, enable=enable)
 
@@ -240,12 +274,15 @@ def kv_cache_bytes(n_kv_heads: int, n_ctx: int, head_dim: int, kv: str = "F16") 
     return KV_TYPES[kv]["bytes"] * n_kv_heads * n_ctx * head_dim
 
 
-def attention(b, sequence: str, *, step: str, q: str, kc: str, vc: str, partials: str | None, out: str,
-              n_heads: int, n_kv_heads: int, head_dim: int, n_ctx: int, splits: int, split_max: int, tokens: int,
-              kv: str = "F16", target: Target = Target()):
-    """softmax(q k^T / sqrt(hd)) v over the cache (in `kv`), causal: with one split written to
-    `out` directly (one dispatch), else as split partials and a merge pass; tokens: the grid's
-    tokens (1 for decode, the chunk for prefill). Its reductions use subgroups where the target has them."""
+def attention(b, sequence: str, *, step: str, q: str, kc: str, vc: str, partials: str | None, stats: str | None,
+              out: str | None, n_heads: int, n_kv_heads: int, head_dim: int, n_ctx: int, splits: int, split_max: int,
+              tokens: int, kv: str = "F16", target: Target = Target()) -> "Partials | None":
+    """softmax(q k^T / sqrt(hd)) v over the cache (in `kv`), causal; tokens: the grid's tokens (1
+    for decode, the chunk for prefill). With one split it is written to `out` directly (one
+    dispatch). Else each split's partials go to `partials` (T, NH, SPLITS, HD) and `stats` (T, NH,
+    SPLITS, 2), then a merge pass writes `out`; with out None there is no merge pass: the
+    Partials returned are the x of the matvec that follows, which merges them as it loads them
+    (project). Its reductions use subgroups where the target has them."""
     wg = 32  # a split's 32 keys, one a thread (lavapipe: a prefill chunk's attention 1.5x faster than with 64)
     group = n_heads // n_kv_heads
     common = {"HD": head_dim, "NH": n_heads, "SPLITS": splits}
@@ -258,12 +295,23 @@ def attention(b, sequence: str, *, step: str, q: str, kc: str, vc: str, partials
     if splits == 1:
         b.kernel(sequence, "attention-direct", bindings + [("A", "array<f32>", "read_write", out)], consts,
                  files + ["attention_direct", "attention"], (1, n_kv_heads, tokens), enable=target.enable)
-        return
-    b.kernel(sequence, "attention", bindings + [("P", "array<f32>", "read_write", partials)], consts,
+        return None
+    b.kernel(sequence, "attention", bindings + [("P", "array<vec2<f32>>", "read_write", partials),
+                                                ("S", "array<vec2<f32>>", "read_write", stats)], consts,
              files + ["attention_split", "attention"], (splits, n_kv_heads, tokens), enable=target.enable)
-    bindings = [step_binding(step), ("P", "array<f32>", "read", partials), ("A", "array<f32>", "read_write", out)]
+    split = Partials(partials, stats, n_heads, head_dim, splits)
+    if out is None:
+        return split
+    bindings = [step_binding(step), ("P", "array<f32>", "read", partials), ("S", "array<vec2<f32>>", "read", stats),
+                ("A", "array<f32>", "read_write", out)]
     b.kernel(sequence, "attention_merge", bindings, {**common, "WG": wg}, ["step", "attention_merge"],
              (n_heads, tokens, 1))
+    return None
+
+
+def partials_bytes(tokens: int, n_heads: int, splits: int, head_dim: int) -> tuple[int, int]:
+    """Bytes of split attention's partials (T, NH, SPLITS, HD) and of its stats (T, NH, SPLITS, 2), f32."""
+    return 4 * tokens * n_heads * splits * head_dim, 8 * tokens * n_heads * splits
 
 
 def argmax(b, sequence: str, *, logits: str, out: str, vocab: int):

@@ -8,15 +8,18 @@ KV cache (f32 or f16: KV_CACHE), and these sequences of dispatches:
     prefill  embedding + every layer for a chunk of up to `chunk` tokens (tiled matmuls)
     decode   embedding + every layer for one token (matvecs), its id from the step or the last argmax
     prefill_short, decode_short   the same while the keys (start + tokens) fit one attention
-             workgroup (meta["short"]["keys"]): attention writes its output directly, one
-             dispatch fewer a layer. Only a program whose context is longer has them; a shorter
+             workgroup (meta["short"]["keys"]): attention writes its output directly, with no
+             partials to merge. Only a program whose context is longer has them; a shorter
              one's prefill and decode are already so.
     head     final norm + output projection of the chunk's last token, argmax
     top_k    the best step.top_k (id, logit) pairs of the logits, and the softmax's normalizer
              (run only when a step asks for top-k: the argmax path never pays for it)
 
-A step runs e.g. ["decode", "head"] in one compute pass after writing `step_params(...)`; at
-short contexts 5 dispatches a layer (q/k/v, attention, o, gate/up, down), else 6 (a merge).
+A step runs e.g. ["decode", "head"] in one compute pass after writing `step_params(...)`. A
+decode step takes 5 dispatches a layer at every context length (q/k/v, attention, o, gate/up,
+down): past one attention workgroup's keys the o projection merges the attention's splits as
+it loads them (kernels.Partials). A prefill chunk past them takes 6: its merge is a pass of its
+own, done once for the chunk's 128 tokens instead of in each of the o matmul's tiles.
 Pure Python (no NumPy, no wgpu): Pyodide builds the same program for the browser's executor.
 """
 
@@ -49,10 +52,13 @@ KV_CACHE_OF_SOURCE = {"arrays": "F32"}
 
 
 def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = None, chunk: int = CHUNK,
-                  kv: str | None = None) -> dict:
+                  kv: str | None = None, gemm: str | None = None) -> dict:
+    """gemm: the prefill GEMM (kernels.GEMMS; default kernels.GEMM)."""
     kv = kv or KV_CACHE_OF_SOURCE.get(plan.get("source"), KV_CACHE)
     if kv not in K.KV_TYPES:
         raise ChatlensError(f"a KV cache in {kv}: the GPU holds one in {' or '.join(K.KV_TYPES)}")
+    if gemm is not None and gemm not in K.GEMMS:
+        raise ChatlensError(f"no prefill GEMM named {gemm!r}: the GPU has {' and '.join(K.GEMMS)}")
     cfg = ModelConfig(**plan["config"])
     if not 0 < n_ctx <= cfg.n_ctx:
         raise ChatlensError(f"a context of {n_ctx} tokens does not fit the model's {cfg.n_ctx}")
@@ -91,7 +97,9 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     b.buffer("q", 4 * chunk * qd)
     b.buffer("attn", 4 * chunk * qd)
     if splits > 1:
-        b.buffer("partials", 4 * chunk * nh * splits * (hd + 2))
+        o_bytes, stats_bytes = K.partials_bytes(chunk, nh, splits, hd)
+        b.buffer("partials", o_bytes)
+        b.buffer("partial_stats", stats_bytes)
     b.buffer("h", 4 * chunk * ffn)
     b.buffer("logits", 4 * vocab)
     b.buffer("chosen", 16)
@@ -137,20 +145,26 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
                 epi = K.rope_kv("q", w["k_cache"], w["v_cache"], "rope", n_heads=nh, n_kv_heads=nkv, head_dim=hd,
                                 n_ctx=n_ctx, hf_pairs=hf_pairs, segs=segs, pairs=pairs[part], kv=kv)
                 # rms_norm(x) (T, dim) -> q (T, nh*hd) rotated; k, v rotated -> cache[:, start:start+T]
-                K.project(b, seq, target, step=step, x="x", w=mat, epilogue=epi, gain=w["attn_norm"], eps=eps, chunk=rows)
-            # q (T, nh*hd), cache (nkv, start+T, hd) -> attn (T, nh*hd), by way of partials
-            # (T, nh, splits, hd+2) and a merge when there is more than one split
-            K.attention(b, seq, step=step, q="q", kc=w["k_cache"], vc=w["v_cache"], partials="partials", out="attn",
-                        n_heads=nh, n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=seq_splits,
-                        split_max=split_max if seq_splits > 1 else short or split_max, tokens=tokens, kv=kv,
-                        target=target)
-            # x (T, dim) += attn (T, nh*hd) @ o.T
-            K.project(b, seq, target, step=step, x="attn", w=w["o"], epilogue=K.residual("x", dim), chunk=rows)
+                K.project(b, seq, target, step=step, x="x", w=mat, epilogue=epi, gain=w["attn_norm"], eps=eps, chunk=rows,
+                          gemm=gemm)
+            # q (T, nh*hd), cache (nkv, start+T, hd) -> attn (T, nh*hd) in one dispatch (one split);
+            # else -> partials (T, nh, splits, hd) and stats (T, nh, splits, 2), merged into attn by a
+            # pass of their own for a chunk, and for one token by the o projection below (x_merge)
+            merged_later = tokens == 1 and seq_splits > 1
+            split = K.attention(b, seq, step=step, q="q", kc=w["k_cache"], vc=w["v_cache"], partials="partials",
+                                stats="partial_stats", out=None if merged_later else "attn", n_heads=nh,
+                                n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=seq_splits,
+                                split_max=split_max if seq_splits > 1 else short or split_max, tokens=tokens,
+                                kv=kv, target=target)
+            # x (T, dim) += attn (T, nh*hd) @ o.T   (one token: attn merged from the partials as loaded)
+            K.project(b, seq, target, step=step, x=split or "attn", w=w["o"], epilogue=K.residual("x", dim),
+                      chunk=rows, gemm=gemm)
             # rms_norm(x) (T, dim) -> h (T, ffn) = silu(. @ gate.T) * (. @ up.T)
             K.project(b, seq, target, step=step, x="x", w=w["gate_up"], epilogue=K.silu_mul("h", ffn),
-                      gain=w["mlp_norm"], eps=eps, chunk=rows)
+                      gain=w["mlp_norm"], eps=eps, chunk=rows, gemm=gemm)
             # x (T, dim) += h (T, ffn) @ down.T
-            K.project(b, seq, target, step=step, x="h", w=w["down"], epilogue=K.residual("x", dim), chunk=rows)
+            K.project(b, seq, target, step=step, x="h", w=w["down"], epilogue=K.residual("x", dim), chunk=rows,
+                      gemm=gemm)
     # rms_norm(x[T-1]) (dim) -> logits (vocab) -> chosen id
     K.project(b, "head", target, step=step, x="x", w=lm_head, epilogue=K.store("logits", vocab),
               gain=final_norm, eps=eps, last_row=True)
@@ -166,7 +180,7 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     b.meta = {"config": cfg.to_dict(), "n_ctx": n_ctx, "chunk": chunk, "vocab": vocab, "top_k_max": TOP_K_MAX,
               "splits": splits, "split_min": SPLIT_MIN, "split_max": split_max, "step_buffer": step,
               "short": {"keys": short, "prefill": "prefill_short", "decode": "decode_short"} if short else None,
-              "kv": kv, "kv_value_bytes": K.KV_TYPES[kv]["bytes"],
+              "kv": kv, "kv_value_bytes": K.KV_TYPES[kv]["bytes"], "gemm": gemm or K.GEMM,
               "step_fields": list(STEP_FIELDS), "rope": plan["rope"], "reduce": target.reduce,
               "dispatches": {name: len(seq) for name, seq in b.sequences.items()}}
     return b.to_dict()

@@ -218,15 +218,17 @@ def adapter_available() -> bool:
     return best_adapter_info() is not None
 
 
-def open_native(path, n_ctx: int | None = None, chunk: int | None = None) -> WebGPUBackend:
+def open_native(path, n_ctx: int | None = None, chunk: int | None = None, *, kv: str | None = None,
+                gemm: str | None = None) -> WebGPUBackend:
     """A WebGPU backend over wgpu-py for a model source; its weights are read from the file's
-    byte ranges and uploaded as they are stored."""
+    byte ranges and uploaded as they are stored. kv, gemm: program.build_program's (the KV
+    cache's precision and the prefill GEMM; default the program's)."""
     from pathlib import Path
 
     path = Path(path)
     plan = weight_plan(path)
     root = path if path.is_dir() else path.parent
-    return _open(plan, n_ctx or plan["config"]["n_ctx"], _file_reader(root), chunk)
+    return _open(plan, n_ctx or plan["config"]["n_ctx"], _file_reader(root), chunk, kv, gemm)
 
 
 def open_arrays(cfg, weights: dict, n_ctx: int, dtype: str = "F32", chunk: int | None = None) -> WebGPUBackend:
@@ -259,12 +261,12 @@ def _file_reader(root):
     return read
 
 
-def _open(plan, n_ctx, read, chunk):
+def _open(plan, n_ctx, read, chunk, kv=None, gemm=None):
     opened = shared_device()
     if opened is None:
         raise ChatlensError("no WebGPU adapter: wgpu found no GPU (install a Vulkan, Metal or D3D12 driver)")
     device, info = opened
-    program = build_program(plan, n_ctx, info["features"], info["limits"], chunk or CHUNK)
+    program = build_program(plan, n_ctx, info["features"], info["limits"], chunk or CHUNK, kv=kv, gemm=gemm)
     check_device(info, program)
     executor = NativeExecutor(device, program, read, info["name"])
     return WebGPUBackend(program, executor, name=f"webgpu: {info['name']}")

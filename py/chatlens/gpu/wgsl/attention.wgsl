@@ -5,7 +5,8 @@
 // DIRECT: the workgroup takes every key and writes softmax(scores) @ v itself (one dispatch,
 // attention_direct.wgsl). Else it takes split wid.x of step.split keys (flash decoding) and
 // writes, per query head, the split's exp-weighted sum of values, its max score and sum of
-// exp(score - max) (attention_split.wgsl); attention_merge.wgsl combines the splits.
+// exp(score - max) (attention_split.wgsl); attention_merge.wgsl combines a chunk's splits, and
+// x_merge.wgsl one token's as the o projection loads them.
 // Q is (T, NH * HD); KC, VC are (NKV, N_CTX, HD), read through kv_load_<dtype>.wgsl.
 // Its maxima and sums over the workgroup: attention_reduce_<shared|subgroup>.wgsl.
 // Grid (SPLITS, NKV, chunk tokens); workgroups past this step's keys or tokens return at once.

@@ -3,7 +3,8 @@
 // split over the WG invocations. Every invocation loads each of its x units once and uses it
 // for all ROWS rows; the ROWS dot products (and sum(x*x) when an RMSNorm is folded in) are then
 // summed over the workgroup. The epilogue (finish) says what the rows mean and where they go.
-// X is (T, K); the token read is row 0, or for the output head (LAST_ROW) the chunk's last.
+// x is read through x4 (x_direct.wgsl: X (T, K) as it is; x_merge.wgsl: split attention merged as
+// it is loaded); the token read is row 0, or for the output head (LAST_ROW) the chunk's last.
 const XV: u32 = WIDE / 4u;  // vec4 of x a wide unit
 
 @compute @workgroup_size(WG)
@@ -13,6 +14,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (LAST_ROW) {
         x_row = step.n_tokens - 1u;
     }
+    x_begin(lid, x_row);
     var rows: array<vec2<u32>, ROWS>;
     for (var r = 0u; r < ROWS; r++) {
         rows[r] = w_row(min(v0 + r, NV - 1u));  // past NV: a repeat, never stored
@@ -22,7 +24,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var x: array<vec4<f32>, XV>;
         for (var j = 0u; j < XV; j++) {
             let k = WIDE * u + 4u * j;
-            x[j] = X[(x_row * K + k) / 4u];
+            x[j] = x4(x_row, k);
             if (NORM) {
                 acc[NRED - 1u] += dot(x[j], x[j]);
                 x[j] *= gain4(k);
