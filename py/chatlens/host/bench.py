@@ -120,15 +120,19 @@ def run_chatlens(model, ids, new_tokens, repeats):
     if hasattr(backend, "meta"):  # the GPU: what one token costs it, at the decode's mean context
         out.update(gpu_figures(backend.meta, model.path, len(ids) + new_tokens // 2))
     if getattr(backend, "planned", False):  # the GPU's loop as chatlens.pull drives it
-        out["in_flight"] = {str(depth): pulled_runs(backend, ids, new_tokens, repeats, depth) for depth in (1, 2)}
+        out["in_flight"] = {str(depth): pulled_runs(backend, ids, new_tokens, repeats, depth) for depth in DEPTHS}
     return out
 
 
+DEPTHS = (1, 2, 4)  # steps in flight the GPU rows are measured at (the page takes 2 or more, as its host's latency asks)
+
+
 def pulled_runs(backend, ids, new_tokens, repeats, depth) -> dict:
-    """Decode through chatlens.pull with `depth` steps in flight (1: the host waits for each id
-    before it submits the next step, as the loop did before steps went ahead): decode tokens/s
-    and the host's time a token, taken apart: planning the step (Python), encoding and
-    submitting it, waiting for its bytes."""
+    """The reply as the page and the command line pull it (chatlens.pull, `depth` steps in
+    flight; 1: the host waits for each id before it submits the next step), from an empty cache:
+    the time to the first token (the prompt read) and prefill tokens/s, then decode tokens/s and
+    the host's time a decode token, taken apart: encoding and submitting the runs, waiting for
+    their bytes, and the rest (Python: planning the steps, the loop). Medians of `repeats`."""
     from ..pull import Pull
 
     ex = backend.executor
@@ -145,26 +149,30 @@ def pulled_runs(backend, ids, new_tokens, repeats, depth) -> dict:
         return run
 
     ex.submit, ex.collect = timed("submit", submit), timed("collect", collect)
-    rates, host = [], []
+    rates, first, host = [], [], []
     try:
         for _ in range(repeats):
             backend.reset()
+            t0 = time.perf_counter()
             pull = Pull(backend, ids, eos_id=-1, max_new_tokens=new_tokens, depth=depth)
             while pull.chosen == 0:
                 pull.pull()
+            t1 = time.perf_counter()
             spent.update(submit=0.0, collect=0.0)
-            t0 = time.perf_counter()
             while not pull.done:
                 pull.pull()
-            total = time.perf_counter() - t0
+            total = time.perf_counter() - t1
             steps = max(new_tokens - 1, 1)
             rates.append(steps / total)
+            first.append(t1 - t0)
             host.append({"submit_ms": 1000 * spent["submit"] / steps, "wait_ms": 1000 * spent["collect"] / steps,
                          "python_ms": 1000 * (total - spent["submit"] - spent["collect"]) / steps})
     finally:
         ex.submit, ex.collect = submit, collect
     mid = {k: statistics.median(h[k] for h in host) for k in host[0]}
-    return {"decode_tok_s": statistics.median(rates), **mid}
+    ttft = statistics.median(first)
+    return {"decode_tok_s": statistics.median(rates), "first_token_ms": 1000 * ttft, "prefill_tok_s": len(ids) / ttft,
+            **mid}
 
 
 # --- the GPU's performance model: what a decode token reads and dispatches, and the rate that
@@ -201,10 +209,12 @@ def roofline(r: dict, bandwidth: float, dispatch_us: float) -> dict:
     return {"bytes": 1 / read, "dispatches": 1 / fixed if fixed else float("inf"), "both": 1 / (read + fixed)}
 
 
-def gpu_model_lines(r: dict, bandwidth: float | None, dispatch_us: float | None) -> list:
-    """The performance model's lines under a GPU row."""
+def gpu_model_lines(r: dict, bandwidth: float | None, dispatch_us: float | None, measured=None) -> list:
+    """The performance model's lines under a GPU row: what a token reads and dispatches, then the
+    roofline and each measured rate's share of it and of the bandwidth. measured: (label, decode
+    tokens/s) pairs, default the row's own decode_tok_s."""
     short = (f" ({r['short_dispatches_per_token']} up to {r['short_keys']} keys)"
-             if r.get("short_dispatches_per_token") else "")
+             if r.get("short_dispatches_per_token") not in (None, r["dispatches_per_token"]) else "")
     lines = [f"per token: {r['weight_bytes_per_token'] / 1e6:.1f} MB of weights + {r['kv_bytes_per_token'] / 1e6:.2f} MB "
              f"of KV cache at {r['context']} keys, {r['dispatches_per_token']} dispatches{short} "
              f"({r['dispatches_per_layer']:g} a layer)"]
@@ -213,12 +223,19 @@ def gpu_model_lines(r: dict, bandwidth: float | None, dispatch_us: float | None)
         return lines
     dispatch_us = DISPATCH_US if dispatch_us is None else dispatch_us
     roof = roofline(r, bandwidth, dispatch_us)
-    used = (r["weight_bytes_per_token"] + r["kv_bytes_per_token"]) * r["decode_tok_s"] / 1e9
     lines.append(f"roofline at {bandwidth:g} GB/s and {dispatch_us:g} us a dispatch: {roof['both']:.0f} tok/s "
-                 f"(bytes alone {roof['bytes']:.0f}, dispatches alone {roof['dispatches']:.0f}); measured "
-                 f"{r['decode_tok_s']:.1f} tok/s, {100 * r['decode_tok_s'] / roof['both']:.0f}% of it, "
-                 f"{used:.2f} GB/s ({100 * used / bandwidth:.0f}% of the bandwidth)")
+                 f"(bytes alone {roof['bytes']:.0f}, dispatches alone {roof['dispatches']:.0f})")
+    for label, tok_s in measured or [("", r["decode_tok_s"])]:
+        share = bandwidth_share(r, tok_s, bandwidth)
+        lines.append(f"measured{' ' + label if label else ''} {tok_s:.1f} tok/s: {100 * tok_s / roof['both']:.0f}% of the "
+                     f"roofline, {share['gb_s']:.2f} GB/s ({share['percent']:.0f}% of the bandwidth)")
     return lines
+
+
+def bandwidth_share(r: dict, tok_s: float, bandwidth: float) -> dict:
+    """The bytes a decode token reads at `tok_s`, as GB/s and as a share of `bandwidth` GB/s."""
+    gb_s = (r["weight_bytes_per_token"] + r["kv_bytes_per_token"]) * tok_s / 1e9
+    return {"gb_s": gb_s, "percent": 100 * gb_s / bandwidth}
 
 
 def measure_chatlens(path, backend, ids, new_tokens, repeats) -> dict:
@@ -365,6 +382,11 @@ def _row(name, r, bandwidth=None, dispatch_us=None):
         for line in gpu_model_lines(r, bandwidth, dispatch_us):
             print(f"{'':36s} {line}")
     for depth, f in r.get("in_flight", {}).items():
-        print(f"{'':36s} {depth} step{'s' if depth != '1' else ''} in flight: decode {f['decode_tok_s']:6.1f} tok/s; "
-              f"host a token: encode+submit {f['submit_ms']:.2f} ms, Python {f['python_ms']:.2f} ms, "
-              f"waiting for the bytes {f['wait_ms']:.2f} ms")
+        print(f"{'':36s} {in_flight_line(depth, f)}")
+
+
+def in_flight_line(depth, f: dict) -> str:
+    """One pulled_runs figure as a line: steps in flight, decode rate, first token, host time a token."""
+    return (f"{depth} step{'s' if str(depth) != '1' else ''} in flight: decode {f['decode_tok_s']:6.1f} tok/s, first "
+            f"token {f['first_token_ms']:.0f} ms; host a token: encode+submit {f['submit_ms']:.2f} ms, Python "
+            f"{f['python_ms']:.2f} ms, waiting for the bytes {f['wait_ms']:.2f} ms")
