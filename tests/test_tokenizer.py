@@ -444,16 +444,23 @@ def test_unsupported_inputs_are_clear_errors(tj, meta):
         Tokenizer.from_gguf(dict(meta, **{"tokenizer.ggml.pre": "llama3"}))
 
 
-# --- speed (reported, loosely bounded) -----------------------------------------------------------
+# --- speed (printed) and the word cache that makes a warm encode fast ---------------------------
 
-def test_encode_speed(meta, corpus):
+def test_encode_speed_and_the_word_cache(meta, corpus):
+    """Each distinct word goes through the merges once; encoding the same text again takes every word from the
+    cache. The speed is printed, not asserted (a busy machine is not a slow tokenizer)."""
     tok = Tokenizer.from_gguf(meta)                      # a fresh, cold cache
+    merged = []
+    encode_word = tok._encode_word
+    tok._encode_word = lambda word: merged.append(word) or encode_word(word)
     text = "\n".join(corpus[:len(corpus) // 2])
     t0 = time.perf_counter()
     ids = tok.encode(text)
     cold = time.perf_counter() - t0
+    assert len(merged) == len(set(merged)) == len(tok._cache) > 1000  # each word merged once, then kept
+    merged.clear()
     t0 = time.perf_counter()
     assert tok.encode(text) == ids
     warm = time.perf_counter() - t0
+    assert merged == []  # the warm encode merged nothing: every word came from the cache
     print(f"\nencode {len(ids)} tokens: cold {len(ids) / cold:,.0f} tok/s, warm {len(ids) / warm:,.0f} tok/s")
-    assert warm < cold
