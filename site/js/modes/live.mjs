@@ -6,9 +6,10 @@
 
 import { callArgs } from "../page/controls.mjs";
 import { hostNote } from "../page/hosts.mjs";
-import { liveMessages } from "../page/state.mjs";
+import { liveMessages, unanswered } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
+import { renderFailure } from "../views/reads.mjs";
 import { renderCounted, renderMessage } from "../views/overflow.mjs";
 
 /** Python answers previews once the tokenizer and template are read (the weights may still load). */
@@ -28,16 +29,21 @@ export const whyOf = (state) => (state.why ? { gap: state.nearTieGap } : null);
 const runArgs = (page, args) => (page.state.why ? { ...args, topK: page.api.settings.top_k } : args);
 
 /** The live chat; messages the shown record no longer reads (by index) are marked dropped. */
-function drawLiveChat(state, dropped = new Set()) {
+function drawLiveChat(page, dropped = new Set()) {
+  const { state } = page;
   const items = [];
   let index = 0;
   for (const t of state.live.turns) {
+    if (unanswered(t)) { // not in the conversation the model reads (state.mjs liveMessages): no index of its own
+      items.push({ role: "user", text: t.user, record: t.record, saved: t.saved }, { note: t.note, noteClass: t.noteClass });
+      continue;
+    }
     items.push({ role: "user", text: t.user, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
     if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
     else if (t.streaming) items.push({ role: "assistant", text: t.streaming.text, record: null, streaming: true, progress: t.streaming.progress });
     else if (t.note) items.push({ note: t.note, noteClass: t.noteClass });
   }
-  drawChat($("chat"), items, EMPTY_LIVE, { banner: liveBanner(state), why: whyOf(state) });
+  drawChat($("chat"), items, EMPTY_LIVE, { banner: liveBanner(state, page?.useBackend), why: whyOf(state) });
 }
 
 // -- the prediction ------------------------------------------------------------------------------------
@@ -87,30 +93,39 @@ export async function showLive(page) {
   const seq = page.store.previewAsked();
   const last = state.live.turns[state.live.turns.length - 1];
   if (api.status.state === "error") {
-    drawLiveChat(state);
-    return renderMessage(reads, hostNote(api.source) || `The worker failed: ${api.status.detail}`, "error");
+    drawLiveChat(page);
+    const note = hostNote(api.source);
+    if (note) return renderMessage(reads, note, "error");
+    // Python could not start (the model's text side could not be read, most often): the page
+    // says why, and what works without it.
+    const why = /^This page cannot reach/.test(api.status.detail) ? api.status.detail : `The worker failed: ${api.status.detail}`;
+    return renderFailure(reads, `${why} Recorded mode works without it, with real replies; or try again.`, [
+      { id: "failure-recorded", label: "Recorded mode", run: () => page.store.modeChosen("recorded", { chosen: true }) },
+      { id: "failure-retry", label: "Try again", run: () => location.reload() },
+    ]);
   }
   const n = state.live.turns.length;
-  if (!draft.trim() || last?.streaming) {
-    if (last?.streaming || (last && !last.record && sending)) drawLiveChat(state, last.record ? droppedOf(last.record) : undefined);
+  if (!draft.trim()) {
+    if (last?.streaming || (last && !last.record && sending)) drawLiveChat(page, last.record ? droppedOf(last.record) : undefined);
     if (last?.streaming) return page.draw(recordOf(last), `Turn ${n}: what the model read, and its reply as it writes it`);
     if (last && !last.record && sending) return renderMessage(reads, "Waiting for Python to start: the message is sent when it is ready.");
     if (!last) {
-      drawLiveChat(state);
+      drawLiveChat(page);
       return renderMessage(reads, canPreview(api)
         ? "Start typing: this panel previews the prompt that would be sent, with its token counts."
         : "Python is starting in a worker; the preview appears when it is ready. Recorded mode works right away.");
     }
     const again = callArgs(liveMessages({ live: { turns: state.live.turns.slice(0, -1) } }, last.user), api.settings);
     if (last.record && last.settings === settingsKey(again)) {
-      drawLiveChat(state, droppedOf(last.record));
-      return page.draw(last.record, `Turn ${n}: what the model read when you sent it`);
+      drawLiveChat(page, droppedOf(last.record));
+      return page.draw(last.record, last.note ? `Turn ${n}: what the model would have read; it read nothing, since no reply could be had`
+        : `Turn ${n}: what the model read when you sent it`);
     }
     // The settings changed since the last message was sent: show its turn again under the
     // settings chosen now, what sending it now would read. After a reload under the same
     // settings it is the same text, read again (the cache starts empty).
     if (!canPreview(api)) {
-      drawLiveChat(state);
+      drawLiveChat(page);
       renderMessage(reads, "Waiting for Python to start before the preview…");
     }
     const caption = last.settings === settingsKey(again)
@@ -119,12 +134,19 @@ export async function showLive(page) {
     return previewLive(page, again, seq, caption);
   }
   if (!canPreview(api)) {
-    drawLiveChat(state);
+    drawLiveChat(page);
     renderMessage(reads, "Waiting for Python to start before the preview…");
   }
-  return previewLive(page, callArgs(liveMessages(state, draft), api.settings), seq,
-                     "Preview: what the model would read if you sent this now");
+  // During a reply the draft is previewed too (previews need only the tokenizer and template,
+  // which the worker answers between two steps of the reply), after the reply as written so far.
+  return previewLive(page, callArgs(draftMessages(state, draft), api.settings), seq, last?.streaming
+    ? "Preview: what the model would read if you sent this after the reply being written (as far as it has got)"
+    : "Preview: what the model would read if you sent this now");
 }
+
+/** The messages a draft would be sent with: the conversation (a reply being written as far as it
+ * has got; a message that got no reply left out: state.mjs liveMessages), then the draft. */
+const draftMessages = (state, draft) => liveMessages(state, draft, { partial: true });
 
 /** The settings a turn is read under (the system prompt, the window, how typed special tokens
  * are read), as a key: the same key, the same text. */
@@ -164,7 +186,7 @@ export async function send(page) {
   if (sending || !text.trim() || state.mode !== "live") return;
   sending = true;
   $("send").disabled = true;
-  const args = callArgs(liveMessages(state, text), api.settings);
+  const args = callArgs(draftMessages(state, text), api.settings);
   $("draft").value = "";
   const turn = store.sent(text, settingsKey(args));
   try {
@@ -218,15 +240,15 @@ export function liveChanged(page, change) {
       if (change.current) showLive(page);
       return;
     case "progress":
-      if (change.current && change.turn) drawLiveChat(state, droppedOf(change.turn.record));
+      if (change.current && change.turn) drawLiveChat(page, droppedOf(change.turn.record));
       return;
     case "previewed":
       if (!change.current) return; // a newer preview is on its way
       if (change.record) {
-        drawLiveChat(state, droppedOf(change.record));
+        drawLiveChat(page, droppedOf(change.record));
         return page.draw(change.record, change.caption, { prediction: predictionFor(page, change.args) });
       }
-      drawLiveChat(state);
+      drawLiveChat(page);
       return renderMessage($("reads"), `Cannot preview: ${change.error.message}`, "error", change.error,
                            { counting: Boolean(change.error.data?.at_least) });
     case "counted":
@@ -236,7 +258,7 @@ export function liveChanged(page, change) {
       return;
     case "unsent":
       if (!change.current) return;
-      drawLiveChat(state);
+      drawLiveChat(page);
       renderMessage($("reads"), `Cannot send: ${change.error.message}`, "error", change.error,
                     { counting: Boolean(change.error.data?.at_least) });
       return;

@@ -41,6 +41,15 @@ const page = {
       onView: (v) => store.viewChosen(v),
     });
   },
+  /** Compute replies with `backend` from now on (a banner's offer): saved, then the page reloads,
+   * as choosing it in "What computes replies" does (the worker loads the weights once). */
+  useBackend(backend) {
+    $("backend").value = backend;
+    stopFirst(() => {
+      prefs.saveChoice(prefs.BACKEND_KEY, backend);
+      location.reload();
+    });
+  },
 };
 
 const refresh = () => {
@@ -121,9 +130,15 @@ store.subscribe((change) => {
     case "challenges":
       challenges.save(state.progress);
       return drawChallenges(state.progress);
+    case "sent":
+    case "unsent":
+    case "read":
+    case "token":
     case "replied":
     case "failed":
-      remember(); // the live conversation changed: keep it for the next visit
+      // The live conversation changed: keep it for the next visit at once (a message as it is
+      // sent, a reply as each token comes), so a reload in the middle of a reply loses nothing.
+      if (change.current !== false) prefs.saveLive(state.live.turns);
       break;
   }
   liveChanged(page, change);
@@ -135,7 +150,7 @@ api.onStatus(({ state: s }) => {
   if (!api.writing) $("next-message-note").hidden = true; // the next message is read under them
   // The chat's banner when replies cannot be had (views/chat.mjs liveBanner).
   if (api.model?.backend) store.repliesKnown({ state: "ready", why: "" });
-  else if (api.model?.error) store.repliesKnown({ state: "none", why: api.model.error });
+  else if (api.model?.error) store.repliesKnown({ state: "none", why: api.model.error, offer: api.model.offer ?? null });
   else if (s === "text") store.repliesKnown({ state: "none", why: "replies need the model's weights: the box above downloads them" });
   else store.repliesKnown({ state: "unknown", why: "" });
   if (s === "error") showLive(page);
@@ -256,6 +271,9 @@ api.settingsReady.then(() => {
 }, () => drawStatus(api)); // the status line says why build.json could not be read
 
 /** Where a visit with no mode of its own lands: Live once the model is stored (it can answer),
+  // A message a reload cut off before its reply began: back in the box, to send again.
+  const cut = state.live.turns.at(-1);
+  if (cut?.saved?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;
  * else Recorded, which has real replies, with the download offered beside it. */
 async function landingMode() {
   try {

@@ -34,7 +34,7 @@ export function connect(on) {
     const p = pending.get(data.id);
     if (!p) return;
     if (data.type === "token") return p.on?.token?.(data.token);
-    if (data.type === "progress") return p.on?.progress?.({ read: data.read, of: data.of, ms: data.ms });
+    if (data.type === "progress") return p.on?.progress?.({ read: data.read, of: data.of, ms: data.ms, parts: data.parts ?? 0 });
     pending.delete(data.id);
     if (data.ok) p.resolve(data.result);
     else {

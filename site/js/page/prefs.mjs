@@ -110,7 +110,10 @@ export function saveConversationPrefs(prefs, storage = globalThis.localStorage) 
   write(storage, PREFS_KEY, prefs);
 }
 
-/** The live conversation saved last time: [{user, reply}] (reply undefined when it had none). */
+/** The live conversation saved last time: [{user, reply}] (reply undefined when it had none). A
+ * turn whose reply was being written when the page went ("cut") comes back as a reply the reload
+ * stopped: what it had written, marked stopped; one cut off before its first token comes back
+ * with no reply (a note says why), to be sent again. */
 export function loadLive(storage = globalThis.localStorage) {
   const v = read(storage, LIVE_KEY);
   if (!Array.isArray(v)) return [];
@@ -121,20 +124,37 @@ export function loadLive(storage = globalThis.localStorage) {
       if (typeof t.settings === "string") turn.settings = t.settings;
       const l = t.line && typeof t.line === "object" ? t.line : {};
       const saved = { count: number(l.count), wrote: number(l.wrote), stop: typeof l.stop === "string" ? l.stop : undefined };
+      if (t.cut === true) saved.cut = true;
       if (Object.values(saved).some((x) => x !== undefined)) turn.saved = saved;
+      if (t.reply === undefined && (t.cut === true || typeof t.noReply === "string")) {
+        turn.note = t.cut === true ? RELOADED : t.noReply;
+        turn.noteClass = "no-reply";
+      }
       return turn;
     });
 }
 
+/** Why a restored message has no reply: the page went while the model read it. */
+export const RELOADED = "No reply: the page was reloaded while the model read this message";
+
 /** Each turn's message and reply, the settings it was sent under, and what its bubbles say (the
  * message's count, how many tokens the reply took and what ended it), so a reload shows the same
- * lines: a stopped reply still says so. */
+ * lines: a stopped reply still says so. Saved as each message is sent and each token comes, so a
+ * reload loses nothing: a reply being written is saved as far as it has got, marked cut. */
 export function saveLive(turns, storage = globalThis.localStorage) {
-  write(storage, LIVE_KEY, turns.filter((t) => t.record || t.reply !== undefined).map((t) => {
+  write(storage, LIVE_KEY, turns.map((t) => {
     const r = t.record;
-    const line = r ? { count: r.pieces?.find((p) => p.kind === "new")?.count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined }
-      : t.saved;
-    return { user: t.user, reply: t.reply, settings: t.settings, line };
+    const count = r?.pieces?.find((p) => p.kind === "new")?.count;
+    if (t.streaming || (!r && t.reply === undefined && !t.note)) { // being read or written now
+      const s = t.streaming;
+      if (!s?.ids.length) return { user: t.user, settings: t.settings, line: { count }, cut: true };
+      return { user: t.user, reply: s.text, settings: t.settings, line: { count, wrote: s.ids.length, stop: "stopped" }, cut: true };
+    }
+    const line = r ? { count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined } : t.saved;
+    const out = { user: t.user, reply: t.reply, settings: t.settings, line };
+    if (t.saved?.cut && !r) out.cut = true; // restored from a reload's cut, still as it was
+    else if (t.reply === undefined && t.note) out.noReply = t.note; // why it got none
+    return out;
   }));
 }
 

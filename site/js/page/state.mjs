@@ -90,9 +90,10 @@ export function createStore(progress = {}) {
     },
     /** Whether replies can be had (see `replies` above); `changed`: the banner differs now. */
     repliesKnown(replies) {
-      const before = state.replies.state;
+      const before = state.replies;
       state.replies = replies;
-      emit("replies", { changed: replies.state !== before });
+      const changed = ["state", "why", "offer"].some((k) => (replies[k] ?? null) !== (before[k] ?? null));
+      emit("replies", { changed });
     },
 
     // -- the live conversation -------------------------------------------------------------------
@@ -117,8 +118,12 @@ export function createStore(progress = {}) {
     counted(seq, answer) {
       emit("counted", { ...answer, current: seq === state.draftSeq });
     },
-    /** The user sent `text` (read under `settings`, a key): its turn, with no record yet. */
+    /** The user sent `text` (read under `settings`, a key): its turn, with no record yet. The
+     * same text as the last message, which got no reply (a reload cut it off), is that message
+     * sent again: it takes its place. */
     sent(text, settings) {
+      const last = state.live.turns.at(-1);
+      if (last && unanswered(last) && last.user === text) state.live.turns.pop();
       const turn = { user: text, record: null, settings };
       state.live.turns.push(turn);
       turnChange("sent", turn);
@@ -244,12 +249,21 @@ export function createStore(progress = {}) {
   };
 }
 
-/** The messages of the live conversation, then `extra` as the new user message. */
-export function liveMessages(state, extra) {
+/** Whether a turn's message got no reply (and none is coming): the worker failed, or a reload
+ * cut it off before the model wrote anything. */
+export const unanswered = (turn) => turn.reply === undefined && !turn.streaming && Boolean(turn.note);
+
+/** The messages of the live conversation, then `extra` as the new user message. A message that
+ * got no reply is left out: the model read nothing of it, and a conversation never has two of the
+ * learner's messages in a row. partial: a reply being written counts with what it has written so
+ * far (a draft previewed during a reply). */
+export function liveMessages(state, extra, { partial = false } = {}) {
   const msgs = [];
   for (const t of state.live.turns) {
+    if (unanswered(t)) continue;
     msgs.push({ role: "user", content: t.user });
     if (t.reply !== undefined) msgs.push({ role: "assistant", content: t.reply });
+    else if (partial && t.streaming) msgs.push({ role: "assistant", content: t.streaming.text });
   }
   if (extra !== undefined) msgs.push({ role: "user", content: extra });
   return msgs;

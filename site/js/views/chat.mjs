@@ -32,20 +32,27 @@ function metaOf(it) {
     const n = saved ? saved.count ?? null : messageCount(it.record);
     const parts = [];
     if (n !== null) parts.push(`${count(n, "token")} with the template's wrapping`);
-    if (it.noReply) parts.push("no reply");
+    if (it.noReply) {
+      parts.push(saved?.cut ? "no reply: the page was reloaded while the model read it" : "no reply");
+      parts.push("later turns leave it out");
+    }
     return parts.join(" · ");
   }
   if (it.streaming) return readingText(it.progress) ?? "writing…";
   const [wrote, stop] = saved ? [saved.wrote, saved.stop] : [it.record?.reply_ids?.length, it.record?.stop_reason];
   if (!stop || wrote === undefined) return "";
-  return `wrote ${count(wrote, "token")} · ${STOP_SHORT[stop] || stop}`;
+  const why = saved?.cut ? "stopped: the page was reloaded while it was written" : STOP_SHORT[stop] || stop;
+  return `wrote ${count(wrote, "token")} · ${why}`;
 }
 
-/** While the prompt is read: how much of it, and how fast (the worker's progress), else null. */
+/** While the prompt is read: how much of it, and how fast (the worker's progress), else null.
+ * NumPy reads it a chunk a step, so `read` moves; a GPU reads a chunk of up to 128 tokens in one
+ * step, which a slow GPU runs in parts: `parts` says how far that step has got. */
 export function readingText(p) {
   if (!p || p.read >= p.of) return null;
   const rate = p.ms > 0 && p.read > 0 ? ` · ${(1000 * p.read / p.ms).toFixed(p.read / p.ms < 0.01 ? 2 : 0)} tokens/s` : "";
-  return `reading the prompt: ${p.read} of ${count(p.of, "token")}${rate}`;
+  const parts = p.parts > 0 ? ` · the GPU's step: ${count(p.parts, "part")} done, ${Math.round(p.ms / 1000)} s` : "";
+  return `reading the prompt: ${p.read} of ${count(p.of, "token")}${rate}${parts}`;
 }
 
 function makeBubble(it, turn) {
@@ -146,15 +153,20 @@ function announce(box, lines) {
 /** The banner's text for a conversation without replies, `why` being the reason runs failed. */
 export function noRepliesText(why) {
   const reason = why ? ` (${why.replace(/^No reply: /, "")})` : "";
-  return `No replies here yet${reason}: each message waits without an answer, and a second one would be read ` +
-    "as two of your messages in a row, which no chat app sends. Recorded mode has real replies.";
+  return `No replies here yet${reason}: a message gets no answer, and the next one is read without it, since ` +
+    "a conversation never has two of your messages in a row. Recorded mode has real replies.";
 }
 
-/** The banner state.replies asks for, or null. */
-export function liveBanner(state) {
+/** The banner state.replies asks for, or null. When something else here could compute replies
+ * (r.offer: a backend), the banner is why, in full, and offers it (a button: onOffer(backend)). */
+export function liveBanner(state, onOffer = null) {
   const r = state.replies;
-  return r && r.state === "none" ? { text: noRepliesText(r.why) } : null;
+  if (!r || r.state !== "none") return null;
+  if (r.offer && onOffer) return { text: r.why, action: { label: OFFER_LABEL[r.offer] || r.offer, run: () => onOffer(r.offer) } };
+  return { text: noRepliesText(r.why) };
 }
+
+const OFFER_LABEL = { webgpu: "Compute replies on this GPU (WebGPU)" };
 
 /**
  * Draw `items` ([{role, text, record, dropped, current, streaming, note, noteClass}]) into the
@@ -172,7 +184,7 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
     if (it.note && it.noteClass === "no-reply") {
       const last = specs[specs.length - 1];
       if (last && last.role === "user") last.noReply = true;
-      whyNone.push(it.note);
+      if (!last?.saved?.cut) whyNone.push(it.note); // a reload's cut is said on its message, not in the banner
       continue;
     }
     if (it.note) {
@@ -233,7 +245,13 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
   const b = bannerBox(box);
   const want = banner !== undefined ? banner : whyNone.length ? { text: noRepliesText(whyNone[whyNone.length - 1]) } : null;
   const text = want ? (typeof want === "string" ? want : want.text) : "";
-  if (b.textContent !== text) b.textContent = text;
+  const action = want?.action ?? null;
+  if (b._text !== text || b._label !== action?.label) {
+    b._text = text;
+    b._label = action?.label;
+    fill(b, text, action ? el("button", { type: "button", id: "banner-action", text: action.label }) : null);
+  }
+  if (action) b.querySelector("#banner-action").onclick = action.run;
   const show = Boolean(text);
   const appeared = show && b.hidden;
   if (b.hidden === show) b.hidden = !show;

@@ -13,6 +13,15 @@ import { drawSummary, droppedList, notes, stats, windowBar } from "./window.mjs"
 
 const PANEL_ID = "reads-tabpanel";
 
+/** Why the panel has nothing to show (Python could not start: `text`), with the ways on offered
+ * as buttons: actions [{id, label, run}]. */
+export function renderFailure(root, text, actions = []) {
+  fill(root, el("p", { class: "error", id: "reads-failure", text }),
+    actions.length ? el("div", { class: "failure-actions" },
+      ...actions.map((a) => el("button", { type: "button", id: a.id, text: a.label, onclick: a.run }))) : null);
+  if (root.id === "reads") drawSummary(null);
+}
+
 let focusAfterDraw = null; // the tab to focus once the panel is drawn again (after a tab is chosen)
 const drawnIn = new WeakMap(); // root -> what it last drew: the streaming redraw's test
 

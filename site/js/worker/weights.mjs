@@ -26,16 +26,23 @@ export async function attachWeights(device, m) {
       return { ...(await attachGpu(gpu, m)), why: device.why };
     } catch (e) {
       if (m.asked === "webgpu") throw e;
-      why.push(`WebGPU: ${e.message}`);
+      why.push(`the GPU failed (${e.message})`);
     }
   }
   try {
-    return { ...(await attachNumpy(m)), why: why.length ? `the GPU failed (${why[0]})` : device.why };
+    return { ...(await attachNumpy(m)), why: why.length ? why[0] : device.why };
   } catch (e) {
     if (m.asked === "numpy") throw e;
-    why.push(`NumPy: ${e.message}`);
+    why.push(e.message);
   }
-  throw new Error(`replies cannot be computed in this browser (${why.join("; ")}). Previews and recorded mode still work.`);
+  // NumPy's message is a sentence of its own; `auto` passed over a software GPU because NumPy is
+  // faster, and that GPU is what can compute replies here now: say so, and the page offers it.
+  const other = device.passedOver;
+  const e = new Error(`${why.length > 1 ? `Replies cannot be computed in this browser: ${why[0]}. ` : ""}${why.at(-1)} ` +
+    (other ? `This browser's software GPU (${other}) can compute replies instead, slowly: choose “The GPU (WebGPU)” ` +
+      "in “What computes replies”." : "Previews and Recorded mode still work."));
+  if (other) e.offer = "webgpu";
+  throw e;
 }
 
 async function attachGpu(gpu, { py, call, store, source, path, nCtx, say, onCorrupt }) {

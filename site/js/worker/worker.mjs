@@ -28,12 +28,15 @@
 //                                      error's numbers where it has them, chatlens.protocol)
 //   {type: "status", state, detail}    booting | loading | text (previews work; replies need the
 //                                      weights) | weights (loading them) | ready | error
-//   {type: "model", model}             what computes replies: {backend, n_ctx, kind, why} or {error}
+//   {type: "model", model}             what computes replies: {backend, n_ctx, kind, why} or {error, offer}
+//                                      (offer: "webgpu" when a software GPU passed over could compute them)
 //   {type: "token", id, token}         a reply id as it is chosen (request `id`): token is
 //                                      {id, text, token, bytes}: the id, the text it adds, and its
 //                                      token as the record's reply_tokens and reply_bytes write it
-//   {type: "progress", id, read, of, ms}     the prompt of request `id` read so far: tokens of all,
-//                                      and ms since the reply started (a count: characters of all)
+//   {type: "progress", id, read, of, ms, parts}  the prompt of request `id` read so far: tokens of
+//                                      all, ms since the reply started, and on the GPU the parts of the
+//                                      step reading the next chunk done so far (a long step is split
+//                                      into parts: see gpu/executor.mjs); a count: characters of all
 //
 // A reply is a loop this worker pulls: Python's `start`, then one `step` a token. On the GPU,
 // this side submits the runs Python plans (several in flight: the GPU never waits for the host)
@@ -68,7 +71,8 @@ async function boot({ source, build, backend }) {
   status("booting", "starting Python (Pyodide)");
   const store = await openModelStore().catch(() => null); // no IndexedDB (a private window): HTTP only
   const stored = store ? await store.status(source).catch(() => null) : null;
-  const files = textFiles(source, store, stored?.complete ? stored : null); // while Python starts
+  const files = textFiles(source, store, stored?.complete ? stored : null) // while Python starts
+    .catch((e) => { throw unreachable(source, e); });
   files.catch(() => {}); // reported below, once awaited
   // The device first: Python starts from its memory snapshot only where the weights will go to
   // the GPU (NumPy for Pyodide is a binary package loaded after the boot, not tried on a Python
@@ -98,6 +102,16 @@ async function boot({ source, build, backend }) {
   return { source, info, pyodide: build.pyodide.version, stored, snapshot, device: computes };
 }
 
+/** A network failure reading the text side ("URL: Failed to fetch") as a sentence a learner can
+ * act on (the page offers Recorded mode and a retry); another error as it is. */
+function unreachable(source, e) {
+  if (!/Failed to fetch|NetworkError|Load failed|network/i.test(e?.message ?? "")) return e;
+  const host = new URL(source.url).host;
+  const where = host === self.location.host ? "this site" : host;
+  return new Error(`This page cannot reach ${where}, where the model's tokenizer and chat template are: the network ` +
+    `may be off, or ${where} blocked from here, and no copy of them was kept from an earlier visit.`);
+}
+
 /** The backend `auto` (or the one asked for) takes here, with the adapter probed for it. */
 async function chooseDevice(asked, emulatedNames) {
   let gpu = null;
@@ -110,7 +124,9 @@ async function chooseDevice(asked, emulatedNames) {
     }
   }
   const choice = chooseBackend(asked, gpu?.info ?? null, emulatedNames);
-  return { ...choice, gpu: choice.backend === "webgpu" ? gpu : null, why: missing && !gpu ? `${choice.why} (${missing})` : choice.why };
+  return { ...choice, gpu: choice.backend === "webgpu" ? gpu : null, why: missing && !gpu ? `${choice.why} (${missing})` : choice.why,
+           passedOver: choice.backend === "numpy" && gpu ? gpu.name : null }; // a software GPU NumPy was preferred to
+
 }
 
 /** Put the weights to work (the store holds the whole model); `nCtx` for the GPU program. */
@@ -128,8 +144,8 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
       onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`),
     });
   } catch (e) {
-    self.postMessage({ type: "model", model: { error: e.message } });
-    status("text", `replies are not available: ${e.message}`);
+    self.postMessage({ type: "model", model: { error: e.message, offer: e.offer ?? null } });
+    status("text", e.message);
     throw e;
   }
   const { executor, ...model } = attached;
@@ -235,6 +251,16 @@ async function pull(kind, args, id) {
     spent.pulls += 1;
     return timed("python_ms", () => python.call(name, a, ...extra));
   };
+  // The prompt's progress, posted at each pull and, on the GPU, after each part of a step that
+  // reads it (a chunk of 128 tokens on a slow GPU is one step of minutes).
+  let progress = null; // {read, of, parts}, while the prompt is read
+  const tellProgress = () => {
+    if (progress) self.postMessage({ type: "progress", id, ...progress, ms: performance.now() - t0 });
+  };
+  const partDone = () => {
+    if (progress) (progress.parts += 1), tellProgress();
+    return asked;
+  };
   try {
     return await pullLoop();
   } finally {
@@ -247,9 +273,8 @@ async function pull(kind, args, id) {
     for (;;) {
       for (const t of out.tokens) self.postMessage({ type: "token", id, token: t });
       if (out.done) return out.done;
-      if (out.read < out.prompt) {
-        self.postMessage({ type: "progress", id, read: out.read, of: out.prompt, ms: performance.now() - t0 });
-      }
+      progress = out.read < out.prompt ? { read: out.read, of: out.prompt, parts: 0 } : null;
+      tellProgress();
       if (asked) {
         out = ask("stop", {});
         continue;
@@ -257,7 +282,7 @@ async function pull(kind, args, id) {
       if (gpu) {
         for (const r of out.runs) {
           const params = new Uint8Array(new Uint32Array(r.params).buffer); // the step buffer's words
-          flight.push(timed("submit_ms", () => gpu.submit(r.sequences, params, r.readback, { stopped: () => asked })));
+          flight.push(timed("submit_ms", () => gpu.submit(r.sequences, params, r.readback, { stopped: partDone })));
         }
         spent.most_in_flight = Math.max(spent.most_in_flight, flight.length);
         const oldest = flight.shift();
