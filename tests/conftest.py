@@ -1,5 +1,7 @@
-"""Shared fixtures: the real model, fetched once into the cache, and folders derived from it."""
+"""Shared fixtures: the real model, fetched once into the cache, and folders derived from it; the built site;
+and the rules of the test command (scripts/test.sh): nothing it runs may skip."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -15,6 +17,40 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "py"))
 
 from chatlens.host import fetch  # noqa: E402
+
+# -- the test command runs every test --------------------------------------------------------------------------------
+# scripts/test.sh sets CHATLENS_NO_SKIP=1. There a missing reference stops the run at once with the line that
+# installs it, and a test that skips anyway (no Chromium, no node, ...) fails with its reason: a skipped parity
+# test would otherwise pass a run that compared nothing. Without the variable (plain `python3 -m pytest`) a
+# developer may skip, on purpose, what a machine lacks.
+NO_SKIP = os.environ.get("CHATLENS_NO_SKIP") == "1"
+REFERENCES = ("torch", "transformers", "tokenizers", "gguf", "safetensors", "hypothesis", "playwright", "wgpu")
+INSTALL = 'python3 -m pip install -e ".[test]"  (or: bash scripts/setup.sh --test)'
+
+
+def pytest_configure(config):
+    if NO_SKIP:
+        missing = [name for name in REFERENCES if importlib.util.find_spec(name) is None]
+        if missing:
+            raise pytest.UsageError(f"the tests' references are not installed: {', '.join(missing)}. "
+                                    f"Install them: {INSTALL}")
+
+
+def _no_skip(report):
+    if NO_SKIP and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped where every test must run (CHATLENS_NO_SKIP=1, scripts/test.sh): {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    _no_skip((yield).get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    _no_skip((yield).get_result())  # a whole module skipped (a module-level importorskip)
 
 
 @pytest.fixture(scope="session")
@@ -71,16 +107,23 @@ def run_cli(*args, stdin="", model=None, env=None) -> subprocess.CompletedProces
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory):
-    """The site built into a temporary folder, served on a free local port with the same-origin
-    model mirror `serve` uses."""
+def built_site(tmp_path_factory) -> Path:
+    """The site built from the checkout into a temporary folder (`python -m chatlens build`): Pyodide's core and
+    the wheels the page's worker loads. The inputs are cached in build/, so only the first build downloads."""
+    from chatlens.host import build as site
+
+    return site.build_site(tmp_path_factory.mktemp("site") / "out", log=lambda m: None, root=ROOT)
+
+
+@pytest.fixture(scope="session")
+def server(built_site):
+    """The built site, served on a free local port with the same-origin model mirror `serve` uses."""
     import shutil
 
-    from chatlens.host import build as site
     from chatlens.host.mirror import prepare_mirror
     from chatlens.host.serve import SiteServer
 
-    out = site.build_site(tmp_path_factory.mktemp("site") / "out", log=lambda m: None, root=ROOT)
+    out = built_site
     recorded = out / "recorded.json"
     if not recorded.exists() and os.environ.get("CHATLENS_RECORDED"):
         # Development only: a recorded file to try before site/recorded.json is committed.
