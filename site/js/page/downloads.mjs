@@ -1,6 +1,8 @@
 // The model store as window.chatlens offers it: downloading the current source (in
 // store/download-worker.mjs, with progress and an AbortSignal), listing, deleting, and the
-// browser's storage estimate. Only the page can ask for persistent storage, so it asks here.
+// browser's storage estimate. Only the page can ask for persistent storage, so it asks here:
+// beside the download, never in front of it (Firefox answers only once the user answers its
+// prompt, and a headless or ignored prompt is never answered).
 
 import { openModelStore, pageApi, requestPersistence } from "../store/models.mjs";
 import { modelSpec } from "../store/spec.mjs";
@@ -11,10 +13,28 @@ import { modelSpec } from "../store/spec.mjs";
 export const MODEL_DELETED = "chatlens:model-deleted";
 const deletedCurrent = (id) => globalThis.dispatchEvent?.(new CustomEvent(MODEL_DELETED, { detail: { id } }));
 
+/** The event the page hears when persistent storage is asked for and when the browser answers
+ * (detail: {persisted: true | false | null, undefined while unanswered}), so the model box can say
+ * what the answer means. */
+export const PERSISTENCE = "chatlens:persistence";
+const persistenceEvent = (persisted) => globalThis.dispatchEvent?.(new CustomEvent(PERSISTENCE, { detail: { persisted } }));
+
 export function createDownloads(currentSource) {
   const store = openModelStore();
   const manage = store.then((s) => pageApi(s, currentSource));
   let running = null;
+  // The request for persistent storage: made once a page, at the first download; a prompt the
+  // user has not answered yet leaves it pending (asked: true, answer undefined).
+  const persistence = { asked: false, answer: undefined };
+  function askPersistence() {
+    if (persistence.asked) return;
+    persistence.asked = true;
+    requestPersistence().then((answer) => {
+      persistence.answer = answer;
+      persistenceEvent(answer);
+    });
+    persistenceEvent(undefined);
+  }
 
   /** Resolves with the stored model's summary once the current source is stored and verified. */
   function downloadModel({ onProgress, signal } = {}) {
@@ -40,7 +60,8 @@ export function createDownloads(currentSource) {
         }
       };
       worker.onerror = (e) => finish(reject, new Error(`the download worker failed: ${e.message || "it could not start"}`));
-      requestPersistence().finally(() => worker.postMessage({ type: "download", source: currentSource() }));
+      worker.postMessage({ type: "download", source: currentSource() });
+      askPersistence(); // beside the download: its answer may never come
     });
     return running;
   }
@@ -72,5 +93,11 @@ export function createDownloads(currentSource) {
       if (current) deletedCurrent(current);
     },
     storageEstimate: async () => (await manage).storageEstimate(),
+    /** Whether this site's storage is persistent: {persisted (true, false, or null where the
+     * browser cannot say), pending (asked at a download and not answered yet)}. */
+    persistence: async () => {
+      const persisted = await navigator.storage?.persisted?.().catch(() => null);
+      return { persisted: persisted ?? null, pending: persistence.asked && persistence.answer === undefined };
+    },
   };
 }

@@ -50,7 +50,7 @@ export class ModelStore {
    */
   async download(source, { onProgress, signal, names } = {}) {
     const spec = this.spec(source);
-    await requestPersistence();
+    requestPersistence(); // beside the download, not in front of it: the answer may wait on a prompt
     await this.exclusive(spec.id, () => download(this.db, spec, { ...this.downloadOptions, onProgress, signal, names }));
     return summarize(this.db, spec.id, spec);
   }
@@ -177,6 +177,8 @@ export class ModelStore {
 /**
  * Ask the browser to keep this site's storage under pressure (a page only: workers cannot ask).
  * Resolves true when storage is persistent, false when refused, null when it cannot be asked.
+ * It may resolve only when the user answers a prompt (Firefox), or never: never await it before
+ * work the user asked for.
  */
 export async function requestPersistence() {
   const s = globalThis.navigator?.storage;
