@@ -1,7 +1,7 @@
 // The model in the page: what the download box shows and does. The store is the truth about
 // what is downloaded; the worker says what computes replies (chatlens.model).
 
-import { MODEL_DELETED } from "./downloads.mjs";
+import { MODEL_DELETED, PERSISTENCE } from "./downloads.mjs";
 import { drawManage, drawModelBox } from "../views/downloads.mjs";
 import { hostNote } from "./hosts.mjs";
 import { MODEL_KEY, saveChoice } from "./prefs.mjs";
@@ -21,7 +21,7 @@ export function numpyNote(api) {
 }
 
 export function createModelBox(api) {
-  const box = { files: [], stored: null, progress: null, error: null, controller: null };
+  const box = { files: [], stored: null, persistence: null, progress: null, error: null, controller: null };
 
   const draw = () =>
     drawModelBox({ ...box, source: api.source, model: api.model, status: api.status.state, detail: api.status.detail,
@@ -41,7 +41,7 @@ export function createModelBox(api) {
     if (!api.source) return draw();
     try {
       box.files = api.downloads.spec().files;
-      box.stored = await api.downloads.status();
+      [box.stored, box.persistence] = await Promise.all([api.downloads.status(), api.downloads.persistence()]);
     } catch (e) {
       box.error = e.message;
     }
@@ -100,6 +100,13 @@ export function createModelBox(api) {
   globalThis.addEventListener(MODEL_DELETED, () => {
     if (api.model || ["weights", "ready"].includes(api.status.state)) location.reload();
     else refresh();
+  });
+
+  // Persistent storage was asked for as a download started, or the browser answered (at once, or
+  // when the user answers its prompt): the box says what the answer means.
+  globalThis.addEventListener(PERSISTENCE, async () => {
+    box.persistence = await api.downloads.persistence();
+    draw();
   });
 
   // What the worker says computes replies changes after a download (the page's or an API

@@ -18,8 +18,8 @@ export function sizeOf(files) {
 
 /**
  * Draw the box. m: {source, files: [{name, size}], stored (summary or null), progress (snapshot or
- * null), error, model ({backend} or {error} or null), status, detail, weightsSentence}; on: {download,
- * cancel, useDefault}.
+ * null), persistence ({persisted, pending} or null), error, model ({backend} or {error} or null), status,
+ * detail, weightsSentence}; on: {download, cancel, useDefault}.
  */
 export function drawModelBox(m, on) {
   const body = $("model-body");
@@ -40,12 +40,14 @@ export function drawModelBox(m, on) {
   if (m.weightsSentence) parts.push(el("p", { class: "about-download weights", text: m.weightsSentence }));
   if (m.progress) {
     parts.push(progressView(m.progress), el("button", { type: "button", id: "download-cancel", onclick: on.cancel, text: "Cancel" }));
+    parts.push(persistenceNote(m.persistence));
   } else if (m.stored?.complete) {
     const check = m.stored.verified
       ? "every file matched its published sha256"
       : "some files have no published hash: they were hashed on arrival and are not verified against a published value";
     parts.push(el("p", { class: `about-download ${m.stored.verified ? "" : "unverified"}`, dataset: { stored: "complete" } },
       `Stored in this browser: ${formatBytes(m.stored.bytes)} from ${where}; ${check}. Later visits read it from here, with no download.`));
+    parts.push(persistenceNote(m.persistence));
     parts.push(el("p", { class: "about-download", id: "model-backend", text: backendText(m) }));
     if (m.numpyNote && !m.model?.backend) parts.push(el("p", { class: "about-download", id: "numpy-note", text: m.numpyNote }));
   } else {
@@ -61,6 +63,17 @@ export function drawModelBox(m, on) {
   }
   if (m.error) parts.push(el("p", { class: "error", id: "download-error", role: "alert", text: m.error }));
   fill(body, ...parts);
+}
+
+/** What the browser's answer to the request for persistent storage means for the stored model
+ * (nothing where the browser cannot say). */
+function persistenceNote(p) {
+  if (p?.persisted == null) return null;
+  const [state, text] = p.persisted ? ["persistent", "Stored persistently: the browser won't evict it under storage pressure."]
+    : p.pending ? ["pending", "The browser was asked to store it persistently and has not answered yet (Firefox asks you first); " +
+                              "until it does, it may evict it under storage pressure, and it would be downloaded again."]
+    : ["evictable", "The browser may evict it under storage pressure (it did not grant persistent storage); it would then be downloaded again."];
+  return el("p", { class: "about-download", id: "persistence", dataset: { persistence: state }, text });
 }
 
 function backendText(m) {
