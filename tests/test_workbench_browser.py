@@ -170,33 +170,7 @@ def test_template_errors_are_shown_with_their_line(page, smol):
     page.fill("#wb-tools", "")
 
 
-def test_the_hand_written_python_runs_and_equals_the_template(page, smol):
-    text_side, _ = smol
-    page.click("#by-hand summary")
-    page.wait_for_function("() => document.getElementById('bh-code').value.includes('def render(messages)')")
-    from importlib import resources
-
-    assert page.input_value("#bh-code") == resources.files("chatlens").joinpath("by_hand.py").read_text("utf-8")
-    page.click("#bh-run")
-    page.wait_for_selector(".bh-compare")
-    assert page.get_attribute(".bh-compare", "data-equal") == "true", page.text_content(".bh-compare")
-    assert page.text_content("#bh-stdout").startswith("1 turn dropped; the prompt is 71 tokens\n")  # the lesson's result
-    code = page.input_value("#bh-code")
-    page.fill("#bh-code", code.replace("text += f\"<|im_start|>{m['role']}\\n{m['content']}<|im_end|>\\n\"",
-                       "text += f\"<|im_start|>{m['role']}\\n{m['content']}<|im_end|>\""))
-    page.click("#bh-run")
-    page.wait_for_selector(".bh-compare.is-different")
-    assert "part at character" in page.text_content(".bh-compare")
-    page.fill("#bh-code", "print('looping')\nwhile True:\n    pass\n")
-    page.click("#bh-run")
-    page.wait_for_selector(".bh-error", timeout=30_000)
-    error = page.text_content(".bh-error")
-    assert error.startswith(("TimeLimit (line 2)", "TimeLimit (line 3)")) and "limit of 3 s" in error, error
-    assert page.text_content("#bh-stdout") == "looping\n"
-    # the worker is still there: the lesson's code runs again
-    page.click("#bh-reset")
-    page.click("#bh-run")
-    page.wait_for_selector(".bh-compare.is-equal")
+# The hand-written Python (the lesson's program): tests/test_lesson_browser.py
 
 
 def test_plain_text_is_tokenized_without_the_template(page, smol):
@@ -236,7 +210,7 @@ def test_the_tools_fit_a_phone(browser, server):
         page.click("#workbench summary")
         page.wait_for_selector("#wb-text")
         page.click("#by-hand summary")
-        page.wait_for_function("() => document.getElementById('bh-code').value.includes('def fit(')")
+        page.wait_for_function("() => document.getElementById('bh-code').value.includes('def render(')")
         check = page.evaluate(PHONE_CHECK)
         assert check["width"] <= 390 and check["small"] == [], check
         page.screenshot(path=str(Path(__file__).resolve().parent.parent / "artifacts" / "screenshots" / "tools-phone.png"),

@@ -1,13 +1,17 @@
-// The lab's hand-written Python (chatlens/by_hand.py, read from the installed package): SmolLM2's
-// chat template written out in plain Python and the loop that drops the oldest turns to fit the
-// window. The learner can edit it and run it in the page's Python (the worker's run_python: its
-// output is captured, and it is stopped at a time limit, so a loop without end cannot hang the
-// worker); a line then says whether the text it built (`prompt`) equals the real template's
-// rendering of the same messages (`kept`), through the worker's render request.
+// The lab's hand-written Python (chatlens/by_hand.py, read from the installed package): the
+// lesson's own program, SmolLM2's chat template written out as `piece` and `render(system, turns,
+// message)`, its token counts written in by hand (`count`), and the loop that drops the oldest turn
+// until the prompt and the reply limit fit the window. The learner can edit it and run it in the
+// page's Python (the worker's run_python: its output is captured, and it is stopped at a time
+// limit, so a loop without end cannot hang the worker); a line then checks what it printed against
+// the real thing: the prompt (every line after the first) against the template's rendering of the
+// turns it kept (`kept`) and its `message`, through the worker's render request, and its count
+// (`used`) against the tokenizer's count of that text.
 
 import { $, el, fill } from "../views/dom.mjs";
 
 const SECONDS = 3; // the time limit for the learner's code (chatlens.usercode, by sys.settrace)
+const RESULTS = ["kept", "message", "used"]; // the program's names the check reads
 let api = null;
 let original = null; // the package's source
 
@@ -19,26 +23,54 @@ function firstDifference(a, b) {
 
 const around = (s, i) => JSON.stringify(s.slice(Math.max(0, i - 12), i + 20));
 
-/** Whether the code's text equals the template's, in one line. */
-async function comparison(results) {
-  const { prompt, kept } = results;
-  if (typeof prompt !== "string" || !Array.isArray(kept)) {
-    return el("p", { class: "bh-compare is-none", text: "Nothing to compare: the code must leave its text in `prompt` and the messages it kept in `kept`." });
+/** The prompt the program printed: every line after the first, less the newline print() adds. */
+function printedPrompt(stdout) {
+  const at = stdout.indexOf("\n");
+  if (at < 0) return null;
+  const rest = stdout.slice(at + 1);
+  return rest.endsWith("\n") ? rest.slice(0, -1) : rest;
+}
+
+/** kept ([[user, assistant], ...]) and the new message as chat messages, or null if they are not. */
+function messagesOf(kept, message) {
+  const isText = (t) => typeof t === "string";
+  if (!Array.isArray(kept) || !isText(message) || !kept.every((t) => Array.isArray(t) && t.length === 2 && t.every(isText))) return null;
+  return [...kept.flatMap(([user, assistant]) => [{ role: "user", content: user }, { role: "assistant", content: assistant }]),
+    { role: "user", content: message }];
+}
+
+const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** Whether what the code printed is the template's text, and its count the tokenizer's, in one line. */
+async function comparison(stdout, results) {
+  const messages = messagesOf(results.kept, results.message);
+  const printed = printedPrompt(stdout);
+  if (!messages || printed === null) {
+    return el("p", { class: "bh-compare is-none", text: "Nothing to compare: the code must print a line, then the prompt, and keep the turns it kept in `kept` and the new message in `message`." });
   }
-  let real;
+  let real, tokens;
   try {
-    real = (await api.render({ messages: kept, add_generation_prompt: true })).text;
+    real = (await api.render({ messages, add_generation_prompt: true })).text;
+    tokens = (await api.tokenize({ text: real })).prompt_ids.length;
   } catch (e) {
     return el("p", { class: "bh-compare is-error", text: `The real template cannot render these messages: ${e.message}` });
   }
-  if (real === prompt) {
-    return el("p", { class: "bh-compare is-equal", dataset: { equal: "true" } },
-      el("b", { text: "✓ Equal: " }), `the hand-written text is exactly the real template's rendering of the same ${kept.length} messages (${prompt.length} characters).`);
+  const turns = plural(messages.length, "message");
+  if (real !== printed) {
+    const at = firstDifference(printed, real);
+    return el("p", { class: "bh-compare is-different", dataset: { equal: "false" } },
+      el("b", { text: "✗ Different: " }),
+      `the printed prompt and the real template's rendering of the same ${turns} part at character ${at}: printed ${around(printed, at)}, the template ${around(real, at)}.`);
   }
-  const at = firstDifference(prompt, real);
-  return el("p", { class: "bh-compare is-different", dataset: { equal: "false" } },
-    el("b", { text: "✗ Different: " }),
-    `the texts part at character ${at}: by hand ${around(prompt, at)}, the template ${around(real, at)}.`);
+  const same = `the printed prompt is exactly the real template's rendering of the same ${turns} (${printed.length} characters)`;
+  if (results.used !== tokens) {
+    const used = Number.isInteger(results.used) ? plural(results.used, "token") : "no whole number of tokens in `used`";
+    return el("p", { class: "bh-compare is-different", dataset: { equal: "true", counted: "false" } },
+      el("b", { text: "✗ Miscounted: " }),
+      `${same}, but the code counts ${used} where SmolLM2's tokenizer counts ${tokens}: check the figures in \`count\`.`);
+  }
+  return el("p", { class: "bh-compare is-equal", dataset: { equal: "true", counted: "true" } },
+    el("b", { text: "✓ Equal: " }), `${same}, and its ${tokens} tokens are what SmolLM2's tokenizer counts.`);
 }
 
 async function run() {
@@ -46,7 +78,7 @@ async function run() {
   $("bh-run").disabled = true;
   fill(out, el("p", { class: "note", text: "Running…" }));
   try {
-    const r = await api.runPython({ code: $("bh-code").value, seconds: SECONDS, results: ["prompt", "kept"] });
+    const r = await api.runPython({ code: $("bh-code").value, seconds: SECONDS, results: RESULTS });
     const parts = [
       el("div", { class: "bh-label", text: `Output (${r.seconds.toFixed(2)} s)` }),
       el("pre", { class: "bh-stdout", id: "bh-stdout", text: r.stdout || "(nothing printed)" }),
@@ -56,7 +88,7 @@ async function run() {
       parts.push(el("p", { class: "bh-error", role: "alert" },
         el("b", { text: `${r.error.name}${r.error.line ? ` (line ${r.error.line})` : ""}: ` }), r.error.message));
     }
-    if (!r.error) parts.push(await comparison(r.results));
+    if (!r.error) parts.push(await comparison(r.stdout, r.results));
     fill(out, ...parts);
   } catch (e) {
     fill(out, el("p", { class: "error", text: `Cannot run it: ${e.message}` }));
