@@ -16,7 +16,8 @@ function view(page) {
   const { state } = page;
   const p = state.plain;
   return { tokens: p.tokens, plain: p.plain, chat: p.chat, gap: state.nearTieGap, eos: p.plain?.result?.eos_id,
-           lesson: p.text.trim() === LESSON_TEXT ? weightsOf(page.api.source) : null };
+           lesson: p.text.trim() === LESSON_TEXT ? weightsOf(page.api.source) : null,
+           presets: page.api.settings?.presets, onLesson: () => sendAsChat(page, { asLesson: true }) };
 }
 
 /** Draw plain-text mode's panel from the store (the subscriber calls it on each "plain" change). */
@@ -86,11 +87,16 @@ export function continuePlain(page) {
 }
 
 /** The same words the other way: one user message through the template (the nav's system
- * prompt and window), its reply with each token's candidates. */
-export function sendAsChat(page) {
+ * prompt and window), its reply with each token's candidates. asLesson: with no system prompt of
+ * its own, so the template's default applies, as in the lesson's run. */
+export function sendAsChat(page, { asLesson = false } = {}) {
   const { api } = page;
   if (busy) return;
   const args = callArgs([{ role: "user", content: $("plain-text").value }], api.settings);
+  if (asLesson) {
+    args.preset = api.settings.default_preset; // "none": the template's default system prompt
+    delete args.custom;
+  }
   return runSide(page, "chat",
     (onToken) => api.run({ ...args, topK: api.settings.top_k, maxTokens: maxTokens() }, { onToken }),
     (record) => ({ record, reply: { ids: record.reply_ids, tokens: record.reply_tokens, bytes: record.reply_bytes,

@@ -79,20 +79,40 @@ function nextToken(out, special, gap) {
 // token's probability with no template (<|im_end|>) and inside it ("The").
 export const LESSON_SHARES = { plain: { token: "<|im_end|>", percent: 73 }, chat: { token: "The", percent: 83 } };
 
-/** Beside the distribution of the lesson's text: what the lesson reports, what these weights
- * give, and why they differ, in one sentence. lesson: weightsOf(the source) or null. */
-function lessonNote(out, side, lesson) {
+/** The system prompt a chat-side record read, in words, when it is not the template's default
+ * (the one the lesson's run read): "the Today's date system prompt (“You are …”)"; else null. */
+function otherSystem(record, presets = []) {
+  if (!record || record.system === null || record.system === undefined) return null;
+  const label = presets.find((p) => p.name === record.preset && p.name !== "custom")?.label;
+  return `${label ? `the ${label} system prompt` : "your own system prompt"} (“${record.system}”)`;
+}
+
+/** Beside the distribution of the lesson's text: what the lesson reports, what this run gives,
+ * and why they differ, in one sentence. lesson: weightsOf(the source) or null. On the chat side
+ * the lesson's run read the template's default system prompt: a run under another one is another
+ * experiment, and the note says which and offers the lesson's (onLesson). */
+function lessonNote(out, side, lesson, { record = null, presets = [], onLesson = null } = {}) {
   if (!lesson || !out?.top_k?.length) return null;
   const want = LESSON_SHARES[side];
   const at = out.top_k_tokens[0].indexOf(want.token);
-  const got = at >= 0 ? `this model gives it ${percent(out.top_k[0][at][2])}` : "here it is not among the candidates shown";
+  const share = at >= 0 ? percent(out.top_k[0][at][2]) : null;
+  const other = side === "chat" ? otherSystem(record, presets) : null;
+  if (other) {
+    const got = share ? `this reply gives it ${share}` : "in this reply it is not among the candidates shown";
+    return el("p", { class: "note lesson-note", dataset: { lesson: side, system: "other" } },
+      `The lesson's ${want.percent}% for “${want.token}” is with the template's default system prompt; this reply read ${other} instead, ` +
+      `so it is another experiment (${got}). `,
+      onLesson ? el("button", { type: "button", class: "lesson-run", onclick: onLesson, text: "Send it as the lesson did" }) : null);
+  }
+  const got = share ? `this model gives it ${share}` : "here it is not among the candidates shown";
   const why = lesson.kind === "copy"
     ? `: these are ${lesson.bits ? `${lesson.bits}-bit` : "quantized"} weights (${lesson.quant || lesson.name}), and rounding the weights shifts every probability`
     : lesson.kind === "original"
       ? ", on the same original weights: what differs is only the arithmetic's rounding"
       : ": other weights give other probabilities";
+  const same = side === "chat" && record ? ", with the same system prompt (the template's default)" : "";
   return el("p", { class: "note lesson-note", dataset: { lesson: side } },
-    `The lesson, on the original bf16 weights, reports ${want.percent}% for “${want.token}” here; ${got}${why}.`);
+    `The lesson, on the original bf16 weights, reports ${want.percent}% for “${want.token}” here; ${got}${same}${why}.`);
 }
 
 function column(title, about, body) {
@@ -101,9 +121,10 @@ function column(title, about, body) {
 
 /**
  * Draw plain-text mode into `root`. view: {tokens: tokenize's answer or null, plain: {result |
- * streaming | error}, chat: {record | streaming | error}, gap, eos, lesson}; lesson (weightsOf the
- * source) when the text is the lesson's, for the note beside its numbers. Each side's `result` holds
- * ids, tokens, text, stop_reason, top_k, top_k_tokens.
+ * streaming | error}, chat: {record | streaming | error}, gap, eos, lesson, presets, onLesson}; lesson
+ * (weightsOf the source) when the text is the lesson's, for the note beside its numbers; presets
+ * (the settings' [{name, label}]) name a system prompt; onLesson() sends the words as the lesson did.
+ * Each side's `result` holds ids, tokens, text, stop_reason, top_k, top_k_tokens.
  */
 export function renderPlain(root, view) {
   const { tokens, plain, chat, gap } = view;
@@ -128,7 +149,8 @@ export function renderPlain(root, view) {
   }
   // the reply's bytes are the record's (reply_bytes, top_k_bytes)
   const reply = chat?.reply && { bytes: rec?.reply_bytes, top_k_bytes: rec?.top_k_bytes, ...chat.reply };
-  right.push(...sideBody(chat && { ...chat, result: reply }, special, gap, "The reply", lessonNote(reply, "chat", view.lesson)));
+  const chatNote = lessonNote(reply, "chat", view.lesson, { record: rec, presets: view.presets, onLesson: view.onLesson });
+  right.push(...sideBody(chat && { ...chat, result: reply }, special, gap, "The reply", chatNote));
   if (!chat) right.push(el("p", { class: "note", text: "“Send the same words as a chat message” puts them through the template, as a user message, and shows what the model does then." }));
   drawSummary(null, tokens ? `${count(tokens.prompt_ids.length, "token")}, no template` : "");
   fill(root, 
