@@ -75,7 +75,7 @@ def test_a_pasted_million_characters_is_bounded_at_once_then_counted_in_the_back
 
     assert "at least" in got["boundText"] and "Counting the exact number of tokens" in got["boundText"]
     assert "at least" not in got["countedText"] and "Counting" not in got["countedText"]
-    assert f"need {figures['needed']} tokens" in got["countedText"]
+    assert f"need {figures['needed']:,} tokens" in got["countedText"]  # figures with separators, as Python writes them
     assert "(the model's whole context)" in got["countedText"]  # a window of 8192: all of SmolLM2's
 
 
@@ -114,5 +114,5 @@ def test_the_live_preview_shows_the_bound_then_the_exact_count(app, text_side):
     page.wait_for_selector("#reads .overflow-counting", state="detached", timeout=120_000)
     exact = exact_figures(text_side, BOOK)
     text = page.text_content("#reads .overflow-text")
-    assert "at least" not in text and f"need {exact['needed']} tokens" in text
-    assert f"needs {exact['needed'] + exact['reserve']} of" in page.text_content("#reads-summary")
+    assert "at least" not in text and f"need {exact['needed']:,} tokens" in text
+    assert f"needs {exact['needed'] + exact['reserve']:,} of" in page.text_content("#reads-summary")

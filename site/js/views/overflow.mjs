@@ -19,6 +19,9 @@ export function countedOverflow(counted) {
   return counted.needed > budget ? { ...counted, at_least: false, budget } : null;
 }
 
+/** A count as figures are written in the lesson and in chatlens' messages: 222,228. */
+const n = (x) => Number(x).toLocaleString("en-US");
+
 const PIECE_WORDS = {
   system: "the system prompt",
   "system (template default)": "the template's default system prompt",
@@ -32,26 +35,28 @@ const pieceClass = (label) =>
 /** The window drawn overflowing: what the system prompt and the new message need against what
  * the window leaves once the reply's room is kept free. counting: a bound's figures ("at least")
  * are being counted exactly (chatlens.count), and the text says so; draw the exact ones, when they
- * come, with renderCounted. */
+ * come, with renderCounted. `message` is what failed ("Cannot send: ..."): the drawing states the
+ * error's figures once, so only a failed send is named, in the caption. */
 export function renderOverflow(root, info, message = "", { counting = false } = {}) {
   const { needed, pieces, window: w, reserve, budget, at_least: bound } = info;
   const over = needed - budget;
   const least = bound ? "at least " : ""; // counted from a bound, before tokenizing (a pasted book)
   const scale = needed + reserve;
-  if (root.id === "reads") drawSummary(null, `needs ${least}${needed + reserve} of ${count(w, "token")}: too long for the window`);
+  if (root.id === "reads") drawSummary(null, `needs ${least}${n(needed + reserve)} of ${count(n(w), "token")}: too long for the window`);
   const bar = el("div", {
     class: "window-bar overflow-bar",
     role: "img",
-    "aria-label": `needs ${needed + reserve} tokens with the reply's room, the window holds ${w}`,
+    "aria-label": `needs ${n(needed + reserve)} tokens with the reply's room, the window holds ${n(w)}`,
   });
-  for (const p of pieces) bar.append(el("span", { class: `seg ${pieceClass(p.label)}`, style: `flex-grow:${p.count}`, title: `${p.label}: ${count(p.count, "token")}` }));
-  bar.append(el("span", { class: "seg seg-reserve", style: `flex-grow:${reserve}`, title: `reserved for the reply: ${count(reserve, "token")}` }));
-  bar.append(el("span", { class: "window-edge", style: `left:${(100 * w) / scale}%`, title: `the window ends here: ${w} tokens` }));
+  for (const p of pieces) bar.append(el("span", { class: `seg ${pieceClass(p.label)}`, style: `flex-grow:${p.count}`, title: `${p.label}: ${count(n(p.count), "token")}` }));
+  bar.append(el("span", { class: "seg seg-reserve", style: `flex-grow:${reserve}`, title: `reserved for the reply: ${count(n(reserve), "token")}` }));
+  bar.append(el("span", { class: "window-edge", style: `left:${(100 * w) / scale}%`, title: `the window ends here: ${n(w)} tokens` }));
   bar.append(el("span", { class: "window-over", style: `left:${(100 * w) / scale}%` }));
-  const words = pieces.map((p) => `${pieceWords(p.label)} (${p.count})`);
+  const words = pieces.map((p) => `${pieceWords(p.label)} (${n(p.count)})`);
   const needs = words.length > 1 ? `${words.slice(0, -1).join(", ")} and ${words[words.length - 1]}` : words.join("");
+  const caption = /^Cannot send\b/.test(message) ? "Not sent: this message does not fit the window" : "This message does not fit the window";
   fill(root, 
-    el("p", { class: "caption", id: "reads-caption", text: "This message does not fit the window" }),
+    el("p", { class: "caption", id: "reads-caption", text: caption }),
     el(
       "div",
       { class: "window overflow" },
@@ -60,20 +65,19 @@ export function renderOverflow(root, info, message = "", { counting = false } = 
       el(
         "ul",
         { class: "legend" },
-        pieces.map((p) => el("li", { dataset: { seg: p.label } }, el("span", { class: `swatch ${pieceClass(p.label)}` }), `${p.label} `, el("b", { text: p.count }))),
-        el("li", { dataset: { seg: "reserved for the reply" } }, el("span", { class: "swatch seg-reserve" }), "reserved for the reply ", el("b", { text: reserve })),
-        el("li", { dataset: { seg: "over" } }, el("span", { class: "swatch seg-over" }), "over the window by ", el("b", { text: over })),
+        pieces.map((p) => el("li", { dataset: { seg: p.label, count: p.count } }, el("span", { class: `swatch ${pieceClass(p.label)}` }), `${p.label} `, el("b", { text: n(p.count) }))),
+        el("li", { dataset: { seg: "reserved for the reply", count: reserve } }, el("span", { class: "swatch seg-reserve" }), "reserved for the reply ", el("b", { text: n(reserve) })),
+        el("li", { dataset: { seg: "over", count: over } }, el("span", { class: "swatch seg-over" }), "over the window by ", el("b", { text: n(over) })),
       ),
     ),
     el(
       "p",
       { class: "overflow-text" },
-      `Even with every older turn dropped, ${needs} need ${least}${needed} tokens, but a window of ${w} keeps ${reserve} free for the reply and leaves ${budget}: `,
-      el("b", { text: `${least}${over} too many` }),
+      `Even with every older turn dropped, ${needs} need ${least}${n(needed)} tokens, but a window of ${n(w)} keeps ${n(reserve)} free for the reply and leaves ${n(budget)}: `,
+      el("b", { text: `${least}${n(over)} too many` }),
       ". Shorten the message, choose a larger window, or a shorter system prompt.",
     ),
     bound && counting ? el("p", { class: "note overflow-counting", text: "Counting the exact number of tokens…" }) : null,
-    message ? el("p", { class: "error detail", text: message }) : null,
   );
 }
 
