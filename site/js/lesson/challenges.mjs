@@ -6,7 +6,9 @@
 // progress.showed[id] holds one line that says what it showed.
 //
 // The progress object: {whoDefault, whoSystem, identity, year, drop: true once done,
-//   showed: {id: line}, seen: {id: where in the recording}, heard: {whoDefault, whoSystem: reply}}
+//   showed: {id: line}, seen: {id: where in the recording}, heard: {whoDefault, whoSystem: {reply, system}}}
+// "Who are you?" counts only as the first message of a conversation: asked again later in the
+// same one, the model can repeat its earlier answer, which would show nothing about the prompt.
 
 export const STORAGE_KEY = "chatlens.challenges.v2"; // v1 counted recorded turns and turns without replies
 
@@ -14,7 +16,7 @@ export const CHALLENGES = [
   {
     id: "identity",
     title: "Ask who it is",
-    text: "Ask “Who are you?” with no system prompt, then again with one.",
+    text: "Ask “Who are you?” in a new conversation with no system prompt, then in another with one.",
   },
   { id: "year", title: "The current year", text: "Get a reply that says the current year." },
   { id: "drop", title: "Past the window", text: "Chat until the first message is dropped from the window." },
@@ -30,6 +32,11 @@ function newMessageText(record) {
     .map((p) => p.text)
     .join("");
 }
+
+/** Whether the message is the first of its conversation: the model read no earlier message or
+ * reply (none in the text, none dropped from it), so its answer cannot echo an earlier one. */
+const firstMessage = (record) =>
+  !(record.pieces || []).some((p) => p.kind === "user" || p.kind === "assistant") && !(record.dropped_messages || []).length;
 
 /** Whether the record has a system prompt of its own (empty text counts as the template default). */
 const hasSystem = (record) => typeof record.system === "string" && record.system.trim() !== "";
@@ -60,13 +67,17 @@ const quote = (text, n = 140) => {
 
 /**
  * What a record satisfies, whatever its mode: {whoDefault, whoSystem, year, drop}, each a line
- * saying what it shows, or absent. `now` gives "the current year".
+ * saying what it shows, or absent (whoDefault and whoSystem: {reply, system}, asked as the first
+ * message of a conversation, unless `anywhere`: the recording asks it fourth). `now` gives "the
+ * current year".
  */
-export function detect(record, now = new Date()) {
+export function detect(record, now = new Date(), { anywhere = false } = {}) {
   const found = {};
   const reply = hasReply(record) ? record.reply_text : "";
   if (!reply) return found;
-  if (WHO.test(newMessageText(record))) found[hasSystem(record) ? "whoSystem" : "whoDefault"] = reply;
+  if (WHO.test(newMessageText(record)) && (anywhere || firstMessage(record))) {
+    found[hasSystem(record) ? "whoSystem" : "whoDefault"] = { reply, system: hasSystem(record) ? record.system : null };
+  }
   const stated = statedYear(record);
   if (stated !== null && saysYear(reply, stated)) {
     found.year = `It said ${quote(reply)}: it read the date in the system prompt. The model has no clock; it knows the day only when the text says it.`;
@@ -81,12 +92,22 @@ export function detect(record, now = new Date()) {
   return found;
 }
 
+/** What the two answers showed, quoted. Each was the first message of its conversation, so the
+ * system prompt was the only difference in what the model read. (A progress saved before the
+ * system prompt was kept holds the reply alone.) */
 function identityLine(heard) {
+  const reply = (h) => (typeof h === "string" ? h : h.reply);
+  const [plain, given] = [reply(heard.whoDefault), reply(heard.whoSystem)];
+  const system = typeof heard.whoSystem === "object" && heard.whoSystem.system ? ` (${quote(heard.whoSystem.system, 80)})` : "";
   const norm = (t) => t.replace(/\s+/g, " ").trim().toLowerCase();
-  const said = `With no system prompt it answered ${quote(heard.whoDefault)}; with one, ${quote(heard.whoSystem)}. `;
-  return said + (norm(heard.whoDefault) === norm(heard.whoSystem)
-    ? "The same answer both times: that system prompt did not change who it says it is (try the pirate preset)."
-    : "The answer changed with the system prompt: the model has no identity of its own, it takes one from the text it reads.");
+  const said = `Asked first in a new conversation with no system prompt, it answered ${quote(plain)}; ` +
+    `with a system prompt${system}, ${quote(given)}. `;
+  if (norm(plain) === norm(given)) {
+    return said + "The same answer both times: that system prompt did not change who it says it is (try the pirate preset).";
+  }
+  const named = /smollm/i.test(plain) ? " The name SmolLM is in the template's default system prompt." : "";
+  return said + "The answer changed with the system prompt, the only thing that differed in what it read: " +
+    "the model has no identity of its own, it takes one from the text it reads." + named;
 }
 
 /**
@@ -96,7 +117,7 @@ function identityLine(heard) {
  *                where (preset, window and turn)
  */
 export function observe(progress, record, now = new Date(), { live = false, where = "" } = {}) {
-  const found = detect(record, now);
+  const found = detect(record, now, { anywhere: !live });
   const next = {
     ...progress,
     showed: { ...(progress.showed || {}) },

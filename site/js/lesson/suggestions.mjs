@@ -16,8 +16,11 @@ export const SUGGESTIONS = [
   {
     id: "who",
     text: "Who are you?",
-    hint: "with None, then with Pirate",
-    why: "The model has no name of its own: it answers from whatever the system prompt tells it, so the answer changes with the preset.",
+    hint: "a new conversation each time: with None, then with Pirate",
+    why: "The model has no name of its own: it answers from whatever the system prompt tells it. Asked first in a new conversation each time, the system prompt is all that differs.",
+    // Live mode: picked while a conversation is under way, it starts a new one, so the answer
+    // cannot echo an earlier reply (the challenge counts only a conversation's first message).
+    fresh: true,
     recorded: { message: "Who are you?" },
   },
   {

@@ -238,11 +238,13 @@ registerOffline((activate) => {
 });
 
 // -- start ---------------------------------------------------------------------------------------------
-drawSuggestions((text) => {
+drawSuggestions((text, suggestion) => stopFirst(() => {
+  // a fresh suggestion is asked first in a new conversation: its answer echoes no earlier reply
+  if (suggestion?.fresh && state.live.turns.length) store.cleared();
   $("draft").value = text;
   $("draft").focus();
   showLive(page);
-});
+}));
 drawChallenges(state.progress);
 let pendingWindow;
 let startNotes = [];

@@ -50,9 +50,10 @@ function suggestionButtons(list, pick, label, recorded = false) {
   });
 }
 
-/** The Live mode suggestions (#suggestions): pick(text) puts one into the draft. */
+/** The Live mode suggestions (#suggestions): pick(text, suggestion) puts one into the draft (a
+ * `fresh` one in a new conversation). */
 export function drawSuggestions(pick) {
-  fill($("suggestions"), ...suggestionButtons(SUGGESTIONS, (s) => pick(s.text), "put it in the draft"));
+  fill($("suggestions"), ...suggestionButtons(SUGGESTIONS, (s) => pick(s.text, s), "put it in the draft"));
 }
 
 /** The Recorded mode suggestions (#rec-suggestions): jump(s) shows the recorded turn it is about;
