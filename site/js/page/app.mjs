@@ -167,7 +167,13 @@ api.ready
     if (state.mode === "live") showLive(page);
     modelBox.refresh();
   })
-  .catch(() => modelBox.refresh()); // the status line shows the error
+  .catch(() => {
+    modelBox.refresh(); // the status line shows the error
+    // the model's context stays unknown, so a window beyond the lab's cannot be offered
+    if (pendingWindow !== undefined) {
+      showNotes([...api.notes, ...startNotes, `Ignored the window ${pendingWindow}: the model could not be read, so only the lab's windows are offered.`]);
+    }
+  });
 
 // -- controls --------------------------------------------------------------------------------------
 /** A setting changed: the panel reads the turn again; a reply being written keeps the settings it

@@ -24,12 +24,17 @@ export function sourceFromUrl(value, base) {
   const last = parts[parts.length - 1] || "";
   if (/\.gguf$/i.test(last)) {
     url.pathname = "/" + parts.join("/");
-    return { kind: "gguf", url: url.href, label: decoded(last), origin: "url" };
+    return { kind: "gguf", url: url.href, label: shortened(decoded(last)), origin: "url" };
   }
   url.pathname = "/" + parts.join("/") + "/";
   url.search = "";
   url.hash = "";
-  return { kind: "hf", url: url.href, label: hub ? parts.slice(0, 2).join("/") : url.href, origin: "url" };
+  return { kind: "hf", url: url.href, label: shortened(hub ? parts.slice(0, 2).join("/") : url.href), origin: "url" };
+}
+
+/** A long URL as a label: its start and its end, the middle elided (a link may carry thousands of characters). */
+export function shortened(text, most = 120) {
+  return text.length > most ? `${text.slice(0, most - 41)}…${text.slice(-40)}` : text;
 }
 
 /** The configured source: ?model=, then the saved setting, then the mirror, then the Hub.

@@ -1,6 +1,7 @@
 // The status line (is Python up, is the model read) and the model-source line in the settings.
 
 import { hostNote } from "../page/hosts.mjs";
+import { shortened } from "../page/source.mjs";
 import { weightsSentence } from "../page/weights.mjs";
 import { $ } from "./dom.mjs";
 
@@ -46,7 +47,7 @@ export function drawStatus(api) {
 /** The settings line: the model source as soon as it is known, and why it failed if it did. */
 function drawSource(api) {
   const { state, detail } = api.status;
-  const where = api.source ? `${api.source.label} (${api.source.url})` : state === "error" ? "not resolved" : "resolving…";
+  const where = api.source ? `${api.source.label} (${shortened(api.source.url)})` : state === "error" ? "not resolved" : "resolving…";
   const label = $("source-label");
   label.textContent = state === "error" ? `${where}: failed: ${detail}`
     : api.source ? `${where}. ${weightsSentence(api.source)}` : where;
