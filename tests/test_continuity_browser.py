@@ -152,7 +152,7 @@ def test_auto_without_numpy_names_the_software_gpu_and_offers_it(browser, server
         assert error in banner and "NumPy: NumPy" not in page.text_content("#status")
         shots(page, "continuity-auto-offers-webgpu")
         page.click("#banner-action")  # the way out: WebGPU, saved, the page reloads with it
-        page.wait_for_function("() => chatlens.model?.backend", timeout=300_000)
+        page.wait_for_function("() => window.chatlens?.model?.backend", timeout=300_000)
         assert page.evaluate("chatlens.backend") == "webgpu" and page.input_value("#backend") == "webgpu"
         assert page.evaluate("chatlens.model.kind") == "webgpu" and page.is_hidden("#chat-banner")
     finally:
@@ -194,8 +194,10 @@ def test_a_host_that_cannot_reach_the_hub_says_so_and_offers_recorded_mode_and_a
         for where in ("#reads", "#status", "#chat"):
             assert "Failed to fetch" not in page.text_content(where), where
         assert page.is_visible("#failure-recorded") and page.is_visible("#failure-retry")
+        assert text in page.text_content("#chat-banner")  # above the chat too: a phone shows it first
+        assert page.is_visible("#banner-recorded") and page.is_visible("#banner-retry")
         shots(page, "continuity-hub-unreachable")
-        page.click("#failure-recorded")
+        page.click("#banner-recorded")
         page.wait_for_function("() => document.body.dataset.mode === 'recorded' && document.querySelector('#chat .msg.assistant')")
         page.click("#mode-live")
         page.wait_for_selector("#failure-retry")

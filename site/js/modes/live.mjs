@@ -29,7 +29,7 @@ export const whyOf = (state) => (state.why ? { gap: state.nearTieGap } : null);
 const runArgs = (page, args) => (page.state.why ? { ...args, topK: page.api.settings.top_k } : args);
 
 /** The live chat; messages the shown record no longer reads (by index) are marked dropped. */
-function drawLiveChat(page, dropped = new Set()) {
+function drawLiveChat(page, dropped = new Set(), banner = liveBanner(page.state, page.useBackend)) {
   const { state } = page;
   const items = [];
   let index = 0;
@@ -43,7 +43,7 @@ function drawLiveChat(page, dropped = new Set()) {
     else if (t.streaming) items.push({ role: "assistant", text: t.streaming.text, record: null, streaming: true, progress: t.streaming.progress });
     else if (t.note) items.push({ note: t.note, noteClass: t.noteClass });
   }
-  drawChat($("chat"), items, EMPTY_LIVE, { banner: liveBanner(state, page?.useBackend), why: whyOf(state) });
+  drawChat($("chat"), items, EMPTY_LIVE, { banner, why: whyOf(state) });
 }
 
 // -- the prediction ------------------------------------------------------------------------------------
@@ -93,15 +93,23 @@ export async function showLive(page) {
   const seq = page.store.previewAsked();
   const last = state.live.turns[state.live.turns.length - 1];
   if (api.status.state === "error") {
-    drawLiveChat(page);
     const note = hostNote(api.source);
-    if (note) return renderMessage(reads, note, "error");
+    if (note) {
+      drawLiveChat(page);
+      return renderMessage(reads, note, "error");
+    }
     // Python could not start (the model's text side could not be read, most often): the page
-    // says why, and what works without it.
+    // says why, and what works without it, in the panel and above the chat (a phone shows the
+    // chat first).
     const why = /^This page cannot reach/.test(api.status.detail) ? api.status.detail : `The worker failed: ${api.status.detail}`;
-    return renderFailure(reads, `${why} Recorded mode works without it, with real replies; or try again.`, [
-      { id: "failure-recorded", label: "Recorded mode", run: () => page.store.modeChosen("recorded", { chosen: true }) },
-      { id: "failure-retry", label: "Try again", run: () => location.reload() },
+    const text = `${why} Recorded mode works without it, with real replies; or try again.`;
+    const recorded = () => page.store.modeChosen("recorded", { chosen: true });
+    const retry = () => location.reload();
+    drawLiveChat(page, undefined, { text, actions: [{ id: "banner-recorded", label: "Recorded mode", run: recorded },
+                                                   { id: "banner-retry", label: "Try again", run: retry }] });
+    return renderFailure(reads, text, [
+      { id: "failure-recorded", label: "Recorded mode", run: recorded },
+      { id: "failure-retry", label: "Try again", run: retry },
     ]);
   }
   const n = state.live.turns.length;

@@ -245,13 +245,16 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
   const b = bannerBox(box);
   const want = banner !== undefined ? banner : whyNone.length ? { text: noRepliesText(whyNone[whyNone.length - 1]) } : null;
   const text = want ? (typeof want === "string" ? want : want.text) : "";
-  const action = want?.action ?? null;
-  if (b._text !== text || b._label !== action?.label) {
+  // Its ways on, as buttons: want.actions [{id, label, run}] (want.action: one, "banner-action")
+  const actions = want?.actions ?? (want?.action ? [{ id: "banner-action", ...want.action }] : []);
+  const labels = actions.map((a) => a.label).join("\n");
+  if (b._text !== text || b._labels !== labels) {
     b._text = text;
-    b._label = action?.label;
-    fill(b, text, action ? el("button", { type: "button", id: "banner-action", text: action.label }) : null);
+    b._labels = labels;
+    fill(b, text, actions.length ? el("span", { class: "banner-actions" },
+      ...actions.map((a) => el("button", { type: "button", id: a.id, text: a.label }))) : null);
   }
-  if (action) b.querySelector("#banner-action").onclick = action.run;
+  for (const a of actions) b.querySelector(`#${a.id}`).onclick = a.run;
   const show = Boolean(text);
   const appeared = show && b.hidden;
   if (b.hidden === show) b.hidden = !show;
