@@ -1,0 +1,56 @@
+// What survives a reload in the middle of a reply (site/js/page/prefs.mjs saveLive / loadLive), and
+// the rule that a message which got no reply is left out of what the model reads (state.mjs), in node.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { loadLive, RELOADED, saveLive } from "../../site/js/page/prefs.mjs";
+import { createStore, liveMessages } from "../../site/js/page/state.mjs";
+
+function memory() {
+  const items = new Map();
+  return { getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, String(v)), removeItem: (k) => items.delete(k) };
+}
+
+const record = (reply_ids, stop_reason) => ({ pieces: [{ kind: "new", count: 9 }], reply_ids, stop_reason });
+
+test("a reply being written is saved as far as it got, and comes back stopped by the reload", () => {
+  const storage = memory();
+  const store = createStore();
+  const first = store.sent("Hi!", "key");
+  saveLive(store.state.live.turns, storage); // sent: saved before Python has read it
+  assert.deepEqual(loadLive(storage), [{ user: "Hi!", settings: "key", saved: { count: undefined, wrote: undefined, stop: undefined, cut: true },
+                                        note: RELOADED, noteClass: "no-reply" }]);
+  store.read(first, record([], null));
+  store.tokenArrived(first, { id: 19556, text: "Hello", token: "Hello", bytes: "48656c6c6f" });
+  saveLive(store.state.live.turns, storage);
+  const [back] = loadLive(storage);
+  assert.deepEqual(back, { user: "Hi!", reply: "Hello", settings: "key", saved: { count: 9, wrote: 1, stop: "stopped", cut: true } });
+  saveLive([back], storage); // saved again after the reload: still what the reload stopped
+  assert.deepEqual(loadLive(storage), [back]);
+  // the conversation goes on after it, as after a reply stopped by hand
+  assert.deepEqual(liveMessages({ live: { turns: [back] } }, "More"), [
+    { role: "user", content: "Hi!" }, { role: "assistant", content: "Hello" }, { role: "user", content: "More" }]);
+});
+
+test("a message with no reply is left out of what the model reads, and sent again takes its place", () => {
+  const store = createStore();
+  store.restored([{ user: "Hi!", reply: "Hello" }, { user: "Tell me a joke.", note: RELOADED, noteClass: "no-reply", saved: { cut: true } }]);
+  const hi = [{ role: "user", content: "Hi!" }, { role: "assistant", content: "Hello" }];
+  assert.deepEqual(liveMessages(store.state, "Why?"), [...hi, { role: "user", content: "Why?" }]);
+  store.sent("Tell me a joke.", "key"); // the same text: sent again
+  assert.deepEqual(store.state.live.turns.map((t) => t.user), ["Hi!", "Tell me a joke."]);
+  assert.deepEqual(liveMessages(store.state), [...hi, { role: "user", content: "Tell me a joke." }]);
+  const failed = store.state.live.turns[1];
+  store.failed(failed, "the weights are not loaded");
+  store.sent("Something else", "key"); // another text: the unanswered one stays in the chat, unread
+  assert.equal(store.state.live.turns.length, 3);
+  assert.deepEqual(liveMessages(store.state), [...hi, { role: "user", content: "Something else" }]);
+});
+
+test("a draft during a reply is read after the reply as written so far", () => {
+  const store = createStore();
+  const turn = store.sent("Hi!", "key");
+  store.read(turn, record([], null));
+  store.tokenArrived(turn, { id: 1, text: "Hel", token: "Hel", bytes: "48656c" });
+  assert.deepEqual(liveMessages(store.state, "And you?", { partial: true }), [
+    { role: "user", content: "Hi!" }, { role: "assistant", content: "Hel" }, { role: "user", content: "And you?" }]);
+});
