@@ -220,13 +220,22 @@ async function pulled(kind, args, id) {
   try {
     return await pull(kind, args, id);
   } catch (e) {
-    if (!used?.executor?.lost) throw e;
+    if (!(await gpuLost(used?.executor, e))) throw e;
     await attach(used.n_ctx);
     return pull(kind, args, id);
   } finally {
     stops.delete(id);
     stopsAsked.delete(id);
   }
+}
+
+/** Whether `executor`'s device is lost. Work pending on a device that goes fails (a DOMException:
+ * "Buffer was unmapped before mapping was resolved") before `device.lost` settles, so after such
+ * a failure the device is given a moment to say it is lost. */
+async function gpuLost(executor, error) {
+  if (!executor || executor.lost || !(error instanceof DOMException)) return Boolean(executor?.lost);
+  const moment = new Promise((resolve) => setTimeout(() => resolve(false), 1000));
+  return Promise.race([executor.device.lost.then(() => true), moment]);
 }
 
 const STOPPED = Symbol("stopped");
