@@ -3,6 +3,7 @@ the page runs it, as the main module: what it prints is what transformers' templ
 tokenizer give for the turns it keeps, its hand-counted pieces are the tokenizer's counts, and
 its loop drops what chatlens' own window drops in the same window with the same reply limit."""
 
+import ast
 import contextlib
 import io
 import json
@@ -67,8 +68,14 @@ def test_its_hand_counts_are_the_tokenizers(ran, hf):
     assert count["system"] == n_tokens(hf, piece("system", g["DEFAULT_SYSTEM"]))
     assert count["header"] == n_tokens(hf, "<|im_start|>assistant\n")
     assert count[g["message"]] == n_tokens(hf, piece("user", g["message"]))
-    for user, assistant in g["turns"]:
-        assert count[(user, assistant)] == n_tokens(hf, piece("user", user)) + n_tokens(hf, piece("assistant", assistant))
+    # each turn's count is written as its user piece's plus its reply's ("13 + 18"): each addend checked
+    written = next(n.value for n in ast.walk(ast.parse(PROGRAM.read_text("utf-8")))
+                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "count")
+    sums = [v for v in written.values if isinstance(v, ast.BinOp)]
+    assert len(sums) == len(g["turns"])
+    for (user, assistant), expr in zip(g["turns"], sums):
+        assert (expr.left.value, expr.right.value) == (n_tokens(hf, piece("user", user)), n_tokens(hf, piece("assistant", assistant)))
+        assert count[(user, assistant)] == expr.left.value + expr.right.value
     # special tokens split the text, so the pieces add up to the whole prompt's count
     whole = g["render"](None, g["turns"], g["message"])
     assert count["system"] + sum(count[t] for t in g["turns"]) + count[g["message"]] + count["header"] == n_tokens(hf, whole)
