@@ -191,9 +191,7 @@ def test_plain_text_names_the_system_prompt_the_lessons_figure_was_not_measured_
 # -- "Who are you?" only as a conversation's first message -----------------------------------------------------
 
 
-def test_who_are_you_counts_only_as_the_first_message_and_is_quoted(desk, phone):
-    page = desk.page
-    got = page.evaluate("""async ([who, pirate]) => {
+WHO_RECORDS = """async ([who, pirate]) => {
         const c = await import('./js/lesson/challenges.mjs');
         const v = await import('./js/views/challenges.mjs');
         const asked = async (preset, messages, reply) => ({...await chatlens.preview({preset, messages}),
@@ -209,16 +207,21 @@ def test_who_are_you_counts_only_as_the_first_message_and_is_quoted(desk, phone)
         p = c.observe(p, fresh, new Date(), live);
         v.drawChallenges(p);
         return {echoed, done: c.done(p), line: p.showed.identity, system: fresh.system};
-    }""", [WHO, presets.PRESETS["pirate"]])
+    }"""
+
+
+def test_who_are_you_counts_only_as_the_first_message_and_is_quoted(desk, phone):
+    for app in (desk, phone):
+        got = app.page.evaluate(WHO_RECORDS, [WHO, presets.PRESETS["pirate"]])
+        assert app.page.text_content("li[data-challenge=identity] .showed") == got["line"]  # drawn as it is kept
+        shot(app, f"who-challenge-{'phone' if app is phone else 'desktop'}", ".challenges-box")
+        app.page.click("#challenges-reset")
     assert "user" in got["echoed"]["kinds"]  # the worker's record shows the earlier turn it read
     assert got["echoed"]["identity"] is False and got["echoed"]["whoSystem"] is False
     assert got["done"] == 1 and got["system"] == presets.PRESETS["pirate"]
     line = got["line"]
     assert "“I'm SmolLM, an AI assistant trained by Hugging Face.”" in line and "“Arr, I be Captain Blackbeak!”" in line
     assert f"“{presets.PRESETS['pirate']}”" in line and "first in a new conversation" in line
-    assert page.text_content("li[data-challenge=identity] .showed") == line
-    shot(desk, "who-challenge-desktop", ".challenges-box")
-    page.click("#challenges-reset")
 
     # the suggestion starts a new conversation when one is under way
     for app in (desk, phone):
