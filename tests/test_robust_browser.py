@@ -90,15 +90,103 @@ def test_previews_are_answered_while_the_weights_go_to_the_gpu(app, tiny):
     page.wait_for_function("() => chatlens.status.state === 'ready'")
 
 
+def chat_texts(page):
+    return page.eval_on_selector_all("#chat .msg .content", "m => m.map(e => e.textContent)")
+
+
+def watch_statuses(page):
+    """From now on the page keeps each status it shows, and whether a reply was being written then."""
+    page.evaluate("""() => {
+        window.__statuses = [];
+        chatlens.onStatus((s) => window.__statuses.push({...s, writing: chatlens.writing}));
+    }""")
+
+
+def count_adapter_requests(app):
+    """From now on the chatlens worker counts the GPU adapters it asks for (self.__adapters)."""
+    worker = next(w for w in app.page.workers if w.url.endswith("/worker/worker.mjs"))
+    worker.evaluate("""() => {
+        self.__adapters = 0;
+        const gpu = Object.getPrototypeOf(navigator.gpu);
+        const ask = gpu.requestAdapter;
+        gpu.requestAdapter = function (...a) { self.__adapters += 1; return ask.apply(this, a); };
+    }""")
+    return worker
+
+
+LOST = "the GPU device was lost"
+
+
+def in_the_chat(page, window, reply_limit):
+    """The chat's window and reply limit (what it sends as maxTokens), as the CLI's --window and --max-tokens."""
+    page.select_option("#window", str(window))
+    page.evaluate(f"chatlens.settings.reply_limit = {reply_limit}")
+
+
 def test_a_lost_gpu_is_replaced_and_the_turn_completes(app, tiny):
     folder, url = tiny
     page = with_tiny_model(app, url)
-    messages = [{"role": "user", "content": "Tell me about GPUs."}]
+    in_the_chat(page, 256, 3)
+    app.send("Hi!")
+    before = chat_texts(page)
+    worker = count_adapter_requests(app)
+    watch_statuses(page)
     page.evaluate("chatlens.loseGpu()")
-    rec = page.evaluate("m => chatlens.run({messages: m, window: 256, maxTokens: 3})", messages)
-    assert rec["reply_ids"] == cli_reply(folder, messages, 3)["reply_ids"]
-    page.wait_for_function("() => chatlens.status.state === 'ready'")
+    page.wait_for_function(f"() => window.__statuses.some(s => s.detail.startsWith('{LOST}')) && "
+                           "chatlens.status.state === 'ready'", timeout=120_000)
+    states = page.evaluate("window.__statuses")
+    lost = next(i for i, s in enumerate(states) if s["detail"].startswith(LOST))
+    assert states[lost]["state"] == "weights" and any("uploading the weights" in s["detail"] for s in states[lost:]), states
+    assert worker.evaluate("self.__adapters") == 1  # the lost device's adapter is spent: a new one for the new device
     assert page.evaluate("chatlens.model.kind") == "webgpu"
+    assert chat_texts(page) == before  # the conversation survived
+    app.send("Tell me about GPUs.")
+    messages = [{"role": "user", "content": "Hi!"}, {"role": "assistant", "content": before[1]},
+                {"role": "user", "content": "Tell me about GPUs."}]
+    assert chat_texts(page) == before + ["Tell me about GPUs.", cli_reply(folder, messages, 3)["reply_text"]]
+
+
+def test_the_worker_killed_or_the_gpu_lost_in_the_middle_of_a_reply_loses_nothing(app, tiny):
+    folder, url = tiny
+    page = with_tiny_model(app, url)
+    in_the_chat(page, 256, 6)
+    page.set_default_timeout(120_000)  # a new device, or a new worker, loads the weights first
+    # The chat's next reply is cut right after its first token: `window.__cut` names how.
+    page.evaluate("""() => {
+        const run = chatlens.run;
+        window.__cut = null;
+        chatlens.run = (args, options = {}) => run(args, {...options, onToken: (t) => {
+            options.onToken?.(t);
+            const cut = window.__cut;
+            window.__cut = null;
+            if (cut) chatlens[cut]();
+        }});
+    }""")
+    watch_statuses(page)
+
+    # The GPU lost: the weights go to a new device and the reply is computed again there; the
+    # chat shows it once, as the command line writes it.
+    page.evaluate("window.__cut = 'loseGpu'")
+    app.send("Hi!")
+    assert any(s["writing"] and s["detail"].startswith(LOST) for s in page.evaluate("window.__statuses"))
+    first = [{"role": "user", "content": "Hi!"}]
+    reply = cli_reply(folder, first, 6)["reply_text"]
+    assert chat_texts(page) == ["Hi!", reply]
+
+    # The worker killed: the reply is lost with it and the message says so; the conversation before
+    # it is kept, a new worker loads the stored model, and the message sent again is answered right.
+    page.evaluate("window.__cut = 'terminateWorker'")
+    app.send("Tell me more.")
+    page.wait_for_function("() => chatlens.restarts === 1 && chatlens.status.state === 'ready'", timeout=120_000)
+    assert chat_texts(page) == ["Hi!", reply, "Tell me more."]
+    assert page.locator("#chat .msg.user.no-reply").count() == 1  # marked "no reply", and kept
+    page.fill("#draft", "Tell me more.")
+    page.press("#draft", "Enter")
+    page.wait_for_function("() => document.querySelectorAll('#chat .msg.assistant:not(.is-streaming)').length === 2",
+                           timeout=120_000)
+    messages = first + [{"role": "assistant", "content": reply}, {"role": "user", "content": "Tell me more."}]
+    assert chat_texts(page) == ["Hi!", reply, "Tell me more.", cli_reply(folder, messages, 6)["reply_text"]]
+    assert page.locator("#chat .msg.user.no-reply").count() == 0
 
 
 def test_settings_that_are_not_valid_are_ignored_with_a_note(app):
