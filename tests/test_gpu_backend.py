@@ -334,12 +334,24 @@ def test_a_decode_step_takes_5_dispatches_a_layer_at_every_context(gguf_path):
     """The real model's program (pure Python, no GPU): 153 dispatches a token (30 layers of 5,
     the embedding, the head and the argmax) whether its attention is split or not."""
     plan = weight_plan(gguf_path)
-    for n_ctx in (64, 128, 129, 369, 2048):
+    for n_ctx in (64, 128, 129, 369, 8192):
         built = program.build_program(plan, n_ctx)
         runs, short = built["meta"]["dispatches"], built["meta"]["short"]
         assert runs["decode"] + runs["head"] == 153, n_ctx
         assert (short is None) == (n_ctx <= 128) and (short is None or runs[short["decode"]] == runs["decode"])
         assert "attention_merge" not in [d["label"] for d in built["sequences"]["decode"]]
+
+
+def test_more_splits_than_a_matvec_merges_take_a_merge_pass_and_equal_numpy(tmp_path, monkeypatch):
+    """With fewer split weights allowed than the tiny model's 4 heads x 8 splits (kernels.MERGE_MAX),
+    a decode step merges in a pass of its own, 6 dispatches a layer, and still equals NumPy."""
+    from chatlens.gpu import kernels
+
+    monkeypatch.setattr(kernels, "MERGE_MAX", 4)
+    path = SOURCES["gguf-q4_1"](tmp_path)
+    gpu = open_native(path, 256, chunk=16)
+    assert gpu.meta["dispatches"]["decode"] == 1 + 6 * TINY.n_layers
+    compare_run(gpu, load_model(path).backend(256), (PROMPT * 3)[:140], 2)
 
 
 def test_top_k_equals_numpy_up_to_the_gpu_limit_and_past_it(tmp_path):

@@ -365,8 +365,6 @@ def test_the_o_projection_merges_split_attention_as_it_loads_it(device, nh, nkv,
     dispatches, at 33, 71 and 320 keys (2, 3 and 10 splits of 32) and 100 keys in splits of 16.
     Q4_1's wide units (32 elements) span two heads of 16."""
     n_ctx, split_max, splits = 320, 32, 10
-    if dtype == "Q4_1" and nh * hd % 32:
-        pytest.skip("Q4_1 rows are whole blocks of 32")
     for start, split in ((32, 32), (70, 32), (319, 32), (99, 16)):
         kern = Kernel(device)
         step, q, kc, vc, want = attention_case(kern, nh, nkv, hd, kv, splits, 1, start, split, n_ctx)
@@ -399,6 +397,19 @@ def test_decode_attention_takes_one_dispatch_at_every_length():
                             splits=splits, split_max=split_max, tokens=1)
         assert [d["label"] for d in b.sequences["s"]] == ["attention-direct" if splits == 1 else "attention"]
         assert (split is None) == (splits == 1)
+
+
+def test_a_matvec_merges_split_attention_while_the_splits_weights_fit():
+    """SmolLM2's 9 heads at its whole context (32 splits) fit kernels.MERGE_MAX; past it a matvec
+    refuses to merge (the program then merges in a pass of its own: test_gpu_backend.py)."""
+    assert K.merges_in_matvec(9, K.attention_splits(8192, 3)[0])
+    b = ProgramBuilder()
+    for name in ("step", "p", "s", "w", "r"):
+        b.buffer(name, 64)
+    too_many = K.Partials("p", "s", n_heads=64, head_dim=64, splits=32)
+    assert not K.merges_in_matvec(too_many.n_heads, too_many.splits)
+    with pytest.raises(ValueError, match="more split weights than a matvec holds"):
+        K.project(b, "k", Target(), step="step", x=too_many, w=Matrix("w", "F32", 64 * 64), epilogue=K.residual("r", 8))
 
 
 def test_attention_splits_cover_the_context():

@@ -91,6 +91,17 @@ class Epilogue:
     needs: tuple = ()  # files it calls into, before its own
 
 
+# Most splits' weights (query heads x splits) a matvec merging split attention holds in shared
+# memory (x_merge.wgsl): 4 KiB, beside the matvec's own reduction (at most 9 KiB). SmolLM2 at its
+# whole context takes 9 x 32; a program past this merges in a pass of its own (merges_in_matvec).
+MERGE_MAX = 1024
+
+
+def merges_in_matvec(n_heads: int, splits: int) -> bool:
+    """Whether the matvec after split attention can merge its partials as it loads them."""
+    return n_heads * splits <= MERGE_MAX
+
+
 @dataclass(frozen=True)
 class Partials:
     """Split attention's output before its merge (attention_split.wgsl): for each token, query
@@ -181,6 +192,8 @@ def project(b, sequence: str, target: Target, *, step: str, x: "str | Partials",
     if merged:
         if chunk is not None or gain is not None or last_row:
             raise ValueError("only a plain matvec merges split attention as it loads x")
+        if not merges_in_matvec(x.n_heads, x.splits):
+            raise ValueError(f"{x.n_heads} heads x {x.splits} splits: more split weights than a matvec holds")
         if x.n_heads * x.head_dim != w.k:
             raise ValueError(f"{w.buffer}: rows of {w.k} elements cannot take {x.n_heads} heads of {x.head_dim}")
         x_bindings = [("P", "array<vec4<f32>>", "read", x.o), ("S", "array<vec2<f32>>", "read", x.stats)]

@@ -18,7 +18,8 @@ KV cache (f32 or f16: KV_CACHE), and these sequences of dispatches:
 A step runs e.g. ["decode", "head"] in one compute pass after writing `step_params(...)`. A
 decode step takes 5 dispatches a layer at every context length (q/k/v, attention, o, gate/up,
 down): past one attention workgroup's keys the o projection merges the attention's splits as
-it loads them (kernels.Partials). A prefill chunk past them takes 6: its merge is a pass of its
+it loads them (kernels.Partials; a model with more heads x splits than kernels.MERGE_MAX takes a
+merge pass instead). A prefill chunk past them takes 6: its merge is a pass of its
 own, done once for the chunk's 128 tokens instead of in each of the o matmul's tiles.
 Pure Python (no NumPy, no wgpu): Pyodide builds the same program for the browser's executor.
 """
@@ -150,7 +151,7 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
             # q (T, nh*hd), cache (nkv, start+T, hd) -> attn (T, nh*hd) in one dispatch (one split);
             # else -> partials (T, nh, splits, hd) and stats (T, nh, splits, 2), merged into attn by a
             # pass of their own for a chunk, and for one token by the o projection below (x_merge)
-            merged_later = tokens == 1 and seq_splits > 1
+            merged_later = tokens == 1 and seq_splits > 1 and K.merges_in_matvec(nh, seq_splits)
             split = K.attention(b, seq, step=step, q="q", kc=w["k_cache"], vc=w["v_cache"], partials="partials",
                                 stats="partial_stats", out=None if merged_later else "attn", n_heads=nh,
                                 n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=seq_splits,

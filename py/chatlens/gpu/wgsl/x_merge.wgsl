@@ -2,15 +2,17 @@
 // output for token `row` (softmax(scores) @ v, heads in order), the merge attention_merge.wgsl
 // does in a pass of its own, here without a dispatch: for query head h,
 //     x[h * HD + d] = sum_s exp(m_s - M) o_s[d] / sum_s exp(m_s - M) l_s,   M = max_s m_s
-// over the splits that hold this step's keys, summed in the same order as attention_merge.wgsl.
-// P is (T, NH, SPLITS, HD) of o, S (T, NH, SPLITS) of (m, l): attention_split.wgsl writes them.
-// Every workgroup of the matvec merges all of x (it reads all of it anyway): cheap next to a
-// dispatch, since a decode step's splits are few (kernels.attention_splits).
+// over the splits that hold this step's keys, in the same order and the same float32 operations
+// as attention_merge.wgsl. P is (T, NH, SPLITS, HD) of o, S (T, NH, SPLITS) of (m, l):
+// attention_split.wgsl writes them. Every workgroup of the matvec merges all of x (it reads all
+// of it anyway); each split's weight exp(m_s - M) is computed once a workgroup, in shared memory
+// (NH * SPLITS floats: kernels.MERGE_MAX bounds them).
 var<private> n_splits: u32;
-var<workgroup> head_max: array<f32, NH>;  // M of each head
+var<workgroup> split_weight: array<f32, NH * SPLITS>;  // exp(m_s - M), head-major
 var<workgroup> head_sum: array<f32, NH>;  // sum_s exp(m_s - M) l_s of each head
 
-// Each head's M and sum, once a workgroup; every invocation reads them after the barrier.
+// The splits' weights and each head's sum, once a workgroup; every invocation reads them after
+// the barrier.
 fn x_begin(lid: u32, row: u32) {
     let n_keys = step.start + row + 1u;
     n_splits = (n_keys + step.split - 1u) / step.split;
@@ -23,9 +25,10 @@ fn x_begin(lid: u32, row: u32) {
         var total = 0.0;
         for (var s = 0u; s < n_splits; s++) {
             let ml = S[base + s];
-            total += exp(ml.x - big) * ml.y;
+            let e = exp(ml.x - big);
+            split_weight[h * SPLITS + s] = e;
+            total += e * ml.y;
         }
-        head_max[h] = big;
         head_sum[h] = total;
     }
     workgroupBarrier();
@@ -36,7 +39,7 @@ fn x4(row: u32, k: u32) -> vec4<f32> {
     let base = (row * NH + h) * SPLITS;
     var o = vec4<f32>(0.0);
     for (var s = 0u; s < n_splits; s++) {
-        o += exp(S[base + s].x - head_max[h]) * P[((base + s) * HD + k % HD) / 4u];
+        o += split_weight[h * SPLITS + s] * P[((base + s) * HD + k % HD) / 4u];
     }
     return o / head_sum[h];
 }
