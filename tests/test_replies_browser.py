@@ -192,3 +192,54 @@ def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli_and_stops_when_
         app.shot("reply-controls")
     finally:
         app.close()
+
+
+@pytest.fixture(scope="module")
+def tiny(server):
+    """The tiny random model (tests/tiny_model.py) beside the site: replies in seconds on SwiftShader."""
+    from tiny_model import write_tiny_model
+
+    folder = write_tiny_model(server.root / "tiny-replies" / "model", server.mirror.files["config.json"].parent, seed=3)
+    return folder, f"{server.url}tiny-replies/model/"
+
+
+def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_and_stop_says_if_one_ran(app, tiny):
+    folder, url = tiny
+    page = open_with_the_model(app, f"?model={url}")
+    long, short = [{"role": "user", "content": LONG + " " + LONG}], [{"role": "user", "content": "Hi!"}]
+    got = page.evaluate("""async ([system, long, short]) => {
+        // run() aborted by its signal at its first prompt progress ('reading') or its first token ('writing')
+        const cut = async (messages, when) => {
+            const stopper = new AbortController();
+            const seen = {progress: 0, tokens: []};
+            const record = await chatlens.run({system, messages, window: 1024, maxTokens: 24}, {
+                signal: stopper.signal,
+                onProgress: () => (seen.progress += 1, when === 'reading' && stopper.abort()),
+                onToken: (t) => (t.id >= 0 && seen.tokens.push(t.id), when === 'writing' && stopper.abort()),
+            });
+            return {...seen, ids: record.reply_ids, stop: record.stop_reason, writing: chatlens.writing};
+        };
+        const reading = await cut(long, 'reading');
+        const writing = await cut(short, 'writing');
+        // chatlens.stop(): false with no reply, true once the reply it stopped has ended
+        const idle = await chatlens.stop();
+        let stopped = null;
+        const run = chatlens.run({system, messages: short, window: 1024, maxTokens: 24}, {onToken: () => {
+            stopped ??= chatlens.stop().then((value) => ({value, writing: chatlens.writing}));
+        }});
+        const record = await run;
+        return {reading, writing, idle, stopped: await stopped, record: {ids: record.reply_ids, stop: record.stop_reason}};
+    }""", [SYSTEM, long, short])
+    want = cli_record(folder, short, 24, window=1024)["reply_ids"]
+    assert len(want) == 24  # the tiny model never ends a reply: a reply that was not stopped has 24 tokens
+
+    reading = got["reading"]
+    assert reading["progress"] >= 1 and reading["stop"] == "stopped" and reading["ids"] == reading["tokens"] == []
+    writing = got["writing"]
+    assert writing["stop"] == "stopped" and 1 <= len(writing["ids"]) < 24 and writing["ids"] == want[:len(writing["ids"])]
+    assert writing["tokens"] == writing["ids"] and not reading["writing"] and not writing["writing"]
+
+    assert got["idle"] is False
+    assert got["stopped"] == {"value": True, "writing": False}  # resolved once the reply had ended
+    record = got["record"]
+    assert record["stop"] == "stopped" and 1 <= len(record["ids"]) < 24 and record["ids"] == want[:len(record["ids"])]
