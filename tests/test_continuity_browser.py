@@ -195,7 +195,8 @@ def test_a_host_that_cannot_reach_the_hub_says_so_and_offers_recorded_mode_and_a
         text = page.text_content("#reads-failure")
         assert text.startswith("This page cannot reach huggingface.co, where the model's tokenizer and chat template are")
         assert "Recorded mode works without it" in text
-        for where in ("#reads", "#status", "#chat"):
+        page.wait_for_timeout(1000)  # the model box's own look at the Hub, too
+        for where in ("#reads", "#status", "#chat", "body"):
             assert "Failed to fetch" not in page.text_content(where), where
         assert page.is_visible("#failure-recorded") and page.is_visible("#failure-retry")
         assert text in page.text_content("#chat-banner")  # above the chat too: a phone shows it first
