@@ -119,3 +119,35 @@ def test_plain_text_shows_the_bytes_of_split_characters(app, tokenizer):
     }""", text)
     assert drawn == [b.hex(" ").upper() for b in split]
     page.click("#mode-live")
+
+
+@pytest.fixture(scope="module")
+def tiny(server):
+    """The tiny random model (tests/tiny_model.py) beside the site: a continuation in seconds on SwiftShader."""
+    from tiny_model import write_tiny_model
+
+    folder = write_tiny_model(server.root / "tiny-plain" / "model", server.mirror.files["config.json"].parent, seed=4)
+    return folder, f"{server.url}tiny-plain/model/"
+
+
+def test_stop_ends_a_continuation_and_keeps_what_it_wrote(app, tiny):
+    folder, url = tiny
+    page = app.open(f"?model={url}")
+    assert page.evaluate("chatlens.downloadModel()")["complete"]
+    assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+    page.click("#mode-plain")
+    limit = page.evaluate("chatlens.settings.reply_limit")
+    page.select_option("#plain-max", str(limit))  # the longest continuation offered
+    page.click("#plain-run")
+    chips = ".plain-col:nth-child(1) .plain-continuation .tok"
+    page.wait_for_selector(chips, timeout=STEP_MS)  # the first token is written
+    page.click("#plain-stop")
+    page.wait_for_selector("#plain-stop", state="hidden", timeout=STEP_MS)
+    assert page.text_content(".plain-col:nth-child(1) .plain-continuation .reply-title code.stop") == "stopped"
+    kept = page.eval_on_selector_all(chips, "ts => ts.map(t => Number(t.dataset.id))")
+    cli = run_cli("complete", "--max-new-tokens", str(limit), stdin=FRANCE, model=folder)
+    assert cli.returncode == 0, cli.stderr
+    want = json.loads(cli.stdout)["ids"]
+    assert len(want) == limit  # not stopped, it runs to the limit (the tiny model never writes <|im_end|>)
+    assert 1 <= len(kept) < limit and kept == want[:len(kept)]  # what it wrote before the stop, as the CLI writes it
+    assert page.is_enabled("#plain-run") and page.is_enabled("#plain-as-chat")
