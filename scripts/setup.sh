@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything chatlens needs on a fresh machine of this kind (Debian, Python 3.11+, Node/npm).
 #   bash scripts/setup.sh          the package, the model, the site's pinned inputs
-#   bash scripts/setup.sh --test   also the test references (torch 2.13.0 CPU, transformers, ...) and Chromium
+#   bash scripts/setup.sh --test   also the test references (torch 2.13.0 CPU, transformers, ...), Chromium,
+#                                  and Firefox ESR with the puppeteer-core that drives it (tests/firefox/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -13,6 +14,15 @@ extras=""
 if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
   # Playwright cannot download browsers here: the tests drive Debian's Chromium.
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+if [ -n "$extras" ] && [ ! -x /usr/bin/firefox-esr ]; then
+  # The second engine: Debian's Firefox ESR, driven over WebDriver BiDi by puppeteer-core.
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq firefox-esr >/dev/null
+fi
+if [ -n "$extras" ] && [ ! tests/firefox/node_modules/.package-lock.json -nt tests/firefox/package-lock.json ]; then
+  # puppeteer-core as pinned in tests/firefox/package-lock.json (it downloads no browser)
+  npm ci --prefix tests/firefox --no-audit --no-fund --ignore-scripts >/dev/null
 fi
 
 if [ -n "$extras" ] && [ ! -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] && [ ! -e /usr/share/vulkan/icd.d/lvp_icd.aarch64.json ]; then
