@@ -1,0 +1,61 @@
+// A learner's first visit in Firefox, with its default settings (nothing answers the storage
+// prompt): the page boots and previews; Download stores the model while persist() is never
+// answered; a forced WebGPU reply; a reply stopped after its first token; the site cached for
+// offline use. Prints what each step gave, for tests/test_firefox_browser.py to compare.
+//
+//   node first_visit.mjs '{"url", "profile", "shots", "system", "messages", "window", "maxTokens"}'
+
+import { args, job, launch, open, previewsWork, report, until } from "./firefox.mjs";
+
+const { url, profile, shots, system, messages, window: win, maxTokens } = args();
+const MINUTES = 60_000;
+const errors = [];
+const out = { errors };
+const browser = await launch({ profile });
+try {
+  const page = await open(browser, url, { errors });
+  out.boot = { state: await previewsWork(page) };
+  out.preview = await job(page, (a) => chatlens.preview(a), { system, messages, window: win }, MINUTES);
+  // Firefox's only adapter here is a fallback (CPU) one: `auto` passes it over, so the page was
+  // asked for WebGPU by name (firefox.mjs).
+  out.adapter = await job(page, async () => {
+    const a = await navigator.gpu?.requestAdapter();
+    return a ? { fallback: a.info?.isFallbackAdapter ?? a.isFallbackAdapter ?? null } : null;
+  }, null, MINUTES);
+
+  // Download, as a learner presses it; persist() waits on a prompt nobody answers.
+  await page.click("#download");
+  await until(page, () => document.querySelector("#model-body [data-stored='complete']") !== null, 10 * MINUTES);
+  // The page's own request is still unanswered once the download has ended, and a while after.
+  // (Asking again here would not do: Firefox then withdraws the first prompt, answering it false.)
+  await new Promise((r) => setTimeout(r, 2000));
+  out.download = {
+    stored: await page.evaluate(() => chatlens.storedModels()),
+    persistence: await page.evaluate(() => document.getElementById("persistence")?.dataset.persistence ?? null),
+    note: await page.evaluate(() => document.getElementById("persistence")?.textContent ?? null),
+    persisted: await job(page, () => navigator.storage.persisted(), null, MINUTES),
+  };
+  if (shots) await page.screenshot({ path: `${shots}/firefox-stored.png`, fullPage: true });
+  out.model = await job(page, () => chatlens.modelReady, null, 10 * MINUTES);
+
+  const run = (a) => {
+    const streamed = [];
+    return chatlens.run(a.request, { onToken: (t) => {
+      if (t.id >= 0 && streamed.push(t.id) === 1 && a.stopAtFirst) chatlens.stop();
+    } }).then((record) => ({ record, streamed }));
+  };
+  const request = { system, messages, window: win, maxTokens };
+  out.reply = await job(page, run, { request }, 10 * MINUTES);
+  // The same again, stopped as its first token arrives (its prompt is in the cache by now).
+  out.stopped = await job(page, run, { request, stopAtFirst: true }, 10 * MINUTES);
+
+  // The service worker has cached this build and controls the page: the next visit needs no server.
+  await job(page, () => navigator.serviceWorker.ready.then(() => true), null, 2 * MINUTES);
+  out.controlled = await until(page, () => Boolean(navigator.serviceWorker.controller), 2 * MINUTES);
+  if (shots) await page.screenshot({ path: `${shots}/firefox-reply.png`, fullPage: true });
+} catch (e) {
+  out.failed = String(e?.stack ?? e);
+} finally {
+  await browser.close();
+}
+report(out);

@@ -1,0 +1,26 @@
+// The learner comes back to Firefox with the server gone: the service worker serves the page,
+// the model is read from the store (no download), previews and a reply work offline.
+//
+//   node return_visit.mjs '{"url", "profile", "shots", "system", "messages", "window", "maxTokens"}'
+
+import { args, job, launch, open, previewsWork, report } from "./firefox.mjs";
+
+const { url, profile, shots, system, messages, window: win, maxTokens } = args();
+const MINUTES = 60_000;
+const errors = [];
+const out = { errors };
+const browser = await launch({ profile });
+try {
+  const page = await open(browser, url, { errors });
+  out.boot = { state: await previewsWork(page), source: await page.evaluate(() => chatlens.source?.origin ?? null) };
+  out.stored = await job(page, () => chatlens.ready.then((r) => r.stored), null, MINUTES);
+  out.preview = await job(page, (a) => chatlens.preview(a), { system, messages, window: win }, MINUTES);
+  out.model = await job(page, () => chatlens.modelReady, null, 10 * MINUTES);
+  out.reply = await job(page, (a) => chatlens.run(a), { system, messages, window: win, maxTokens }, 10 * MINUTES);
+  if (shots) await page.screenshot({ path: `${shots}/firefox-offline.png`, fullPage: true });
+} catch (e) {
+  out.failed = String(e?.stack ?? e);
+} finally {
+  await browser.close();
+}
+report(out);
