@@ -54,6 +54,9 @@ def test_the_download_starts_and_ends_while_the_browser_has_not_answered_persist
     assert [u for u in app.urls() if u.endswith("/model.safetensors")]
     assert page.evaluate("chatlens.storedModels()")[0]["complete"]
     app.shot("persist-unanswered")
+    page.set_viewport_size({"width": 390, "height": 844})
+    app.shot("persist-unanswered-phone")
+    page.set_viewport_size({"width": 1400, "height": 1000})
 
     # The user answers the prompt: the box says what a grant means.
     page.evaluate("window.__answerPersist(true)")
