@@ -407,3 +407,28 @@ def test_without_a_mirror_the_page_reads_the_pinned_revision_on_the_hub(browser,
         a.close()
         bare.shutdown()
         bare.server_close()
+
+
+def test_a_download_cancelled_through_the_api_resumes_where_it_stopped(app):
+    """chatlens.downloadModel({onProgress, signal}): aborted part way through the weights, it rejects
+    with an AbortError and keeps the chunks it verified; called again, it asks only for the rest."""
+    page = app.open()
+    weights = "model.safetensors"
+    got = page.evaluate("""async (weights) => {
+        const stopper = new AbortController();
+        let at = null;
+        const error = await chatlens.downloadModel({signal: stopper.signal, onProgress: (p) => {
+            if (at === null && p.file?.name === weights && p.file.done >= 40 << 20) (at = p.file.done), stopper.abort();
+        }}).then(() => null, (e) => ({name: e.name, message: e.message}));
+        return {error, at, stored: await chatlens.storedModels()};
+    }""", weights)
+    assert got["error"]["name"] == "AbortError" and got["at"] is not None
+    (stored,) = got["stored"]
+    assert not stored["complete"] and 0 < stored["bytes"] < stored["total"]
+    part = next(f for f in stored["files"] if f["name"] == weights)
+    assert part["state"] == "partial" and 0 < part["stored"] <= got["at"]  # the whole chunks it had verified
+    before = len(app.requests)
+    summary = page.evaluate("chatlens.downloadModel()")
+    assert summary["complete"] and summary["verified"]
+    again = [r.all_headers().get("range") for r in app.requests[before:] if r.url.endswith("/" + weights)]
+    assert again == [f"bytes={part['stored']}-"]  # only the rest, once
