@@ -6,7 +6,7 @@ puppeteer-core, and each prints what the page gave as JSON; these tests compare 
 command line on the same files. A first visit boots, previews, downloads the model (Firefox
 never answers `navigator.storage.persist()` headless: the download must not wait for it),
 replies on WebGPU and stops a reply; a second visit with the server gone works from the store
-and the service worker.
+and the service worker, and with `auto` passes the fallback adapter over.
 
 Firefox's only WebGPU adapter here is a fallback (CPU) one, which `auto` rightly passes over:
 the scripts ask for WebGPU by name. It is slow, and Firefox resolves mapAsync on a ~100 ms timer,
@@ -124,15 +124,28 @@ def test_stop_in_firefox_keeps_the_token_written_before_it(first_visit, cli):
     assert stopped["reused_tokens"] > 0  # the same prompt again: read from the cache
 
 
-def test_firefox_works_offline_once_the_model_is_stored(first_visit, site, cli):
+@pytest.fixture(scope="module")
+def return_visit(first_visit, site):
+    """The same profile with the server gone: tests/firefox/return_visit.mjs."""
     visit, profile = first_visit
     assert visit["controlled"]  # the service worker cached this build
     site.shutdown()
     site.server_close()
     site.running = False
-    again = firefox("return_visit.mjs", url=site.url, profile=str(profile), shots=str(SHOTS),
-                    system=SYSTEM, messages=MESSAGES, window=WINDOW, maxTokens=1)
+    return firefox("return_visit.mjs", url=site.url, profile=str(profile), shots=str(SHOTS),
+                   system=SYSTEM, messages=MESSAGES, window=WINDOW, maxTokens=1)
+
+
+def test_firefox_works_offline_once_the_model_is_stored(return_visit, cli):
+    again = return_visit
     assert again["boot"]["source"] == "mirror" and again["stored"]["complete"]
     assert again["preview"]["prompt_ids"] == cli["prompt_ids"]
     assert again["model"]["kind"] == "webgpu"
     assert again["reply"]["reply_ids"] == cli["reply_ids"][:1]
+
+
+def test_auto_passes_firefoxs_fallback_adapter_over(return_visit):
+    auto = return_visit["auto"]
+    assert auto["backend"] == "auto"
+    # NumPy was chosen (it cannot be fetched offline), and the GPU passed over is offered by name.
+    assert "NumPy" in auto["model"]["error"] and auto["model"]["offer"] == "webgpu"

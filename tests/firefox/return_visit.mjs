@@ -1,9 +1,10 @@
 // The learner comes back to Firefox with the server gone: the service worker serves the page,
-// the model is read from the store (no download), previews and a reply work offline.
+// the model is read from the store (no download), previews and a reply work offline; then the
+// same with `auto`, which passes Firefox's fallback adapter over.
 //
 //   node return_visit.mjs '{"url", "profile", "shots", "system", "messages", "window", "maxTokens"}'
 
-import { args, job, launch, open, previewsWork, report } from "./firefox.mjs";
+import { args, job, launch, open, previewsWork, report, until } from "./firefox.mjs";
 
 const { url, profile, shots, system, messages, window: win, maxTokens } = args();
 const MINUTES = 60_000;
@@ -18,6 +19,14 @@ try {
   out.model = await job(page, () => chatlens.modelReady, null, 10 * MINUTES);
   out.reply = await job(page, (a) => chatlens.run(a), { system, messages, window: win, maxTokens }, 10 * MINUTES);
   if (shots) await page.screenshot({ path: `${shots}/firefox-offline.png`, fullPage: true });
+
+  // With `auto` the page passes the fallback adapter over for NumPy (which cannot be fetched
+  // offline) and offers the GPU by name instead.
+  await page.goto(`${url}?backend=auto`);
+  await until(page, () => window.chatlens !== undefined, MINUTES);
+  await previewsWork(page);
+  out.auto = { backend: await page.evaluate(() => chatlens.backend),
+               model: await until(page, () => chatlens.model, 10 * MINUTES) };
 } catch (e) {
   out.failed = String(e?.stack ?? e);
 } finally {
