@@ -229,9 +229,9 @@ def test_enter_pressed_twice_while_python_boots_sends_one_message(app):
     page.wait_for_timeout(300)
     assert page.eval_on_selector_all("#chat .msg.user .content", "b => b.map(e => e.textContent)") == ["Who are you?"]
     assert page.input_value("#draft") == "What is my name?"
-    # the sent turn got no reply: the draft is previewed without it (never two user messages in a row)
+    # the sent turn's record is the one shown, and the draft now previews after it
     app.type_draft("What is my name?")
-    assert "Who are you?" not in app.prompt_text()
+    assert "<|im_start|>user\nWho are you?<|im_end|>" in app.prompt_text()
 
 
 def test_an_empty_custom_prompt_is_the_template_default(app):
@@ -432,3 +432,46 @@ def test_a_download_cancelled_through_the_api_resumes_where_it_stopped(app):
     assert summary["complete"] and summary["verified"]
     again = [r.all_headers().get("range") for r in app.requests[before:] if r.url.endswith("/" + weights)]
     assert again == [f"bytes={part['stored']}-"]  # only the rest, once
+
+
+def test_every_recorded_reply_is_the_recorders_greedy_reply(doc, model):
+    """Each reply recorded mode shows (site/recorded.json, as the site serves it) is what `chatlens
+    record` writes for its prompt: at every step the recorded token is NumPy's most likely next one
+    (or within the near-tie gap of it: README, Fidelity), and it ends as the recorder ends a reply.
+    The prompts are the recorder's too (tests/test_chat.py derives each one again). Teacher forcing:
+    one forward pass over a turn's prompt and reply (its shared start with the turn before kept in
+    the cache) gives every step's logits, where decoding token by token would take minutes."""
+    import numpy as np
+
+    from chatlens import defaults
+    from chatlens.cache import common_prefix
+    from chatlens.model import rms_norm
+
+    backend = model.backend(2048)  # the largest window recorded and its reply
+    head = backend.lm_head.T  # (dim, vocab)
+    seen, checked = set(), 0
+    for conv in doc["conversations"]:
+        backend.reset()
+        prev = []
+        for i, turn in enumerate(conv["turns"]):
+            where = (conv["preset"], conv["window"], i)
+            prompt, reply = turn["prompt_ids"], turn["reply_ids"]
+            if turn["stop_reason"] == "end_turn":
+                assert reply[-1] == model.eos_id and model.eos_id not in reply[:-1], where
+            else:
+                assert turn["stop_reason"] == "max_tokens" and len(reply) == doc["reply_limit"], where
+                assert model.eos_id not in reply, where
+            ids = prompt + reply
+            if tuple(ids) in seen:  # the same turn in another window (nothing dropped yet): checked once
+                continue
+            seen.add(tuple(ids))
+            keep = min(common_prefix(prev, ids), len(prompt) - 1)  # the step before the reply is computed again
+            backend.truncate(keep)
+            x = backend._forward(ids[keep:])  # (T, dim): the hidden state after each of ids[keep:]
+            steps = rms_norm(x[len(prompt) - 1 - keep:-1], backend.final_norm, model.config.norm_eps) @ head  # (len(reply), vocab)
+            best = steps.max(axis=1)
+            chosen = steps[np.arange(len(reply)), reply]
+            assert np.all(best - chosen <= defaults.NEAR_TIE_GAP), (where, np.flatnonzero(best - chosen > defaults.NEAR_TIE_GAP))
+            checked += 1
+            prev = ids  # what the cache holds now
+    print(f"\n{checked} distinct recorded replies checked step by step")
