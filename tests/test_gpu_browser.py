@@ -100,16 +100,22 @@ def test_chromium_offers_webgpu_on_swiftshader(page):
     assert "subgroups" in info["features"] and info["limits"]["maxStorageBufferBindingSize"] >= 128 << 20
 
 
-@pytest.mark.parametrize("source, reduction", [("gguf-mixed", "subgroups"), ("hf-bf16", "shared-memory")])
-def test_the_js_executor_gives_the_native_ids_and_logits(page, served, source, reduction):
+# (n_ctx, prompt tokens): 96 keys take one attention workgroup; past 128 (a 140-token prompt) the
+# attention splits, a chunk merging it in a pass of its own and a decode step in its o projection
+@pytest.mark.parametrize("source, reduction, n_ctx, prompt", [
+    ("gguf-mixed", "subgroups", 96, 78), ("hf-bf16", "shared-memory", 96, 78),
+    ("gguf-mixed", "subgroups", 160, 140), ("hf-bf16", "shared-memory", 160, 140)])
+def test_the_js_executor_gives_the_native_ids_and_logits(page, served, source, reduction, n_ctx, prompt):
     features = None if reduction == "subgroups" else []
-    gpu, program = browser_backend(page, served, source, 96, features)
+    gpu, program = browser_backend(page, served, source, n_ctx, features)
     assert gpu.name == "webgpu: " + page.evaluate("gpuCall('probe')")["name"]
     assert program["meta"]["reduce"] == ("reduce_subgroup" if reduction == "subgroups" else "reduce_shared")
     enabled = any(m["code"].startswith("enable subgroups;") for m in program["modules"])
     assert enabled == (reduction == "subgroups")  # Chromium's WGSL needs the enable; naga refuses it
-    native = open_native(served[2][source], 96)
-    got, want = gpu.prefill(PROMPT, top_k=5), native.prefill(PROMPT, top_k=5)
+    assert (program["meta"]["splits"] > 1) == (n_ctx > 128)
+    native = open_native(served[2][source], n_ctx)
+    ids = (PROMPT * 2)[:prompt]
+    got, want = gpu.prefill(ids, top_k=5), native.prefill(ids, top_k=5)
     for step in range(3):
         np.testing.assert_allclose(gpu.last_logits(), native.last_logits(), atol=TOL, rtol=0, err_msg=f"step {step}")
         assert got.id == want.id
