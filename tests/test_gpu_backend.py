@@ -406,6 +406,20 @@ def test_real_model_prefill_and_five_decode_steps_equal_numpy(gguf_path):
 
 
 @pytest.mark.slow
+def test_real_model_past_128_keys_equals_numpy(gguf_path):
+    """Past 128 keys the attention splits: a 150-token prompt (bench's conversation, cut) is read
+    in a chunk of 128 and one whose attention is merged by a pass of its own, then 3 decode steps
+    whose o projection merges it (x_merge): logits within 1e-3 of NumPy's, the same ids and top-k."""
+    from chatlens.host.bench import prompt_ids
+
+    model = load_model(gguf_path)
+    ids = prompt_ids(model.text)[:150]
+    gpu = open_native(gguf_path, 160)
+    assert gpu.meta["splits"] > 1 and gpu.meta["dispatches"]["decode"] == 1 + 5 * model.config.n_layers
+    compare_run(gpu, model.backend(160), ids, 3, top_k=5, tol=1e-3)
+
+
+@pytest.mark.slow
 def test_real_model_f16_cache_against_numpy_f32_cache(gguf_path, monkeypatch):
     """What an f16 KV cache changes against NumPy's f32 one: the same greedy ids over a prompt
     and 8 steps, and logits that move by less than F16_CACHE_LOGITS (measured here)."""
