@@ -1,5 +1,5 @@
 // What survives a reload in the middle of a reply (site/js/page/prefs.mjs saveLive / loadLive), and
-// the rule that a message which got no reply is left out of what the model reads (state.mjs), in node.
+// a message that got no reply sent again in its own place (state.mjs), in node.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { loadLive, RELOADED, saveLive } from "../../site/js/page/prefs.mjs";
@@ -31,19 +31,21 @@ test("a reply being written is saved as far as it got, and comes back stopped by
     { role: "user", content: "Hi!" }, { role: "assistant", content: "Hello" }, { role: "user", content: "More" }]);
 });
 
-test("a message with no reply is left out of what the model reads, and sent again takes its place", () => {
+test("a message with no reply sent again takes its place; another message follows it", () => {
   const store = createStore();
   store.restored([{ user: "Hi!", reply: "Hello" }, { user: "Tell me a joke.", note: RELOADED, noteClass: "no-reply", saved: { cut: true } }]);
   const hi = [{ role: "user", content: "Hi!" }, { role: "assistant", content: "Hello" }];
-  assert.deepEqual(liveMessages(store.state, "Why?"), [...hi, { role: "user", content: "Why?" }]);
   store.sent("Tell me a joke.", "key"); // the same text: sent again
   assert.deepEqual(store.state.live.turns.map((t) => t.user), ["Hi!", "Tell me a joke."]);
   assert.deepEqual(liveMessages(store.state), [...hi, { role: "user", content: "Tell me a joke." }]);
-  const failed = store.state.live.turns[1];
-  store.failed(failed, "the weights are not loaded");
-  store.sent("Something else", "key"); // another text: the unanswered one stays in the chat, unread
-  assert.equal(store.state.live.turns.length, 3);
-  assert.deepEqual(liveMessages(store.state), [...hi, { role: "user", content: "Something else" }]);
+  store.failed(store.state.live.turns[1], "the weights are not loaded");
+  store.sent("Something else", "key"); // another text: the page without a model still fills the window
+  assert.deepEqual(liveMessages(store.state), [...hi, { role: "user", content: "Tell me a joke." }, { role: "user", content: "Something else" }]);
+  // with no replies to be had, the same text sent twice is two messages
+  store.failed(store.state.live.turns[2], "the weights are not loaded");
+  store.repliesKnown({ state: "none", why: "replies need the model's weights" });
+  store.sent("Something else", "key");
+  assert.equal(store.state.live.turns.length, 4);
 });
 
 test("a draft during a reply is read after the reply as written so far", () => {

@@ -6,7 +6,7 @@
 
 import { callArgs } from "../page/controls.mjs";
 import { hostNote } from "../page/hosts.mjs";
-import { liveMessages, unanswered } from "../page/state.mjs";
+import { liveMessages, sentAgain, unanswered } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
 import { renderFailure } from "../views/reads.mjs";
@@ -34,10 +34,6 @@ function drawLiveChat(page, dropped = new Set(), banner = liveBanner(page.state,
   const items = [];
   let index = 0;
   for (const t of state.live.turns) {
-    if (unanswered(t)) { // not in the conversation the model reads (state.mjs liveMessages): no index of its own
-      items.push({ role: "user", text: t.user, record: t.record, saved: t.saved }, { note: t.note, noteClass: t.noteClass });
-      continue;
-    }
     items.push({ role: "user", text: t.user, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
     if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
     else if (t.streaming) items.push({ role: "assistant", text: t.streaming.text, record: null, streaming: true, progress: t.streaming.progress });
@@ -126,8 +122,8 @@ export async function showLive(page) {
     const again = callArgs(liveMessages({ live: { turns: state.live.turns.slice(0, -1) } }, last.user), api.settings);
     if (last.record && last.settings === settingsKey(again)) {
       drawLiveChat(page, droppedOf(last.record));
-      return page.draw(last.record, last.note ? `Turn ${n}: what the model would have read; it read nothing, since no reply could be had`
-        : `Turn ${n}: what the model read when you sent it`);
+      return page.draw(last.record, last.note ? `Turn ${n}: what the model would have read; it read nothing, since no reply ` +
+        `could be had${inARow(state.live.turns.slice(0, -1))}` : `Turn ${n}: what the model read when you sent it`);
     }
     // The settings changed since the last message was sent: show its turn again under the
     // settings chosen now, what sending it now would read. After a reload under the same
@@ -147,14 +143,25 @@ export async function showLive(page) {
   }
   // During a reply the draft is previewed too (previews need only the tokenizer and template,
   // which the worker answers between two steps of the reply), after the reply as written so far.
-  return previewLive(page, callArgs(draftMessages(state, draft), api.settings), seq, last?.streaming
-    ? "Preview: what the model would read if you sent this after the reply being written (as far as it has got)"
-    : "Preview: what the model would read if you sent this now");
+  const turns = draftTurns(state, draft);
+  return previewLive(page, callArgs(liveMessages({ live: { turns } }, draft, { partial: true }), api.settings), seq,
+    last?.streaming ? "Preview: what the model would read if you sent this after the reply being written (as far as it has got)"
+      : turns !== state.live.turns ? "Preview: what the model would read if you sent this again now, in the place of the same message that got no reply"
+        : `Preview: what the model would read if you sent this now${inARow(turns)}`);
 }
 
-/** The messages a draft would be sent with: the conversation (a reply being written as far as it
- * has got; a message that got no reply left out: state.mjs liveMessages), then the draft. */
-const draftMessages = (state, draft) => liveMessages(state, draft, { partial: true });
+/** The turns a draft is sent after: a message sent again takes the place of the one that got no
+ * reply (state.mjs sentAgain). */
+function draftTurns(state, draft) {
+  const turns = state.live.turns;
+  return sentAgain(state, draft) ? turns.slice(0, -1) : turns;
+}
+
+/** When the last of `turns` got no reply, why the next message follows it directly (else ""). */
+function inARow(turns) {
+  const last = turns.at(-1);
+  return last && unanswered(last) ? "; your message before got no reply, so the two are read one after the other" : "";
+}
 
 /** The settings a turn is read under (the system prompt, the window, how typed special tokens
  * are read), as a key: the same key, the same text. */
@@ -194,7 +201,7 @@ export async function send(page) {
   if (sending || !text.trim() || state.mode !== "live") return;
   sending = true;
   $("send").disabled = true;
-  const args = callArgs(draftMessages(state, text), api.settings);
+  const args = callArgs(liveMessages({ live: { turns: draftTurns(state, text) } }, text), api.settings);
   $("draft").value = "";
   const turn = store.sent(text, settingsKey(args));
   try {

@@ -118,12 +118,10 @@ export function createStore(progress = {}) {
     counted(seq, answer) {
       emit("counted", { ...answer, current: seq === state.draftSeq });
     },
-    /** The user sent `text` (read under `settings`, a key): its turn, with no record yet. The
-     * same text as the last message, which got no reply (a reload cut it off), is that message
-     * sent again: it takes its place. */
+    /** The user sent `text` (read under `settings`, a key): its turn, with no record yet. A
+     * message sent again (sentAgain) takes the place of the one that got no reply. */
     sent(text, settings) {
-      const last = state.live.turns.at(-1);
-      if (last && unanswered(last) && last.user === text) state.live.turns.pop();
+      if (sentAgain(state, text)) state.live.turns.pop();
       const turn = { user: text, record: null, settings };
       state.live.turns.push(turn);
       turnChange("sent", turn);
@@ -253,14 +251,21 @@ export function createStore(progress = {}) {
  * cut it off before the model wrote anything. */
 export const unanswered = (turn) => turn.reply === undefined && !turn.streaming && Boolean(turn.note);
 
+/** Whether `text` is the last message sent again: it got no reply (a reload cut it off, the
+ * worker died), replies can be had now, and the text is the same. Without replies at all, a
+ * message sent twice is two messages (the window fills, message by message). */
+export function sentAgain(state, text) {
+  const last = state.live.turns.at(-1);
+  return Boolean(last && unanswered(last) && last.user === text && state.replies.state !== "none");
+}
+
 /** The messages of the live conversation, then `extra` as the new user message. A message that
- * got no reply is left out: the model read nothing of it, and a conversation never has two of the
- * learner's messages in a row. partial: a reply being written counts with what it has written so
- * far (a draft previewed during a reply). */
+ * got no reply stays in it (the page without a model still fills the window, message by
+ * message), so the next follows it directly. partial: a reply being written counts with what it
+ * has written so far (a draft previewed during a reply). */
 export function liveMessages(state, extra, { partial = false } = {}) {
   const msgs = [];
   for (const t of state.live.turns) {
-    if (unanswered(t)) continue;
     msgs.push({ role: "user", content: t.user });
     if (t.reply !== undefined) msgs.push({ role: "assistant", content: t.reply });
     else if (partial && t.streaming) msgs.push({ role: "assistant", content: t.streaming.text });

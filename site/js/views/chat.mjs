@@ -32,10 +32,7 @@ function metaOf(it) {
     const n = saved ? saved.count ?? null : messageCount(it.record);
     const parts = [];
     if (n !== null) parts.push(`${count(n, "token")} with the template's wrapping`);
-    if (it.noReply) {
-      parts.push(saved?.cut ? "no reply: the page was reloaded while the model read it" : "no reply");
-      parts.push("later turns leave it out");
-    }
+    if (it.noReply) parts.push(saved?.cut ? "no reply: the page was reloaded while the model read it" : "no reply");
     return parts.join(" · ");
   }
   if (it.streaming) return readingText(it.progress) ?? "writing…";
@@ -153,8 +150,8 @@ function announce(box, lines) {
 /** The banner's text for a conversation without replies, `why` being the reason runs failed. */
 export function noRepliesText(why) {
   const reason = why ? ` (${why.replace(/^No reply: /, "")})` : "";
-  return `No replies here yet${reason}: a message gets no answer, and the next one is read without it, since ` +
-    "a conversation never has two of your messages in a row. Recorded mode has real replies.";
+  return `No replies here yet${reason}: each message waits without an answer, and a second one would be read ` +
+    "as two of your messages in a row, which no chat app sends. Recorded mode has real replies.";
 }
 
 /** The banner state.replies asks for, or null. When something else here could compute replies

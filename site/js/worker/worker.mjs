@@ -105,7 +105,8 @@ async function boot({ source, build, backend }) {
 /** A network failure reading the text side ("URL: Failed to fetch") as a sentence a learner can
  * act on (the page offers Recorded mode and a retry); another error as it is. */
 function unreachable(source, e) {
-  if (!/Failed to fetch|NetworkError|Load failed|network/i.test(e?.message ?? "")) return e;
+  // The default source only: a URL the learner gave is named as it is (its host may be a typo).
+  if (source.origin !== "hub" || !/Failed to fetch|NetworkError|Load failed|network/i.test(e?.message ?? "")) return e;
   const host = new URL(source.url).host;
   const where = host === self.location.host ? "this site" : host;
   return new Error(`This page cannot reach ${where}, where the model's tokenizer and chat template are: the network ` +
