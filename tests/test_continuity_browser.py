@@ -230,13 +230,13 @@ def test_without_a_model_no_caption_claims_a_read_and_two_messages_in_a_row_are_
     assert caption == "Turn 1: what the model would have read; it read nothing, since no reply could be had"
     app.type_draft("What is my name?")
     assert page.text_content("#reads-caption").endswith(
-        "if you sent this now; your message before got no reply, so the two are read one after the other")
+        "if you sent this now; with no reply to your message before, the two come one after the other")
     app.send("What is my name?")
     page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Turn 2')")
     caption = page.text_content("#reads-caption")
     assert "when you sent it" not in caption
     assert caption == ("Turn 2: what the model would have read; it read nothing, since no reply could be had; "
-                       "your message before got no reply, so the two are read one after the other")
+                       "with no reply to your message before, the two come one after the other")
     assert app.prompt_text().count("<|im_start|>user") == 2
     assert [b[1] for b in bubbles(page)] == ["Hi! My name is Priya.", "What is my name?"]
     assert "a second one would be read as two of your messages in a row" in page.text_content("#chat-banner")

@@ -160,7 +160,7 @@ function draftTurns(state, draft) {
 /** When the last of `turns` got no reply, why the next message follows it directly (else ""). */
 function inARow(turns) {
   const last = turns.at(-1);
-  return last && unanswered(last) ? "; your message before got no reply, so the two are read one after the other" : "";
+  return last && unanswered(last) ? "; with no reply to your message before, the two come one after the other" : "";
 }
 
 /** The settings a turn is read under (the system prompt, the window, how typed special tokens
