@@ -127,7 +127,6 @@ async function chooseDevice(asked, emulatedNames) {
   const choice = chooseBackend(asked, gpu?.info ?? null, emulatedNames);
   return { ...choice, gpu: choice.backend === "webgpu" ? gpu : null, why: missing && !gpu ? `${choice.why} (${missing})` : choice.why,
            passedOver: choice.backend === "numpy" && gpu ? gpu.name : null }; // a software GPU NumPy was preferred to
-
 }
 
 /** Put the weights to work (the store holds the whole model); `nCtx` for the GPU program. */
