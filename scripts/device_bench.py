@@ -130,8 +130,10 @@ def main(argv=None) -> int:
     print(f"adapter: {device[1]['name']}", flush=True)
     rows = []
     n_ctx = max(args.contexts + args.gemm_contexts) + args.new_tokens
-    plan = [(Path(m), "decode", kv) for m in args.models for kv in args.kv]
-    plan += [(Path(m), "prefill", g) for m in args.models for g in args.gemm]
+    # in the order a budget that runs out should keep: each model's first KV cache and its GEMMs, then the rest
+    plan = [row for m in map(Path, args.models)
+            for row in [(m, "decode", args.kv[0])] + [(m, "prefill", g) for g in args.gemm]]
+    plan += [(Path(m), "decode", kv) for kv in args.kv[1:] for m in args.models]
     for model, kind, which in plan:
         if over_budget():
             break
