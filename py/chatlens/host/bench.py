@@ -132,7 +132,9 @@ def pulled_runs(backend, ids, new_tokens, repeats, depth) -> dict:
     flight; 1: the host waits for each id before it submits the next step), from an empty cache:
     the time to the first token (the prompt read) and prefill tokens/s, then decode tokens/s and
     the host's time a decode token, taken apart: encoding and submitting the runs, waiting for
-    their bytes, and the rest (Python: planning the steps, the loop). Medians of `repeats`."""
+    their bytes, and the rest (Python: planning the steps, the loop). Medians of `repeats`. The
+    depth - 1 steps submitted with the prompt's last chunk may be computed before the first id is
+    read back: with few new tokens the decode rate at depth > 1 is flattered (use dozens)."""
     from ..pull import Pull
 
     ex = backend.executor
