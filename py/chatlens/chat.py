@@ -14,7 +14,7 @@ from . import defaults, presets
 from .cache import PromptCache
 from .errors import ChatlensError, WindowError
 from .record import TurnRecord, candidate_bytes, token_bytes
-from .window import fit as fit_window
+from .window import fit
 
 
 def preview(tokenizer, template, *, system, messages, window, reserve=defaults.REPLY_LIMIT, preset=None,
@@ -24,7 +24,7 @@ def preview(tokenizer, template, *, system, messages, window, reserve=defaults.R
     template's default (or a leading system message in `messages`); context the model's whole
     context (ModelConfig.n_ctx), for the record. Raises WindowError when the system prompt and
     the new message alone do not fit; ChatlensError for malformed messages."""
-    fitted = fit_window(tokenizer, template, system=system, messages=messages, window=window, reserve=reserve,
+    fitted = fit(tokenizer, template, system=system, messages=messages, window=window, reserve=reserve,
                         special_in_text=special_in_text)
     used = len(fitted.ids)
     ids = list(fitted.ids)
