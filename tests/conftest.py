@@ -55,7 +55,7 @@ def pytest_make_collect_report(collector):
 
 # -- markers: `python3 -m pytest -m "not browser and not slow"` is the quick subset ----------------------------------
 # Set here, one rule each, so that a new test is marked the same way:
-#   browser  it drives Chromium: it uses the `playwright` fixture (`browser` and `app` do)
+#   browser  it drives a browser: it uses the `playwright` fixture (`browser` and `app` do)
 #   slow     it decodes with the real model or runs transformers on it (SLOW_FIXTURES: the long greedy runs), runs
 #            the command line on it, runs WGSL through wgpu-py on this machine's device (lavapipe here, a CPU
 #            Vulkan device: LAVAPIPE), or is one of SLOW_TESTS
@@ -82,6 +82,9 @@ SLOW_TESTS = {
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.path.name
+        for key in SLOW_TESTS:  # a renamed test would drop out of the table unnoticed
+            if key.startswith(f"{module}::") and not hasattr(getattr(item, "module", None), key.split("::")[1]):
+                raise pytest.UsageError(f"tests/conftest.py's SLOW_TESTS names {key}, which is not there")
         fixtures = set(getattr(item, "fixturenames", ()))
         if "playwright" in fixtures:
             item.add_marker(pytest.mark.browser)
