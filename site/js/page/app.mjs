@@ -271,6 +271,9 @@ api.settingsReady.then(() => {
   showNotes([...api.notes, ...startNotes]);
   if (p.specialInText !== undefined) $("special-in-text").checked = p.specialInText;
   store.restored(prefs.loadLive());
+  // A message a reload cut off before its reply began: back in the box, to send again.
+  const cut = state.live.turns.at(-1);
+  if (cut?.saved?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;
   if (p.mode) return setMode(p.mode, { chosen: true });
   return landingMode().then((mode) => {
     landed = true;
@@ -279,9 +282,6 @@ api.settingsReady.then(() => {
 }, () => drawStatus(api)); // the status line says why build.json could not be read
 
 /** Where a visit with no mode of its own lands: Live once the model is stored (it can answer),
-  // A message a reload cut off before its reply began: back in the box, to send again.
-  const cut = state.live.turns.at(-1);
-  if (cut?.saved?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;
  * else Recorded, which has real replies, with the download offered beside it. */
 async function landingMode() {
   try {
