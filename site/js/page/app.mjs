@@ -61,12 +61,9 @@ const refresh = () => {
 /** Save what survives a reload: the mode, the system prompt, the window, the live conversation. */
 function remember() {
   if (!api.settings) return;
-  // The mode is saved only once the learner picks one: until then the landing mode follows the
-  // store (landingMode), so downloading the model makes Live the default of the next visit.
-  prefs.saveConversationPrefs({ mode: state.modeChosen ? state.mode : undefined,
-                                preset: state.customChosen ? "custom" : $("preset").value,
-                                custom: $("custom-system").value, window: Number($("window").value),
-                                specialInText: $("special-in-text").checked });
+  prefs.saveConversationPrefs(prefs.conversationToSave(state, {
+    preset: $("preset").value, custom: $("custom-system").value, window: Number($("window").value),
+    specialInText: $("special-in-text").checked }));
   prefs.saveLive(state.live.turns);
 }
 

@@ -106,6 +106,16 @@ export function checkWindow(pending, nCtx) {
   return [undefined, `Ignored the window ${pending}: the windows offered are the lab's and the model's whole context (${nCtx} tokens).`];
 }
 
+/** What saveConversationPrefs keeps, from the page's state and its controls ({preset, custom,
+ * window, specialInText}): the mode only once the learner picked one (until then the landing mode
+ * follows the store: app.mjs landingMode), and the custom preset while Recorded mode has set it
+ * aside (`customKept`), though the control shows the recording's preset. */
+export function conversationToSave(state, controls) {
+  return { mode: state.modeChosen ? state.mode : undefined,
+           preset: state.customKept ? "custom" : controls.preset,
+           custom: controls.custom, window: controls.window, specialInText: controls.specialInText };
+}
+
 export function saveConversationPrefs(prefs, storage = globalThis.localStorage) {
   write(storage, PREFS_KEY, prefs);
 }

@@ -1,0 +1,36 @@
+// What the page saves of its settings (site/js/page/prefs.mjs conversationToSave), played in node
+// through the store's transitions, and read back as the next visit reads it (conversationPrefs).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { conversationPrefs, conversationToSave, saveConversationPrefs } from "../../site/js/page/prefs.mjs";
+import { createStore } from "../../site/js/page/state.mjs";
+
+function memory() {
+  const items = new Map();
+  return { getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, String(v)), removeItem: (k) => items.delete(k) };
+}
+
+const settings = { presets: [{ name: "none" }, { name: "pirate" }, { name: "custom" }], windows: [256, 512] };
+const nowhere = { search: "", href: "http://localhost/" };
+
+test("a save made in Recorded mode keeps Live's custom preset", () => {
+  const storage = memory();
+  const store = createStore();
+  store.modeChosen("recorded", { chosen: true });
+  store.customKept(true); // app.mjs showMode: the recording shows its own preset in the control
+  const controls = { preset: "none", custom: "Speak in haiku.", window: 512, specialInText: false };
+  saveConversationPrefs(conversationToSave(store.state, controls), storage);
+  const back = conversationPrefs(settings, { location: nowhere, storage });
+  assert.equal(back.mode, "recorded");
+  assert.equal(back.preset, "custom");
+  assert.equal(back.custom, "Speak in haiku.");
+});
+
+test("in Live the control's preset is saved, and the mode only once chosen", () => {
+  const store = createStore();
+  const controls = { preset: "pirate", custom: "", window: 256, specialInText: true };
+  assert.deepEqual(conversationToSave(store.state, controls),
+                   { mode: undefined, preset: "pirate", custom: "", window: 256, specialInText: true });
+  store.modeChosen("live", { chosen: true });
+  assert.equal(conversationToSave(store.state, controls).mode, "live");
+});
