@@ -31,7 +31,7 @@ import time
 
 from . import defaults, presets, protocol
 from .cache import PromptCache
-from .chat import preview as preview_record, reply_of
+from .chat import preview, reply_of
 from .errors import ChatlensError, TemplateError, WindowError
 from .source import load_text_side
 from .window import counting
@@ -327,10 +327,10 @@ class _Worker:
         preset, system = self._turn(a)
         max_tokens = a.reserve if a.max_tokens is None else a.max_tokens
         try:
-            record = preview_record(self.text.tokenizer, self.text.template, system=system,
-                                    messages=a.messages, window=a.window, reserve=a.reserve, preset=preset,
-                                    max_tokens=max_tokens, special_in_text=a.special_in_text,
-                                    context=self.text.config.n_ctx)
+            record = preview(self.text.tokenizer, self.text.template, system=system,
+                             messages=a.messages, window=a.window, reserve=a.reserve, preset=preset,
+                             max_tokens=max_tokens, special_in_text=a.special_in_text,
+                             context=self.text.config.n_ctx)
         except WindowError as e:
             if e.data is not None:  # the overflow's window is drawn as a record's: beside the model's context
                 e.data["context"] = self.text.config.n_ctx
