@@ -217,12 +217,14 @@ const requests = {
  */
 async function pulled(kind, args, id) {
   const used = attached;
+  const streamed = { posted: 0, skip: 0 }; // the tokens posted to the page
   try {
-    return await pull(kind, args, id);
+    return await pull(kind, args, id, streamed);
   } catch (e) {
     if (!(await gpuLost(used?.executor, e))) throw e;
     await attach(used.n_ctx);
-    return pull(kind, args, id);
+    // Computed again from the start, the reply's first tokens are the ones the page has already.
+    return pull(kind, args, id, { posted: 0, skip: streamed.posted });
   } finally {
     stops.delete(id);
     stopsAsked.delete(id);
@@ -240,7 +242,7 @@ async function gpuLost(executor, error) {
 
 const STOPPED = Symbol("stopped");
 
-async function pull(kind, args, id) {
+async function pull(kind, args, id, streamed = { posted: 0, skip: 0 }) {
   const gpu = attached?.kind === "webgpu" ? attached.executor : null;
   let asked = stopsAsked.has(id); // a stop may come before its reply starts
   const stopped = new Promise((resolve) => stops.set(id, () => resolve(STOPPED))).then((v) => ((asked = true), v));
@@ -280,7 +282,10 @@ async function pull(kind, args, id) {
     let out = ask("start", { kind, args, depth: gpu ? gpu.depth() : 1 });
     lastReply = spent;
     for (;;) {
-      for (const t of out.tokens) self.postMessage({ type: "token", id, token: t });
+      for (const t of out.tokens) {
+        if (streamed.skip > 0) streamed.skip -= 1;
+        else (streamed.posted += 1), self.postMessage({ type: "token", id, token: t });
+      }
       if (out.done) return out.done;
       progress = out.read < out.prompt ? { read: out.read, of: out.prompt, parts: 0 } : null;
       tellProgress();
