@@ -151,27 +151,30 @@ def test_the_worker_killed_or_the_gpu_lost_in_the_middle_of_a_reply_loses_nothin
     page = with_tiny_model(app, url)
     in_the_chat(page, 256, 6)
     page.set_default_timeout(120_000)  # a new device, or a new worker, loads the weights first
-    # The chat's next reply is cut right after its first token: `window.__cut` names how.
+    # The chat's next reply is cut right after its first token: `window.__cut` names how. The ids
+    # each reply streams are kept (window.__streamed).
     page.evaluate("""() => {
         const run = chatlens.run;
         window.__cut = null;
-        chatlens.run = (args, options = {}) => run(args, {...options, onToken: (t) => {
+        chatlens.run = (args, options = {}) => (window.__streamed = [], run(args, {...options, onToken: (t) => {
             options.onToken?.(t);
+            if (t.id >= 0) window.__streamed.push(t.id);
             const cut = window.__cut;
             window.__cut = null;
             if (cut) chatlens[cut]();
-        }});
+        }}));
     }""")
     watch_statuses(page)
 
     # The GPU lost: the weights go to a new device and the reply is computed again there; the
-    # chat shows it once, as the command line writes it.
+    # chat shows it once, as the command line writes it, and each token streamed once.
     page.evaluate("window.__cut = 'loseGpu'")
     app.send("Hi!")
     assert any(s["writing"] and s["detail"].startswith(LOST) for s in page.evaluate("window.__statuses"))
     first = [{"role": "user", "content": "Hi!"}]
-    reply = cli_reply(folder, first, 6)["reply_text"]
-    assert chat_texts(page) == ["Hi!", reply]
+    want = cli_reply(folder, first, 6)
+    reply = want["reply_text"]
+    assert chat_texts(page) == ["Hi!", reply] and page.evaluate("window.__streamed") == want["reply_ids"]
 
     # The worker killed: the reply is lost with it and the message says so; the conversation before
     # it is kept, a new worker loads the stored model, and the message sent again is answered right.
