@@ -17,7 +17,7 @@ import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields
 
-from . import defaults
+from . import defaults, usercode
 from .errors import ChatlensError
 
 
@@ -129,7 +129,7 @@ class Render:
 class RunPython:
     """A learner's Python, run with count_tokens(text) among its globals."""
     code: str = doc("the program")
-    seconds: int | float = doc("its time limit", 3)
+    seconds: int | float = doc("its time limit", usercode.DEFAULT_SECONDS)
     results: list = doc("names whose values to return", factory=list)
 
 

@@ -10,7 +10,6 @@
 
 import { $, el, fill } from "../views/dom.mjs";
 
-const SECONDS = 3; // the time limit for the learner's code (chatlens.usercode, by sys.settrace)
 const RESULTS = ["kept", "message", "used"]; // the program's names the check reads
 let api = null;
 let original = null; // the package's source
@@ -78,7 +77,8 @@ async function run() {
   $("bh-run").disabled = true;
   fill(out, el("p", { class: "note", text: "Running…" }));
   try {
-    const r = await api.runPython({ code: $("bh-code").value, seconds: SECONDS, results: RESULTS });
+    // No time limit sent: Python's default applies (chatlens.usercode.DEFAULT_SECONDS, by sys.settrace).
+    const r = await api.runPython({ code: $("bh-code").value, results: RESULTS });
     const parts = [
       el("div", { class: "bh-label", text: `Output (${r.seconds.toFixed(2)} s)` }),
       el("pre", { class: "bh-stdout", id: "bh-stdout", text: r.stdout || "(nothing printed)" }),

@@ -93,7 +93,7 @@
  * A learner's Python, run with count_tokens(text) among its globals.
  * @typedef {object} RunPython
  * @property {string} code the program
- * @property {number} [seconds=3] its time limit
+ * @property {number} [seconds=3.0] its time limit
  * @property {Array} [results=[]] names whose values to return
  */
 
