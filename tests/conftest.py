@@ -127,7 +127,7 @@ def reference(model):
     """transformers' float32 Llama on the same weights: the reference for logits and probabilities."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from chatlens.host.bench import reference_model
+    from chatlens.host.reference import reference_model
 
     return reference_model(model.config, model.weights.items())
 

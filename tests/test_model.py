@@ -11,7 +11,7 @@ import torch
 import transformers
 
 from chatlens.generate import greedy
-from chatlens.host import bench
+from chatlens.host.reference import reference_model as hf_model
 from chatlens.model import EINSUM, EinsumProducts, NumpyBackend
 from chatlens.source import load_model
 
@@ -23,7 +23,7 @@ torch.set_num_threads(2)
 
 def reference_model(model):
     """A transformers LlamaForCausalLM holding exactly our float32 weights."""
-    ref = bench.reference_model(model.config, model.weights.items())
+    ref = hf_model(model.config, model.weights.items())
     if model.config.tied_output:
         assert ref.lm_head.weight.data_ptr() == ref.model.embed_tokens.weight.data_ptr()
     return ref

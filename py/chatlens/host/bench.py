@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ChatlensError
+from .reference import reference_model
 
 # A lesson-like conversation; its rendered prompt is about 300 tokens with SmolLM2's template.
 CONVERSATION = [
@@ -255,25 +256,6 @@ def measure_chatlens(path, backend, ids, new_tokens, repeats) -> dict:
     else:
         numpy = f"NumPy {np.__version__} without BLAS, products {numpy_model.PRODUCTS.name}"
     return {**out, "detail": numpy if out["backend"] == "numpy" else f"{out['backend']}; {numpy}"}
-
-
-def reference_model(config, tensors):
-    """A transformers LlamaForCausalLM of `config` (float32) holding `tensors`: (HF name, array)
-    pairs, copied in one at a time so only one extra tensor is alive at once."""
-    import torch
-    import transformers
-
-    cfg = {k: v for k, v in config.to_hf().items() if k not in ("architectures", "torch_dtype")}
-    ref = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).float().eval()
-    params, loaded = ref.state_dict(), set()
-    with torch.no_grad():
-        for name, array in tensors:
-            params[name].copy_(torch.from_numpy(array))
-            loaded.add(name)
-    missing = set(params) - loaded - ({"lm_head.weight"} if config.tied_output else set())
-    if missing:
-        raise ValueError(f"reference model: no weights for {sorted(missing)[:5]}")
-    return ref
 
 
 def measure_reference(model_path, ids, new_tokens, repeats):
