@@ -14,6 +14,10 @@ TOP_K = 10  # candidates the page shows for each reply token ("why this token")
 # same gap the fidelity tests stop comparing greedy replies at (tests/test_model.py); backends
 # agree on logits to about 1e-3 on this model, so a smaller gap is where they can disagree.
 NEAR_TIE_GAP = 0.01
+# GPU steps kept in flight, at least: the next decode is submitted before the last id is read back
+# (chatlens.pull). The browser's executor keeps more when its host's latency asks; the GPU program
+# carries this floor to it (meta["in_flight"]).
+IN_FLIGHT = 2
 
 
 def for_page() -> dict:

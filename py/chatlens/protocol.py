@@ -73,7 +73,7 @@ class Start:
     """Start a reply the page pulls (one `step` a token)."""
     kind: str = doc("chat (a Turn's reply), text (a Text's continuation) or predict (a Turn's first token)")
     args: dict = doc("the arguments of that kind: a Turn, or a Text")
-    depth: int = doc("GPU steps to keep in flight", 2)
+    depth: int = doc("GPU steps to keep in flight", defaults.IN_FLIGHT)
     chunk: int = doc("the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls "
                      "between chunks (0: the backend's own; a GPU step reads the program's chunk)", READ_CHUNK)
 

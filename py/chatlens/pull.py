@@ -27,12 +27,13 @@ chunks before it filled, as one long prefill does (tests/test_worker_pull.py).
 
 from collections import deque
 
+from .defaults import IN_FLIGHT
 from .errors import ChatlensError
 from .generate import Chosen, Generation, Stop, decoding
 
 
 class Pull:
-    def __init__(self, stepper, ids, *, eos_id, max_new_tokens, top_k=0, depth=2, chunk=0):
+    def __init__(self, stepper, ids, *, eos_id, max_new_tokens, top_k=0, depth=IN_FLIGHT, chunk=0):
         ids = [int(i) for i in ids]
         if not ids:
             raise ChatlensError("prefill needs at least one token")

@@ -28,6 +28,7 @@ import math
 import struct
 
 from ..config import ModelConfig
+from ..defaults import IN_FLIGHT
 from ..errors import ChatlensError
 from . import kernels as K
 from .builder import ProgramBuilder, align
@@ -183,7 +184,8 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
               "short": {"keys": short, "prefill": "prefill_short", "decode": "decode_short"} if short else None,
               "kv": kv, "kv_value_bytes": K.KV_TYPES[kv]["bytes"], "gemm": gemm or K.GEMM,
               "step_fields": list(STEP_FIELDS), "rope": plan["rope"], "reduce": target.reduce,
-              "dispatches": {name: len(seq) for name, seq in b.sequences.items()}}
+              "dispatches": {name: len(seq) for name, seq in b.sequences.items()},
+              "in_flight": IN_FLIGHT}
     return b.to_dict()
 
 

@@ -215,10 +215,11 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
     msPerDispatch = msPerDispatch === null ? ms : 0.7 * msPerDispatch + 0.3 * ms;
   }
 
-  /** Steps to keep in flight: enough to cover the host's completion latency with GPU work. */
+  /** Steps to keep in flight: enough to cover the host's completion latency with GPU work, and at
+   * least the program's floor (chatlens.defaults.IN_FLIGHT). */
   function depth(stepDispatches = program.meta.dispatches?.decode ?? 1) {
     const stepMs = Math.max((msPerDispatch ?? 0.01) * stepDispatches, 0.05);
-    return Math.min(16, Math.max(2, 1 + Math.ceil(latencyMs / stepMs)));
+    return Math.min(16, Math.max(program.meta.in_flight, 1 + Math.ceil(latencyMs / stepMs)));
   }
 
   // One run, waited for (tests, and anything that needs one step's bytes).
