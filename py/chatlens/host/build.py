@@ -142,11 +142,6 @@ def ensure_node_modules(co: Checkout, log=print) -> Path:
     return modules
 
 
-def ensure_pyodide(co: Checkout, log=print) -> Path:
-    """build/node_modules/pyodide at the pinned version (and the other pinned packages)."""
-    return ensure_node_modules(co, log) / "pyodide"
-
-
 def _pip_into_cache(cache: Path, pip_args, filename, env=None, log=print) -> Path:
     """Run `pip download|wheel ... -d TMP`, then keep the one expected wheel in `cache`."""
     target = cache / filename

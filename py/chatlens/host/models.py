@@ -8,14 +8,9 @@ from ..source import Model, load_model, load_text_side
 from .fetch import resolve_model
 
 
-def choose_backend(kind: str) -> str:
-    """"numpy" or "webgpu" for a --backend value; "auto" is the GPU only when wgpu finds a real
-    one (chatlens.device: never a CPU emulation such as lavapipe)."""
-    return choose_backend_why(kind)[0]
-
-
 def choose_backend_why(kind: str) -> tuple[str, str]:
-    """(backend, why) for a --backend value."""
+    """("numpy" or "webgpu", why) for a --backend value; "auto" is the GPU only when wgpu finds a
+    real one (chatlens.device: never a CPU emulation such as lavapipe)."""
     from .. import device
 
     if kind not in ("numpy", "webgpu", "auto"):

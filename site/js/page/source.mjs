@@ -6,9 +6,8 @@
 //   3. the original weights on the Hugging Face Hub, pinned to a revision (build.json).
 // A source is {kind: "hf" | "gguf", url (absolute; a folder URL ends with "/"), label, origin}.
 
-import { MODEL_KEY, modelPref } from "./prefs.mjs";
+import { modelPref } from "./prefs.mjs";
 
-export const SETTING_KEY = MODEL_KEY;
 const HUB = "https://huggingface.co/";
 
 /** The source a URL names: a .gguf file, or a Hugging Face model folder. */

@@ -76,10 +76,6 @@ export function quotaMessage({ model, needed, stored, quota, usage }) {
     "and the model counts as complete only once every file is in.";
 }
 
-export function isAbort(e) {
-  return e?.name === "AbortError";
-}
-
 export function isQuotaError(e) {
   return e?.name === "QuotaExceededError";
 }

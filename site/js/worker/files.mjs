@@ -81,11 +81,6 @@ export async function mountWeightsHeader(py, store, source, dir) {
   mountPartial(py, dir, WEIGHTS_FILE, { head, total: size, url: null });
 }
 
-/** Whole stored files into Pyodide's file system (for NumPy, which reads every weight itself). */
-export async function writeStoredFiles(py, store, source, names, path) {
-  for (const name of names) py.FS.writeFile(path(name), await store.read(source, name));
-}
-
 /** read(file, offset, nbytes) over a stored model, for the GPU upload. Reads go forward through
  * one pass over each file's verified chunks (executor.mjs asks in file order), so each chunk is
  * read and checked once. A chunk found damaged is reported to onCorrupt, fetched again alone,
