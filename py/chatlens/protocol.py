@@ -4,7 +4,7 @@ Each request's arguments are a dataclass here: its fields, their types, their de
 chatlens.defaults) and a line of doc each. chatlens.worker reads every request through `parse`,
 which refuses a missing, unknown or mistyped argument with a plain sentence; the page's side is
 written from the same classes (`javascript()`: JSDoc typedefs and the list of requests, in
-site/js/worker/protocol.gen.mjs, which tests/test_protocol.py keeps current; `describe()`: the
+site/js/worker/protocol.gen.mjs, which tests/test_worker.py keeps current; `describe()`: the
 same as data, in build.json). One casing on the wire: Python's, snake_case.
 
 What the requests answer is documented with the answers' own types: chatlens.record.TurnRecord

@@ -1,4 +1,4 @@
-"""The chat commands: `render`, `run`, `chat` and `record` (dispatched by chatlens.cli).
+"""The chat commands: `render`, `run`, `chat` and `record` (dispatched by chatlens.host.cli).
 
 - render: a JSON array of messages on stdin -> {"text": ..., "ids": [...]}: the template's
   output and its token ids, nothing trimmed; --template, --tools, --documents,

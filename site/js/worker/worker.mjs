@@ -6,7 +6,7 @@
 //   requests, answered in order one at a time when they need the model's steps, at once when
 //   they need only the tokenizer and template (even while a reply is being written):
 //     {id, type: "init", args: {source, build, backend, lock, hideJspi}}  backend: auto|webgpu|numpy;
-//          lock: a Web Lock the worker holds while it lives (site/js/connection.mjs); hideJspi
+//          lock: a Web Lock the worker holds while it lives (site/js/page/connection.mjs); hideJspi
 //          (tests): hide JSPI before Python starts, as a browser without it would be
 //     {id, type: "attach"}                              load the weights (the store holds the model now)
 //     {id, type: "preview" | "render" | "tokenize" | "chat_template" | "lab_source" | "run_python", args}
