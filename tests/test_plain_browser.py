@@ -26,7 +26,7 @@ STEP_MS = 600_000
 def reference(server):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from chatlens.host.bench import reference_model
+    from chatlens.host.reference import reference_model
     from chatlens.source import load_model
 
     model = load_model(server.mirror.files[server.mirror.gguf])
