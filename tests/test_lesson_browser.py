@@ -43,22 +43,23 @@ def opened(browser, server, size, query=""):
     return a
 
 
-@pytest.fixture(scope="module")
-def desk(browser, server):
-    a = opened(browser, server, DESKTOP)
+def kept_open(browser, server, size):
+    """One page at `size` for the module; it must end with no page error."""
+    a = opened(browser, server, size)
     yield a
     errors = a.errors
     a.close()
     assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def desk(browser, server):
+    yield from kept_open(browser, server, DESKTOP)
 
 
 @pytest.fixture(scope="module")
 def phone(browser, server):
-    a = opened(browser, server, PHONE)
-    yield a
-    errors = a.errors
-    a.close()
-    assert not errors, errors
+    yield from kept_open(browser, server, PHONE)
 
 
 def shot(app, name, selector=None):
