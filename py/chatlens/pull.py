@@ -44,7 +44,7 @@ class Pull:
         self.top_k = int(top_k)
         self.generation = None  # chatlens.generate.Generation, once the loop has ended
         own = int(getattr(stepper, "chunk", 0) or 0)  # the most ids one step of the stepper takes (0: any)
-        chunk = min(c for c in (own, int(chunk)) if c > 0) if own > 0 or int(chunk) > 0 else 0
+        chunk = min((c for c in (own, int(chunk)) if c > 0), default=0)
         self.chunk = chunk  # the prompt ids one pull reads (0: all of them)
         self._loop = decoding(ids, eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k, chunk=chunk)
         self._need = next(self._loop)  # the Feed the loop waits for
