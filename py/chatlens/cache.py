@@ -7,7 +7,8 @@ holds; when a backend call fails part-way, what the backend holds is unknown, so
 """
 
 from .backend import Backend, Step
-from .generate import Generation, greedy
+from .generate import Generation
+from .pull import greedy
 
 
 def common_prefix(a, b) -> int:

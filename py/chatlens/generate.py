@@ -13,9 +13,9 @@ stop between any two pulls: throwing `Stop` into the loop ends it there, with st
 "stopped" and only the ids chosen so far. The last chosen id is never fed back: afterwards the
 cache holds the fed ids plus every generated id but the last.
 
-Who computes the steps is the caller's business: `greedy` below (the command line, NumPy, native
-wgpu), or chatlens.pull.Pull, which keeps GPU steps in flight and lets the page's JavaScript run
-them.
+Who computes the steps is the caller's business: chatlens.pull.Pull, which keeps GPU steps in
+flight and lets the page's JavaScript run them, and its synchronous driver chatlens.pull.greedy
+(the command line, NumPy, native wgpu).
 """
 
 import time
@@ -87,27 +87,3 @@ def decoding(ids, *, eos_id, max_new_tokens, top_k=0, chunk=0):
     out.decode_ms = (now - t1) * 1000 if read else 0.0
     return out
 
-
-def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=None, top_k=0) -> Generation:
-    """Feed `ids` after what `stepper` (a Backend, or a chatlens.cache.PromptCache) holds, then
-    choose up to max_new_tokens ids greedily: `decoding`, its steps computed here, one at a
-    time or, on a backend that plans GPU runs, with the next step in flight (chatlens.pull).
-
-    on_token(id) is called as each id is chosen. should_stop() is asked between any two steps
-    (prompt chunks included, so a long prompt can be stopped while it is read): when it says yes, the reply ends there with stop_reason "stopped" (the ids chosen so far
-    are kept). top_k > 0 records each step's best ids, logits and probabilities
-    (chatlens.backend.ranked), best first; the chosen id is always the first.
-    """
-    from .pull import Pull
-
-    pull = Pull(stepper, ids, eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k)
-    first = True
-    while not pull.done:
-        if not first and should_stop is not None and should_stop():
-            pull.stop()
-            break
-        first = False
-        for chosen in pull.pull():
-            if on_token is not None:
-                on_token(chosen.id)
-    return pull.generation

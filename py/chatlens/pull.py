@@ -1,4 +1,5 @@
-"""A reply the caller pulls: chatlens.generate's loop driven over a stepper, GPU steps in flight.
+"""A reply the caller pulls: chatlens.generate's loop driven over a stepper, GPU steps in flight;
+and `greedy`, the synchronous driver that pulls one to its end.
 
 `Pull(stepper, ids, ...)` holds one `decoding` loop and what the stepper (a Backend or a
 chatlens.cache.PromptCache) has been asked to compute for it. Two kinds of stepper:
@@ -181,3 +182,28 @@ class Pull:
         self._tickets.clear()
         self._loop.close()
         self.generation = self.generation or Generation(stop_reason="error")  # done: nothing more to pull
+
+
+def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=None, top_k=0) -> Generation:
+    """Feed `ids` after what `stepper` (a Backend, or a chatlens.cache.PromptCache) holds, then
+    choose up to max_new_tokens ids greedily: `decoding`, its steps computed here, one at a
+    time or, on a backend that plans GPU runs, with the next step in flight. The one loop that
+    drives a Pull to its end: every synchronous caller (the command line, the cache, NumPy) uses it.
+
+    on_token(id) is called as each id is chosen. should_stop() is asked between any two steps
+    (prompt chunks included, so a long prompt can be stopped while it is read): when it says yes,
+    the reply ends there with stop_reason "stopped" (the ids chosen so far are kept). top_k > 0
+    records each step's best ids, logits and probabilities (chatlens.backend.ranked), best first;
+    the chosen id is always the first.
+    """
+    pull = Pull(stepper, ids, eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k)
+    first = True
+    while not pull.done:
+        if not first and should_stop is not None and should_stop():
+            pull.stop()
+            break
+        first = False
+        for chosen in pull.pull():
+            if on_token is not None:
+                on_token(chosen.id)
+    return pull.generation

@@ -28,7 +28,7 @@ def tokenize(args) -> int:
 
 
 def generate(args) -> int:
-    from ..generate import greedy
+    from ..pull import greedy
 
     try:
         ids = json.loads(sys.stdin.read())
