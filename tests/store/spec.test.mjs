@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { HF_FILES, filesFromManifest, modelId, modelSpec, parseResolveUrl } from "../../site/js/store/spec.mjs";
+import { filesFromManifest, modelId, modelSpec, parseResolveUrl } from "../../site/js/store/spec.mjs";
 
 const HUB = "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/12fd25f77366fa6b3b4b768ec3050bf629380bac/";
 const MIRROR = "http://127.0.0.1:8000/models/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/q4_1-b179c9523d0e/";
@@ -39,9 +39,11 @@ test("a Hub source with pins from build.json", () => {
   assert.equal(spec.files[4].chunks, null);
 });
 
-test("without a file list: the files a browser needs", () => {
-  const spec = modelSpec({ kind: "hf", url: HUB }, { chunkSize: 1024 });
-  assert.deepEqual(spec.files.map((f) => f.name), HF_FILES.map((f) => f.name));
+test("without a file list: a GGUF is its one file; a folder's list comes from build.json, never guessed here", () => {
+  assert.throws(() => modelSpec({ kind: "hf", url: HUB }), /must name the files to keep/);
+  const names = [{ name: "config.json" }, { name: "model.safetensors" }];
+  const spec = modelSpec({ kind: "hf", url: HUB, files: names }, { chunkSize: 1024 });
+  assert.deepEqual(spec.files.map((f) => f.name), ["config.json", "model.safetensors"]);
   assert.ok(spec.files.every((f) => f.size === null && f.sha256 === null && f.chunkSize === 1024));
   const g = modelSpec({ kind: "gguf", url: "https://example.org/a%20b/My%20Model.gguf" });
   assert.deepEqual(g.files.map((f) => [f.name, f.url, f.role]), [["My Model.gguf", "https://example.org/a%20b/My%20Model.gguf", "weights"]]);
@@ -57,10 +59,15 @@ test("the mirror's manifest gives sizes, sha256 and chunk hashes", () => {
       "config.json": { sha256: H("e"), chunks: [H("4")] },
     },
   };
-  const hf = modelSpec({ kind: "hf", url: "http://127.0.0.1:9/models/org/m/resolve/r1/", manifest });
+  const names = [{ name: "config.json" }, { name: "generation_config.json", optional: true }, { name: "tokenizer.json" },
+                 { name: "tokenizer_config.json" }, { name: "model.safetensors" }];
+  const hf = modelSpec({ kind: "hf", url: "http://127.0.0.1:9/models/org/m/resolve/r1/", manifest, files: names });
   assert.equal(hf.id, "hf:org/m@r1");
   // no generation_config.json in this mirror: not asked for; the GGUF is not part of an hf source
   assert.deepEqual(hf.files.map((f) => f.name), ["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]);
+  // no names given: every file the mirror lists but its GGUF
+  const all = modelSpec({ kind: "hf", url: "http://127.0.0.1:9/models/org/m/resolve/r1/", manifest });
+  assert.deepEqual(all.files.map((f) => f.name), ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]);
   const st = hf.files.find((f) => f.name === "model.safetensors");
   assert.deepEqual([st.size, st.sha256, st.chunkSize, st.chunks.length], [25, H("d"), 10, 3]);
   const tok = hf.files.find((f) => f.name === "tokenizer.json");
@@ -68,7 +75,7 @@ test("the mirror's manifest gives sizes, sha256 and chunk hashes", () => {
   // the GGUF's sha256 is the manifest's top-level one when no digest lists it
   const g = modelSpec({ kind: "gguf", url: "http://127.0.0.1:9/models/org/m/resolve/r1/m.gguf", manifest });
   assert.deepEqual(g.files.map((f) => [f.name, f.size, f.sha256]), [["m.gguf", 30, H("c")]]);
-  assert.throws(() => filesFromManifest({ manifest: { files: { "config.json": 1 } } }, "hf"), /does not list tokenizer.json/);
+  assert.throws(() => filesFromManifest({ manifest: { files: { "config.json": 1 } }, files: names }, "hf"), /does not list tokenizer.json/);
 });
 
 test("bad descriptions are refused", () => {

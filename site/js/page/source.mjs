@@ -4,7 +4,9 @@
 //   2. the same-origin mirror that `python -m chatlens serve` puts beside the site
 //      (models/manifest.json says where its files are);
 //   3. the original weights on the Hugging Face Hub, pinned to a revision (build.json).
-// A source is {kind: "hf" | "gguf", url (absolute; a folder URL ends with "/"), label, origin}.
+// The base model (for the comparison) comes from the mirror's `base`, else the Hub: never from a URL.
+// A source is {kind: "hf" | "gguf", url (absolute; a folder URL ends with "/"), label, origin,
+// model ("instruct" | "base"; none for a URL), verified (a sentence), files, manifest} (store/spec.mjs).
 
 import { modelPref } from "./prefs.mjs";
 
@@ -36,25 +38,88 @@ export function shortened(text, most = 120) {
   return text.length > most ? `${text.slice(0, most - 41)}…${text.slice(-40)}` : text;
 }
 
-/** The configured source: ?model=, then the saved setting, then the mirror, then the Hub.
- * `wanted`: the model URL asked for (default: prefs.mjs's modelPref, which ignores a bad one). */
-export async function resolveSource({ location = globalThis.location, storage = globalThis.localStorage, build,
-                                      wanted = modelPref({ location, storage }).url } = {}) {
-  if (wanted) return sourceFromUrl(wanted, location.href);
+/** build.json's models, {instruct, base}: each {repo, revision, files: [{name, sha256?, size?,
+ * optional?}], verified: how its files are verified, in a sentence} (null where the build has none;
+ * a build.json older than `models` names the instruct alone, as `model`). */
+export function modelsOf(build) {
+  return { instruct: build?.models?.instruct ?? build?.model ?? null, base: build?.models?.base ?? null };
+}
 
-  const manifestUrl = new URL("models/manifest.json", location.href);
-  try {
-    const r = await fetch(manifestUrl, { cache: "no-cache" });
-    if (r.ok) {
-      const m = await r.json();
-      const base = new URL(m.base, manifestUrl.href.replace(/models\/manifest\.json$/, "")).href;
-      if (m.hf) return { kind: "hf", url: base, label: `local mirror of ${m.repo}`, origin: "mirror", manifest: m };
-      if (m.gguf) return { kind: "gguf", url: new URL(m.gguf, base).href, label: `local mirror: ${m.gguf}`, origin: "mirror", manifest: m };
-    }
-  } catch {
-    // no mirror beside this site: fall through to the Hub
+/** The configured source: ?model=, then the saved setting, then the mirror, then the Hub.
+ * `wanted`: the model URL asked for (default: prefs.mjs's modelPref, which ignores a bad one).
+ * `manifest`: the mirror's models/manifest.json when already read (null: none); else it is fetched. */
+export async function resolveSource({ location = globalThis.location, storage = globalThis.localStorage, build,
+                                      wanted = modelPref({ location, storage }).url, manifest } = {}) {
+  const { instruct } = modelsOf(build);
+  if (wanted) {
+    const source = sourceFromUrl(wanted, location.href);
+    // A folder someone gave: the files the instruct's folder has, with none of its pins (other bytes).
+    return source.kind === "hf" ? { ...source, files: namesOf(instruct) } : source;
   }
-  const { repo, revision, files } = build.model;
+  const m = manifest === undefined ? await readMirror(location) : manifest;
+  const mirrored = m && mirrorSource(m, location, "instruct", instruct);
+  if (mirrored) return mirrored;
+  return hubSource("instruct", instruct);
+}
+
+/**
+ * The base model's source (SmolLM2-135M, pretraining only), downloaded only when asked for:
+ * the mirror's `base` when `serve --base-model` put one there, else the Hub at build.json's
+ * pinned revision, each file checked against the sha256 build.json pins. Never the instruct:
+ * a base with the instruct's repo and revision is refused (the store would keep them as one).
+ * `manifest`: as resolveSource's.
+ */
+export async function resolveBaseSource({ location = globalThis.location, build, manifest } = {}) {
+  const { instruct, base } = modelsOf(build);
+  const m = manifest === undefined ? await readMirror(location) : manifest;
+  const mb = mirrorBase(m);
+  if (mb) {
+    if (mb.repo === m.repo && mb.revision === m.revision) {
+      throw new Error(`The mirror's base model has the instruct model's repo and revision (${mb.repo}@${mb.revision}): ` +
+        "the two must be told apart to be stored side by side.");
+    }
+    const source = mirrorSource({ ...mb, chunk_size: mb.chunk_size ?? m.chunk_size }, location, "base", base ?? instruct);
+    if (source) return source;
+  }
+  if (!base) throw new Error("This build names no base model (build.json has no models.base): build the site again.");
+  if (instruct && base.repo === instruct.repo && base.revision === instruct.revision) {
+    throw new Error(`build.json's base model is the instruct model (${base.repo}@${base.revision}).`);
+  }
+  return hubSource("base", base);
+}
+
+/** The base model's entry in the mirror's manifest, or null (serve put none there). */
+export function mirrorBase(m) {
+  const b = m?.base_model ?? m?.base;
+  return b && typeof b === "object" ? b : null;
+}
+
+/** models/manifest.json beside the site, or null when there is no mirror. */
+export async function readMirror(location = globalThis.location) {
+  try {
+    const r = await fetch(new URL("models/manifest.json", location.href), { cache: "no-cache" });
+    return r.ok ? await r.json() : null;
+  } catch {
+    return null; // no mirror beside this site: the Hub it is
+  }
+}
+
+const MIRROR_CHECK = "each file and each piece of it checked against the sha256 this site's mirror lists (hashed by `serve` " +
+  "from its own copy, not published by Hugging Face)";
+
+// A model in the mirror (`m`: the manifest's top level, or its base entry), as a source; null
+// when it holds neither a folder nor a GGUF. `listed`: build.json's entry for the files' names.
+function mirrorSource(m, location, which, listed) {
+  const folder = new URL(m.base, new URL(".", location.href)).href; // the manifest's URLs are the site's
+  const common = { origin: "mirror", manifest: m, model: which, verified: MIRROR_CHECK + (m.about ? `; it holds ${m.about}` : "") };
+  if (m.hf) return { kind: "hf", url: folder, label: `local mirror of ${m.repo}`, files: namesOf(listed), ...common };
+  if (m.gguf) return { kind: "gguf", url: new URL(m.gguf, folder).href, label: `local mirror: ${m.gguf}`, ...common };
+  return null;
+}
+
+function hubSource(which, entry) {
+  if (!entry) throw new Error(`This build names no ${which} model (build.json): build the site again.`);
+  const { repo, revision, files, verified } = entry;
   return {
     kind: "hf",
     url: `${HUB}${repo}/resolve/${revision}/`,
@@ -63,7 +128,15 @@ export async function resolveSource({ location = globalThis.location, storage = 
     files, // the sha256 pinned for the files the store keeps (build.json)
     label: `${repo} on Hugging Face (revision ${revision.slice(0, 7)})`,
     origin: "hub",
+    model: which,
+    verified: verified ?? null,
   };
+}
+
+// The names of the files a folder source keeps (build.json's list), without the pins: another
+// copy of the model has other bytes.
+function namesOf(entry) {
+  return entry?.files?.map(({ name, optional }) => (optional ? { name, optional: true } : { name }));
 }
 
 /** A URL's path segment as people read it ("%20" a space); as it is when it does not decode. */

@@ -3,20 +3,15 @@
 //
 // A source, as the page describes it (source.mjs, plus what the mirror's manifest or build.json adds):
 //   {kind: "hf" | "gguf", url, label?, origin?, repo?, revision?, id?, chunk_size?,
+//    model?: "instruct" | "base", verified?: how its files are verified, in a sentence,
 //    files?: [{name, size?, sha256?, chunk_size?, chunks?: [sha256 of each chunk], optional?}],
 //    manifest?: the mirror's models/manifest.json}
-// An "hf" url is a folder (ends with "/"); a "gguf" url is the file itself.
+// An "hf" url is a folder (ends with "/"); a "gguf" url is the file itself. Which files a
+// browser needs from a Hugging Face folder is said once, in Python (build.json's models.*.files):
+// an "hf" source names them in `files`; with a manifest, `files` picks the names and the
+// manifest says what each holds.
 
 import { DEFAULT_CHUNK_SIZE, checkChunkSize, chunkCount } from "./chunks.mjs";
-
-/** The files a browser needs from a Hugging Face folder (the worker's text side, then the weights). */
-export const HF_FILES = [
-  { name: "config.json" },
-  { name: "generation_config.json", optional: true },
-  { name: "tokenizer.json" },
-  { name: "tokenizer_config.json" },
-  { name: "model.safetensors" },
-];
 
 const HEX64 = /^[0-9a-f]{64}$/;
 const WEIGHTS = /\.(safetensors|gguf|bin|pt|pth|onnx)$/i;
@@ -46,7 +41,7 @@ export function modelId(source) {
 
 /**
  * The normalized description of what to store for `source`:
- * {id, kind, url, repo, revision, label, files: [{name, url, size, sha256, chunkSize, chunks, optional, role}]}
+ * {id, kind, url, repo, revision, label, model, verified, files: [{name, url, size, sha256, chunkSize, chunks, optional, role}]}
  * (unknown size or sha256: null; chunks: null unless published).
  */
 export function modelSpec(source, { chunkSize = DEFAULT_CHUNK_SIZE } = {}) {
@@ -54,7 +49,7 @@ export function modelSpec(source, { chunkSize = DEFAULT_CHUNK_SIZE } = {}) {
   if (!source.url) throw new TypeError("a model source needs a url");
   const url = new URL(source.url).href;
   const parsed = parseResolveUrl(url);
-  const listed = source.files ?? filesFromManifest(source, kind) ?? defaultFiles(kind, url);
+  const listed = filesFromManifest(source, kind) ?? source.files ?? defaultFiles(kind, url);
   const baseChunk = checkChunkSize(source.chunk_size ?? source.manifest?.chunk_size ?? chunkSize);
   const seen = new Set();
   const files = listed.map((f) => {
@@ -71,11 +66,15 @@ export function modelSpec(source, { chunkSize = DEFAULT_CHUNK_SIZE } = {}) {
     repo: source.repo ?? source.manifest?.repo ?? parsed?.repo ?? null,
     revision: source.revision ?? source.manifest?.revision ?? parsed?.revision ?? null,
     label: source.label ?? url,
+    model: source.model ?? null,
+    verified: source.verified ?? null,
     files,
   };
 }
 
-/** The mirror's manifest (models/manifest.json) as a file list, or null when the source has none. */
+/** The mirror's manifest (models/manifest.json) as a file list, or null when the source has none:
+ * the files the source names (an optional one only where the mirror has it), else all the
+ * manifest's files but the GGUF. */
 export function filesFromManifest(source, kind = source.kind) {
   const m = source.manifest;
   if (!m?.files) return null;
@@ -93,14 +92,16 @@ export function filesFromManifest(source, kind = source.kind) {
     if (!(name in m.files)) throw new TypeError(`the mirror's manifest does not list ${name}`);
     return [entry(name)];
   }
-  return HF_FILES.filter((f) => !f.optional || f.name in m.files).map((f) => {
+  const wanted = source.files ?? Object.keys(m.files).filter((n) => n !== m.gguf).map((name) => ({ name }));
+  return wanted.filter((f) => !f.optional || f.name in m.files).map((f) => {
     if (!(f.name in m.files)) throw new TypeError(`the mirror's manifest does not list ${f.name}`);
     return entry(f.name, f.optional ? { optional: true } : {});
   });
 }
 
 function defaultFiles(kind, url) {
-  return kind === "gguf" ? [{ name: fileNameOf(url) }] : HF_FILES;
+  if (kind === "gguf") return [{ name: fileNameOf(url) }];
+  throw new TypeError(`${url} is a Hugging Face folder: its source must name the files to keep (build.json's models list them)`);
 }
 
 function fileSpec(f, kind, url, baseChunk) {
