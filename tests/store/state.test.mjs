@@ -71,7 +71,9 @@ test("a model is complete when every file is; verified when every file matched a
   const present = () => [0, 1, 2];
   const both = modelSummary(model, [a, b], present);
   assert.deepEqual([both.complete, both.verified, both.bytes, both.total, both.stored_at], [true, false, 50, 50, "2026-02-01T00:00:00.000Z"]);
-  assert.deepEqual(both.source, { kind: "hf", url: "http://x/", repo: null, revision: null, label: "X" });
+  assert.deepEqual(both.source, { kind: "hf", url: "http://x/", repo: null, revision: null, label: "X", model: null, verified: null });
+  const base = modelSummary({ ...model, model: "base", verified: "pinned" }, [a, b], present);
+  assert.deepEqual([base.source.model, base.source.verified], ["base", "pinned"]);
   const onlyA = modelSummary(model, [a], (n) => (n === "a" ? [0, 1, 2] : []));
   assert.deepEqual([onlyA.complete, onlyA.verified, onlyA.bytes, onlyA.total, onlyA.stored_at], [false, false, 25, null, null]);
   const allPublished = modelSummary(model, [a, rec({ name: "b" })], present);

@@ -82,6 +82,8 @@ function modelRecord(spec, old) {
     repo: spec.repo,
     revision: spec.revision,
     label: spec.label,
+    model: spec.model, // "instruct" | "base" | null: which of the page's models, for Manage downloads
+    verified: spec.verified, // how the source's files are verified, in a sentence (null: not said)
     files: spec.files.map((f) => f.name),
     created_at: old?.created_at ?? iso(),
     updated_at: iso(),

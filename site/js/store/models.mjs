@@ -155,7 +155,8 @@ export class ModelStore {
       const r = records.get(name);
       return r ? { name, size: r.size, sha256: r.published, chunk_size: r.chunkSize, optional: r.optional } : { name };
     });
-    return { id, kind: model.kind, url: model.url, repo: model.repo, revision: model.revision, label: model.label, files };
+    return { id, kind: model.kind, url: model.url, repo: model.repo, revision: model.revision, label: model.label,
+             model: model.model ?? null, verified: model.verified ?? null, files };
   }
 
   async exclusive(id, run) {

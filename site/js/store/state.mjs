@@ -79,7 +79,8 @@ export function fileSummary(name, rec, present, spec = null) {
 }
 
 /**
- * A model as callers see it: {id, source, files, bytes, total, complete, verified, stored_at}.
+ * A model as callers see it: {id, source, files, bytes, total, complete, verified, stored_at}
+ * (source: {kind, url, repo, revision, label, model: "instruct" | "base" | null, verified: a sentence or null}).
  * bytes: what its chunks hold now; total: what the whole model takes (null while a size is unknown).
  * With `spec`, the files are the ones the source asks for; without, the ones the model record lists.
  */
@@ -93,7 +94,8 @@ export function modelSummary(model, records, presentOf, spec = null) {
   const src = spec ?? model ?? {};
   return {
     id: spec?.id ?? model?.id,
-    source: { kind: src.kind, url: src.url, repo: src.repo ?? null, revision: src.revision ?? null, label: src.label ?? src.url },
+    source: { kind: src.kind, url: src.url, repo: src.repo ?? null, revision: src.revision ?? null, label: src.label ?? src.url,
+              model: src.model ?? null, verified: src.verified ?? null },
     files,
     bytes: files.reduce((a, f) => a + f.stored, 0),
     total: sizes.every((s) => s != null) ? sizes.reduce((a, s) => a + s, 0) : null,
