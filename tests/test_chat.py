@@ -17,6 +17,7 @@ from chatlens.errors import ChatlensError, WindowError
 from chatlens.host.build import Checkout
 from chatlens.host.chatcli import LESSON_MESSAGES, RECORD_PRESETS, RECORD_WINDOWS, record_conversation
 from chatlens.record import TurnRecord
+from test_complete import TEXTS, hf_lists
 
 FIXED_DAY = datetime.date(2025, 11, 29)
 
@@ -209,6 +210,22 @@ def test_a_record_carries_its_tokens_bytes_and_the_models_context(model, gguf_pa
     assert b"".join(bytes.fromhex(h) for h in rec.reply_bytes) == tok.decode(rec.reply_ids).encode("utf-8")
     assert len(rec.reply_bytes) == len(rec.reply_ids)
     assert [[bytes.fromhex(h).decode("utf-8", "replace") for h in step] for step in rec.top_k_bytes] == rec.top_k_tokens
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_records_token_lists_are_their_definitions(model, tokenizer_json, recorded, text):
+    hf = pytest.importorskip("tokenizers").Tokenizer.from_file(str(tokenizer_json))
+    session = ChatSession(model, window=256, max_tokens=3)
+    session.send("Hello there.")
+    rec = session.send(text, top_k=3)  # a second turn: the prompt holds a history and the new message
+    assert list(rec.to_json()) == list(recorded["conversations"][0]["turns"][0])  # the page's keys, in their order
+    prompt = hf.encode(rec.prompt_text, add_special_tokens=False).ids
+    assert {k: getattr(rec, k) for k in ("prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes")} \
+        == hf_lists(hf, prompt, "prompt_")
+    assert {k: getattr(rec, k) for k in ("reply_ids", "reply_tokens", "reply_vocab", "reply_bytes")} \
+        == hf_lists(hf, rec.reply_ids, "reply_")
+    steps = [hf_lists(hf, [c[0] for c in step]) for step in rec.top_k]
+    assert rec.top_k_tokens == [s["tokens"] for s in steps] and rec.top_k_bytes == [s["bytes"] for s in steps]
 
 
 # -- the recorded conversations ------------------------------------------------------------------

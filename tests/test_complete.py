@@ -145,6 +145,49 @@ def test_tokens_carry_their_bytes_split_characters_too(numpy_worker, hf_tokenize
     assert out["top_k_bytes"] == [hf_bytes(hf_tokenizer, [c[0] for c in step]) for step in out["top_k"]]
 
 
+# Texts whose tokens are plain words, characters split across tokens, a ZWJ sequence, right-to-left
+# script, runs of spaces and tabs, and special tokens written in the text.
+TEXTS = ["The three primary colours are", "東京 你好世界 👨\u200d👩\u200d👧 שלום", "  two  spaces\n\ttab ",
+         "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"]
+
+
+def hf_lists(hf_tokenizer, ids, prefix=""):
+    """The parallel token lists of `ids` as chatlens.record defines them, each from its reference:
+    tokens each token's bytes decoded on their own (HF tokenizers' decode of the one id), vocab the
+    vocabulary's entry (HF's id_to_token), bytes its bytes as hex (hf_bytes)."""
+    return {f"{prefix}ids": list(ids),
+            f"{prefix}tokens": [hf_tokenizer.decode([i], skip_special_tokens=False) for i in ids],
+            f"{prefix}vocab": [hf_tokenizer.id_to_token(i) for i in ids],
+            f"{prefix}bytes": hf_bytes(hf_tokenizer, ids)}
+
+
+@pytest.mark.parametrize("text", TEXTS + [""])
+def test_a_texts_token_lists_are_their_definitions(model, hf_tokenizer, text):
+    from chatlens.complete import tokenized
+
+    ids = hf_tokenizer.encode(text, add_special_tokens=False).ids
+    special = sorted({i for i, t in hf_tokenizer.get_added_tokens_decoder().items() if t.special} & set(ids))
+    want = {**hf_lists(hf_tokenizer, ids, "prompt_"), "special_ids": special}
+    assert json.dumps(tokenized(model.tokenizer, text)) == json.dumps(want)  # the page's JSON, byte for byte
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_continuations_token_lists_are_their_definitions(model, hf_tokenizer, text):
+    from chatlens.cache import PromptCache
+    from chatlens.complete import complete
+
+    cache = PromptCache(model.backend(n_ctx=64))
+    out = complete(model.tokenizer, model.eos_id, cache, text, max_new_tokens=3, top_k=3)
+    assert list(out) == ["prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "ids", "tokens",
+                         "vocab", "bytes", "text", "stop_reason", "eos_id", "top_k", "top_k_tokens", "top_k_bytes",
+                         "reused_tokens", "backend", "timings"]
+    assert {k: out[k] for k in list(out)[:4]} == hf_lists(hf_tokenizer, hf_tokenizer.encode(text, add_special_tokens=False).ids,
+                                                                 "prompt_")
+    assert {k: out[k] for k in ("ids", "tokens", "vocab", "bytes")} == hf_lists(hf_tokenizer, out["ids"])
+    steps = [hf_lists(hf_tokenizer, [c[0] for c in step]) for step in out["top_k"]]
+    assert out["top_k_tokens"] == [s["tokens"] for s in steps] and out["top_k_bytes"] == [s["bytes"] for s in steps]
+
+
 @pytest.mark.parametrize("args, stdin, message", [
     (["--max-new-tokens", "0"], "Hi", "--max-new-tokens must be at least 1"),
     (["--top-k", "-1"], "Hi", "--top-k must be 0 or more"),

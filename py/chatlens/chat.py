@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from . import defaults, presets
 from .cache import PromptCache
 from .errors import ChatlensError, WindowError
-from .record import TurnRecord, candidate_bytes, token_bytes
+from .record import TurnRecord, candidate_bytes, candidate_tokens, token_lists
 from .window import fit
 
 
@@ -30,10 +30,7 @@ def preview(tokenizer, template, *, system, messages, window, reserve=defaults.R
     ids = list(fitted.ids)
     return TurnRecord(
         prompt_text=fitted.text,
-        prompt_ids=ids,
-        prompt_tokens=[tokenizer.token_text(i) for i in ids],
-        prompt_vocab=[tokenizer.id_to_token(i) for i in ids],
-        prompt_bytes=token_bytes(tokenizer, ids),
+        **token_lists(tokenizer, ids, "prompt_"),
         special_ids=sorted(set(ids) & tokenizer.special_ids),
         special_in_text=special_in_text,
         pieces=with_content_spans(tokenizer, template, fitted, messages),
@@ -129,15 +126,14 @@ def timings(gen) -> dict:
 def reply_of(record: TurnRecord, tokenizer, eos_id, reused, gen, backend_name, top_k=0) -> TurnRecord:
     """`record` completed with the reply that `gen` holds (and its candidates, when the reply
     was asked for top_k)."""
-    ids = list(gen.ids)
+    lists = token_lists(tokenizer, gen.ids, "reply_")
+    ids = lists["reply_ids"]
     words = ids[:-1] if ids and ids[-1] == eos_id else ids
     record.reused_tokens = reused
     record.computed_tokens = record.used - reused
     record.reply_text = tokenizer.decode(words)
-    record.reply_ids = ids
-    record.reply_tokens = [tokenizer.token_text(i) for i in ids]
-    record.reply_vocab = [tokenizer.id_to_token(i) for i in ids]
-    record.reply_bytes = token_bytes(tokenizer, ids)
+    for name, value in lists.items():
+        setattr(record, name, value)
     record.stop_reason = gen.stop_reason
     record.timings = timings(gen)
     record.backend = backend_name
@@ -146,11 +142,6 @@ def reply_of(record: TurnRecord, tokenizer, eos_id, reused, gen, backend_name, t
         record.top_k_tokens = candidate_tokens(tokenizer, gen.top_k)
         record.top_k_bytes = candidate_bytes(tokenizer, gen.top_k)
     return record
-
-
-def candidate_tokens(tokenizer, steps) -> list:
-    """Each candidate's token as text, for steps of [[id, logit, probability], ...]."""
-    return [[tokenizer.token_text(c[0]) for c in step] for step in steps]
 
 
 def check_reply_limit(max_tokens) -> int:

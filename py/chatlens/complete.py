@@ -11,9 +11,9 @@ No numpy here: the backend computes.
 """
 
 from .cache import PromptCache
-from .chat import candidate_tokens, timings
+from .chat import timings
 from .errors import ChatlensError
-from .record import candidate_bytes, token_bytes
+from .record import candidate_bytes, candidate_tokens, token_lists
 
 
 def tokenized(tokenizer, text) -> dict:
@@ -23,9 +23,7 @@ def tokenized(tokenizer, text) -> dict:
     if not isinstance(text, str):
         raise ChatlensError(f"the text must be a string, not {type(text).__name__}")
     ids = tokenizer.encode(text)
-    return {"prompt_ids": ids, "prompt_tokens": [tokenizer.token_text(i) for i in ids],
-            "prompt_vocab": [tokenizer.id_to_token(i) for i in ids], "prompt_bytes": token_bytes(tokenizer, ids),
-            "special_ids": sorted(set(ids) & tokenizer.special_ids)}
+    return {**token_lists(tokenizer, ids, "prompt_"), "special_ids": sorted(set(ids) & tokenizer.special_ids)}
 
 
 def complete(tokenizer, eos_id, cache: PromptCache, text, *, max_new_tokens, top_k=0, on_token=None,
@@ -67,12 +65,8 @@ def continuation(tokenizer, eos_id, out: dict, reused: int, gen, backend_name: s
                      their bytes
       reused_tokens, backend, timings   as in the turn record"""
     words = gen.ids[:-1] if gen.ids and gen.ids[-1] == eos_id else gen.ids
-    out = dict(out)
+    out = {**out, **token_lists(tokenizer, gen.ids)}
     out.update({
-        "ids": list(gen.ids),
-        "tokens": [tokenizer.token_text(i) for i in gen.ids],
-        "vocab": [tokenizer.id_to_token(i) for i in gen.ids],
-        "bytes": token_bytes(tokenizer, gen.ids),
         "text": tokenizer.decode(words),
         "stop_reason": gen.stop_reason,
         "eos_id": eos_id,

@@ -132,11 +132,27 @@ class TurnRecord:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+def token_lists(tokenizer, ids, prefix="") -> dict:
+    """The parallel lists of a list of tokens, named as the record names them: {prefix}ids,
+    {prefix}tokens, {prefix}vocab and {prefix}bytes ("prompt_" gives the prompt's). Every answer
+    that carries tokens builds them here, so each list has one definition."""
+    ids = list(ids)
+    return {f"{prefix}ids": ids,
+            f"{prefix}tokens": [tokenizer.token_text(i) for i in ids],
+            f"{prefix}vocab": [tokenizer.id_to_token(i) for i in ids],
+            f"{prefix}bytes": token_bytes(tokenizer, ids)}
+
+
 def token_bytes(tokenizer, ids) -> list:
     """Each id's token's bytes as hex (the records' *_bytes lists)."""
     return [tokenizer.token_bytes(i).hex() for i in ids]
 
 
+def candidate_tokens(tokenizer, steps) -> list:
+    """Each candidate's token as text, for steps of [[id, logit, probability], ...]."""
+    return [[tokenizer.token_text(c[0]) for c in step] for step in steps]
+
+
 def candidate_bytes(tokenizer, steps) -> list:
     """Each candidate's bytes as hex, for steps of [[id, logit, probability], ...]."""
-    return [[tokenizer.token_bytes(c[0]).hex() for c in step] for step in steps]
+    return [token_bytes(tokenizer, [c[0] for c in step]) for step in steps]
