@@ -52,6 +52,13 @@ def counts(f):
     return [(p["kind"], p["count"]) for p in f.pieces]
 
 
+def overflow_pieces(f, kinds=None):
+    """What WindowError's data says of each of a fitted prompt's pieces (of `kinds`, or all): the
+    record's kind, label and count."""
+    return [{"kind": p["kind"], "label": p["label"], "count": p["count"]} for p in f.pieces
+            if kinds is None or p["kind"] in kinds]
+
+
 def check_pieces(text, f):
     """Pieces are contiguous, cover every token, and their texts make up the prompt."""
     assert f.ids == text.tokenizer.encode(f.text)
@@ -116,6 +123,9 @@ def test_nothing_left_to_drop(text):
     assert "but a window of 66 tokens with 32 kept free for the reply leaves 34" in msg
     assert msg.endswith("Every earlier turn is dropped already: shorten the message or choose a larger window")
     assert LESSON == before  # the conversation is left untouched
+    # the page draws the overflow from the data: each piece with the kind the record gives it
+    assert e.value.data["pieces"] == overflow_pieces(fit(text, LESSON, 35 + 32, reserve=32))
+    assert [p["kind"] for p in e.value.data["pieces"]] == ["default_system", "new", "header"]
     with pytest.raises(WindowError):
         fit(text, LESSON[-1:], 60, reserve=32)
     with pytest.raises(WindowError):  # the reserve alone fills the window
@@ -145,6 +155,7 @@ def test_a_message_too_long_for_the_window_names_every_count(text):
         f"the new message needs {counts['new']} tokens and the system prompt {counts['system']}: with the "
         f"{counts['header']}-token reply header, the system prompt and the new message alone need {total} tokens ")
     assert "but a window of 256 tokens with 96 kept free for the reply leaves 160." in str(e.value)
+    assert e.value.data["pieces"] == overflow_pieces(whole, ("system", "new", "header"))
     assert msgs == before
 
 
@@ -156,6 +167,9 @@ def test_too_long_without_any_system_prompt():
     assert str(e.value).startswith(f"the new message needs {new} tokens: with the {header}-token reply header, the "
                                    f"prompt would alone need {new + header} tokens (new message {new}, generation "
                                    f"header {header})")
+    fitted = window.fit(FakeTokenizer(), BosOnlyTemplate(), system=None, messages=msgs, window=100, reserve=5)
+    assert e.value.data["pieces"] == overflow_pieces(fitted)
+    assert [p["kind"] for p in e.value.data["pieces"]] == ["new", "header"]
 
 
 def test_long_turn_in_the_middle(text):
@@ -296,6 +310,11 @@ def test_any_template_falls_back_to_one_piece():
     assert len(f.pieces) == 1 and f.pieces[0]["kind"] == "prompt" and f.pieces[0]["count"] == len(f.text)
     f = window.fit(FakeTokenizer(), ReversedTemplate(), system=None, messages=msgs, window=len("[user:ok][A:") + 10, reserve=10)
     assert [d["count"] for d in f.dropped] == [2, 2]  # counted on the message text alone
+    # the overflow of a system prompt and a new message such a template cannot tell apart: one piece, the prompt
+    alone = window.fit(FakeTokenizer(), ReversedTemplate(), system="S", messages=msgs[-1:], window=100, reserve=10)
+    with pytest.raises(WindowError) as e:
+        window.fit(FakeTokenizer(), ReversedTemplate(), system="S", messages=msgs, window=len(alone.text) + 9, reserve=10)
+    assert e.value.data["pieces"] == overflow_pieces(alone) and e.value.data["pieces"][0]["kind"] == "prompt"
 
 
 def test_preview_record(text):

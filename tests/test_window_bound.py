@@ -48,6 +48,11 @@ def test_a_pasted_million_characters_is_too_long_at_once(text):
     assert message.startswith("the new message is too long for the window") and f"{len(book):,} characters" in message
     need = int(message.split("at least ")[1].split(" tokens")[0].replace(",", ""))
     assert 8096 < need <= len(text.tokenizer.encode(book))  # the bound, below the exact count
+    short = window.fit(text.tokenizer, text.template, system=None, messages=[{"role": "user", "content": "Hi"}],
+                       window=8192, reserve=96)
+    new = next(p for p in short.pieces if p["message_index"] == 0)  # the new message, as the record names it
+    assert e.value.data == {"needed": need, "window": 8192, "reserve": 96, "at_least": True,
+                            "pieces": [{"kind": new["kind"], "label": new["label"], "count": need}]}
 
 
 def test_a_long_message_that_fits_is_still_counted_exactly(text):
@@ -125,6 +130,9 @@ def test_a_pasted_million_characters_is_counted_exactly_in_slices(text, referenc
     want = len(reference.encode(prompt, add_special_tokens=False).ids)
     assert data["needed"] == want and not data["at_least"] and slices > 100
     assert [p["label"] for p in data["pieces"]] == ["system", "new message", "generation header"]
+    short = window.fit(text.tokenizer, text.template, system="Be brief.", messages=[{"role": "user", "content": "Hi"}],
+                       window=8192, reserve=96)
+    assert [(p["kind"], p["label"]) for p in data["pieces"]] == [(p["kind"], p["label"]) for p in short.pieces]
     assert data["pieces"][1]["count"] > window.min_tokens(text.tokenizer, book)
     assert data["message"].startswith("the new message needs") and f"{want} tokens" in data["message"]
 
@@ -143,3 +151,7 @@ def test_the_count_is_the_overflow_fit_raises(text, system, special_in_text):
     data, _ = drain(window.counting(text.tokenizer, text.template, every=64, **args))
     assert data.pop("message") == str(e.value)
     assert data == e.value.data
+    # each piece's kind and count are those of the same pieces in a window that holds the whole conversation
+    whole = window.fit(text.tokenizer, text.template, **{**args, "window": 4096})
+    assert data["pieces"] == [{"kind": p["kind"], "label": p["label"], "count": p["count"]} for p in whole.pieces
+                              if p["kind"] not in ("user", "assistant")]

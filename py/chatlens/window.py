@@ -367,10 +367,11 @@ def _ends(system, messages):
     return system, head, new, first
 
 
-def _overflow(pieces, window, reserve):
-    """WindowError's data for the exact count of the system prompt and the new message."""
-    return {"needed": sum(p["count"] for p in pieces), "window": window, "reserve": reserve, "at_least": False,
-            "pieces": [{"label": p["label"], "count": p["count"]} for p in pieces]}
+def _overflow(pieces, window, reserve, at_least=False):
+    """WindowError's data for the count of the system prompt and the new message: each piece's kind
+    (as the turn record's pieces name them, so the page need not read the label), label and count."""
+    return {"needed": sum(p["count"] for p in pieces), "window": window, "reserve": reserve, "at_least": at_least,
+            "pieces": [{"kind": p["kind"], "label": p["label"], "count": p["count"]} for p in pieces]}
 
 
 def counting(tokenizer, template, *, system, messages, window, reserve=REPLY_LIMIT, special_in_text=True, every=4096):
@@ -430,12 +431,12 @@ def fit(tokenizer, template, *, system, messages, window, reserve=REPLY_LIMIT, s
     if reserve < 0 or window <= 0:
         raise WindowError(f"window {window} and reserve {reserve} must be positive")
     budget = window - reserve
-    early = too_long(tokenizer, messages[-1]["content"], window, reserve)
-    if early:
-        need = min_tokens(tokenizer, messages[-1]["content"])
-        raise WindowError(early, {"needed": need, "window": window, "reserve": reserve, "at_least": True,
-                                  "pieces": [{"label": "new message", "count": need}]})
     system, head, new, first = _ends(system, messages)
+    early = too_long(tokenizer, new.message["content"], window, reserve)
+    if early:
+        need = min_tokens(tokenizer, new.message["content"])
+        raise WindowError(early, _overflow([{"kind": new.kind, "label": new.label, "count": need}], window, reserve,
+                                           at_least=True))
     new_index = len(messages) - 1
     groups = turn_groups(range(first, new_index), messages)
     turn_no = {i: g for g, group in enumerate(groups) for i in group}
