@@ -119,22 +119,27 @@ def book_request(**api_args):
     return json.dumps(request)
 
 
+def counting(request_json):
+    """A `start` of a count job for the Turn `request_json`, as the page's worker sends it."""
+    return json.dumps({"kind": "count", "args": json.loads(request_json)})
+
+
 def test_a_pasted_book_is_refused_at_once_then_counted_exactly_a_step_at_a_time(loaded):
-    """What the page does after a preview answers from the bound: `count` the same Turn, then
-    `count_step` until done, answering other requests between two steps."""
+    """What the page does after a preview answers from the bound: `start` a count of the same
+    Turn, then `step` until done, answering other requests between two steps."""
     request = book_request(preset="pirate", window=8192)
     started = time.perf_counter()
     bound = json.loads(worker.call("preview", request))["error"]["data"]
     bound_s = time.perf_counter() - started
     assert bound["at_least"] is True  # the bound's answer: nothing was tokenized
 
-    out, steps, longest = answer("count", request), 1, 0.0
+    out, steps, longest = answer("start", counting(request)), 1, 0.0
     while out["done"] is None:
         assert 0 <= out["read"] <= out["of"]
         tokens = answer("tokenize", json.dumps({"text": "Answered between two steps."}))  # the worker is free
         assert tokens["prompt_ids"] == loaded.tokenizer.encode("Answered between two steps.")
         t = time.perf_counter()
-        out = answer("count_step", json.dumps({"ms": 20}))
+        out = answer("step", json.dumps({"ms": 20}))
         longest, steps = max(longest, time.perf_counter() - t), steps + 1
     exact = out["done"]
     assert steps > 5, steps  # a slice at a time, each step's time capped by its `ms`
@@ -150,30 +155,30 @@ def test_a_pasted_book_is_refused_at_once_then_counted_exactly_a_step_at_a_time(
     assert [p["label"] for p in exact["pieces"]] == ["system", "new message", "generation header"]
     assert exact["needed"] == sum(p["count"] for p in exact["pieces"])
     assert f"alone need {exact['needed']} tokens" in exact["message"]
-    assert error_of("count_step", "{}") == ("ChatlensError", "no count is running")  # done: nothing left to step
+    assert error_of("step", "{}") == ("ChatlensError", "no job is running: start one first")  # done: nothing to step
 
 
 def test_the_count_a_preview_makes_equals_the_preview_s_own_overflow(loaded):
-    """Where the bound cannot tell, the preview counts exactly itself: `count` gives the same data."""
+    """Where the bound cannot tell, the preview counts exactly itself: a count gives the same data."""
     request = page_request({"messages": [{"role": "user", "content": "Tell me about sleep. " * 60}], "window": 256})
     error = json.loads(worker.call("preview", request))["error"]
-    out = answer("count", request)
+    out = answer("start", counting(request))
     while out["done"] is None:
-        out = answer("count_step", "{}")
+        out = answer("step", "{}")
     done = out["done"]
     assert done.pop("message") == error["message"] and done == error["data"]
 
 
 def test_a_new_count_ends_the_one_before_and_a_stop_ends_it_unanswered(loaded):
     first = book_request(window=8192)
-    assert answer("count", first)["done"] is None
-    second = answer("count", page_request({"messages": [{"role": "user", "content": "Hi"}], "window": 256}))
+    assert answer("start", counting(first))["done"] is None
+    second = answer("start", counting(page_request({"messages": [{"role": "user", "content": "Hi"}], "window": 256})))
     assert second["done"]["needed"] < 50  # the short one, counted in its first step: the book's is gone
-    assert answer("count", first)["done"] is None
-    assert answer("count_stop", "{}") == {"stopped": True}
-    assert answer("count_stop", "{}") == {"stopped": False}
-    assert error_of("count_step", "{}") == ("ChatlensError", "no count is running")
-    assert error_of("count", page_request({"messages": HISTORY, "window": 9000}))[0] == "WindowError"
+    assert answer("start", counting(first))["done"] is None
+    assert answer("stop", "{}")["done"] == {"stopped": True}
+    assert error_of("stop", "{}") == ("ChatlensError", "no job is running: start one first")
+    assert error_of("step", "{}") == ("ChatlensError", "no job is running: start one first")
+    assert error_of("start", counting(page_request({"messages": HISTORY, "window": 9000})))[0] == "WindowError"
 
 def test_requests_are_read_through_the_protocol(loaded):
     """chatlens.protocol's types: an unknown or mistyped argument is refused with a plain sentence."""

@@ -131,7 +131,7 @@ def read_by_pulls(request, chunk=None, stop_at=None):
     args = {"kind": "chat", "args": request} if chunk is None else {"kind": "chat", "args": request, "chunk": chunk}
     out, seen = call("start", args), []
     while out["done"] is None:
-        seen.append((out["read"], out["prompt"]))
+        seen.append((out["read"], out["of"]))
         out = call("stop", {}) if stop_at is not None and out["read"] >= stop_at else call("step", {})
     return out["done"], seen
 
@@ -173,3 +173,37 @@ def test_a_stop_while_the_prompt_is_read_says_what_was_read_and_the_cache_holds_
     assert call("preview", LONG_REQUEST)["reused_tokens"] == 2 * READ_CHUNK
     again, _ = read_by_pulls(LONG_REQUEST)
     assert again["reused_tokens"] == 2 * READ_CHUNK and again["computed_tokens"] == again["used"] - 2 * READ_CHUNK
+
+
+# -- a send is one request: start answers the turn's record before any step -------------------------------------------
+
+def test_a_chat_start_answers_the_turns_record_before_any_step_as_a_preview_would(tiny):
+    first = on_numpy(tiny, REQUEST)  # the cache holds a turn: the record states what it reuses
+    follow = {**REQUEST, "messages": MESSAGES + [{"role": "assistant", "content": first["reply_text"]},
+                                                 {"role": "user", "content": "And ships?"}]}
+    preview = call("preview", follow)
+    out = call("start", {"kind": "chat", "args": follow})
+    assert out["record"] == preview and preview["reused_tokens"] > 0 and out["tokens"] == []
+    steps = []
+    while out["done"] is None:
+        out = call("step", {})
+        steps.append(out)
+    assert [s["record"] for s in steps] == [None] * len(steps)  # the start's answer only
+    done = out["done"]
+    # the reply fills the record it announced: the prompt's half is the same
+    assert {k: done[k] for k in ("prompt_ids", "pieces", "window", "used", "reused_tokens", "dropped_messages")} == \
+        {k: preview[k] for k in ("prompt_ids", "pieces", "window", "used", "reused_tokens", "dropped_messages")}
+    # the other kinds announce none
+    assert call("start", {"kind": "predict", "args": follow})["record"] is None
+    call("stop", {})
+    assert call("start", {"kind": "text", "args": {"text": "Hello", "max_tokens": 2}})["record"] is None
+    call("stop", {})
+
+
+def test_a_turn_that_does_not_fit_is_refused_by_start_before_any_token(tiny):
+    on_numpy(tiny, REQUEST)
+    long = {**REQUEST, "messages": [{"role": "user", "content": STORY * 4}]}
+    out = json.loads(worker.call("start", json.dumps({"kind": "chat", "args": long})))
+    preview = json.loads(worker.call("preview", json.dumps(long)))
+    assert not out["ok"] and out["error"] == preview["error"] and out["error"]["name"] == "WindowError"
+    assert json.loads(worker.call("step", "{}"))["error"]["message"] == "no job is running: start one first"

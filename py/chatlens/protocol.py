@@ -7,10 +7,13 @@ written from the same classes (`javascript()`: JSDoc typedefs and the list of re
 site/js/worker/protocol.gen.mjs, which tests/test_worker.py keeps current; `describe()`: the
 same as data, in build.json). One casing on the wire: Python's, snake_case.
 
-What the requests answer is documented with the answers' own types: chatlens.record.TurnRecord
-(preview, a chat reply), chatlens.complete.continuation (a plain-text continuation), and for
-the rest in REQUESTS below. A failure answers the exception's type, message and, where the
-error has them, its numbers (`data`: WindowError's needed, window, reserve and pieces).
+What each request answers is a class here too (REQUESTS: name -> (arguments, answer)), the
+turn record excepted: its fields are documented once, in chatlens.record.TurnRecord. The
+page<->worker messages (requests, signals, events, the answer envelope) are described here as
+well (PAGE_REQUESTS, SIGNALS, EVENTS, Answer), and tests/page/messages.test.mjs fails when the
+worker's or the connection's code uses a type not named here. A failure answers the exception's
+type, message and, where the error has them, its numbers (`data`: WindowError's needed, window,
+reserve and pieces).
 """
 
 import types
@@ -70,8 +73,9 @@ READ_CHUNK = 16
 
 @dataclass(frozen=True)
 class Start:
-    """Start a reply the page pulls (one `step` a token)."""
-    kind: str = doc("chat (a Turn's reply), text (a Text's continuation) or predict (a Turn's first token)")
+    """Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count."""
+    kind: str = doc("chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token) or count "
+                    "(a Turn's overflow, counted exactly)")
     args: dict = doc("the arguments of that kind: a Turn, or a Text")
     depth: int = doc("GPU steps to keep in flight", defaults.IN_FLIGHT)
     chunk: int = doc("the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls "
@@ -80,14 +84,9 @@ class Start:
 
 @dataclass(frozen=True)
 class Step:
-    """The next step of the reply being pulled; on the GPU, with the oldest run's bytes as an extra argument."""
+    """The next step of the job being pulled; a GPU reply's, with the oldest run's bytes as an extra argument."""
     depth: int | None = doc("GPU steps to keep in flight (default: as started)", None)
-
-
-@dataclass(frozen=True)
-class CountStep:
-    """The next slices of the count being pulled."""
-    ms: int | float = doc("how long this step may count, in milliseconds, before it answers", 20)
+    ms: int | float = doc("a count's step: how long it may count, in milliseconds, before it answers", 20)
 
 
 @dataclass(frozen=True)
@@ -133,31 +132,321 @@ class RunPython:
     results: list = doc("names whose values to return", factory=list)
 
 
+# -- what the requests answer -------------------------------------------------------------------
+# Plain data on the wire (JSON); these classes only describe it (and tests/test_protocol.py checks
+# that the worker's answers carry exactly these fields). Names with two meanings elsewhere are
+# spelt out here: an `id` is a token id except in a message's envelope (the request's id); a
+# `tokens` field is a list (of texts, or of Token objects), never a count; `top_k` is the rows of
+# candidates in an answer and their number K only in a request's arguments.
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """load's answer: the text side is ready."""
+    eos_token: str = doc("the end-of-turn token, as text")
+    n_ctx: int = doc("the model's whole context, in tokens")
+    vocab_size: int = doc("the vocabulary's size")
+    source: str = doc("the path that was read")
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """use_numpy's and use_gpu's answer: what computes replies now."""
+    backend: str = doc('"numpy", or "webgpu: <adapter>" (as a record\'s backend)')
+    n_ctx: int = doc("the most tokens its cache holds")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A reply's half of an answer, shared by the turn record (chatlens.record.TurnRecord: these
+    names) and a plain-text continuation (chatlens.complete.continuation: the same data, named
+    without "reply_": ids, text, tokens, vocab, bytes; see CONTINUATION_NAMES)."""
+    reply_ids: list = doc("the ids chosen, the end-of-turn id included when the model wrote it")
+    reply_text: str = doc("the reply as text, without the end-of-turn token")
+    reply_tokens: list = doc("each reply id's token as text (its bytes decoded on their own)")
+    reply_vocab: list = doc("each reply id's token as the vocabulary writes it")
+    reply_bytes: list = doc("each reply id's token's bytes, as hex")
+    stop_reason: str = doc('"end_turn", "max_tokens" or "stopped"')
+    top_k: list | None = doc("rows, one per reply id: the step's K best [id, logit, probability], best first "
+                             "(null unless asked)")
+    top_k_tokens: list | None = doc("those candidates' tokens as text")
+    top_k_bytes: list | None = doc("those candidates' bytes, as hex")
+    reused_tokens: int = doc("prompt tokens the cache held already")
+    backend: str = doc("what computed the reply")
+    timings: dict = doc("prefill_ms, decode_ms, prefill_tok_s, decode_tok_s")
+
+
+# A continuation's names for Reply's fields (the rest are Reply's own).
+CONTINUATION_NAMES = {"reply_ids": "ids", "reply_text": "text", "reply_tokens": "tokens", "reply_vocab": "vocab",
+                      "reply_bytes": "bytes"}
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """tokenize's answer (and the prompt's half of a continuation): a text's tokens, no template."""
+    prompt_ids: list = doc("the token ids, in order")
+    prompt_tokens: list = doc("each id's token as text")
+    prompt_vocab: list = doc("each id's token as the vocabulary writes it")
+    prompt_bytes: list = doc("each id's token's bytes, as hex")
+    special_ids: list = doc("the distinct special ids among them, sorted")
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A plain-text continuation (complete, and a text job's done): Tokenized's fields, Reply's
+    fields under CONTINUATION_NAMES, and eos_id."""
+    eos_id: int = doc("the end-of-turn id")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """predict's answer (and a predict job's done): the reply's likely first tokens; the cache is left as it was."""
+    top_k: list = doc("rows: the first step's K best [id, logit, probability], best first")
+    top_k_tokens: list = doc("their tokens as text")
+    top_k_bytes: list = doc("their bytes, as hex")
+    used: int = doc("the prompt's tokens")
+    reused_tokens: int = doc("of them, tokens the cache held already")
+    backend: str = doc("what computed it")
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A count job's done: WindowError's data for the system prompt and the new message, counted exactly."""
+    needed: int = doc("tokens they need")
+    window: int = doc("the window")
+    reserve: int = doc("tokens kept free for the reply")
+    at_least: bool = doc("false: exact (a preview's bound says true)")
+    pieces: list = doc("[{label, count, ...}]: what needs the tokens")
+    message: str = doc("the sentence a WindowError would say")
+    context: int = doc("the model's whole context")
+
+
+@dataclass(frozen=True)
+class Token:
+    """A reply id as a step chose it (a PullAnswer's tokens, the page's token event)."""
+    id: int = doc("the token id (-1: no id, only text ending a character the last ids left split)")
+    text: str = doc("what it adds to the reply, decoded incrementally so no character is ever split")
+    token: str = doc("the id's token as text, as the record's reply_tokens writes it")
+    bytes: str = doc("its bytes, as hex, as reply_bytes writes them")
+
+
+@dataclass(frozen=True)
+class GpuRun:
+    """A GPU run the page submits (chatlens.gpu.backend.Run's to_json)."""
+    sequences: list = doc("the program's sequences to dispatch, in order")
+    params: list = doc("the step buffer's u32 words")
+    readback: object = doc("what the run reads back, or null")
+    tokens: int = doc("the number of ids it feeds")
+    chooses: bool = doc("whether it ends with an id chosen")
+
+
+@dataclass(frozen=True)
+class PullAnswer:
+    """start's, step's and stop's answer: where the job is."""
+    tokens: list = doc("Token objects: the ids this step chose (a reply), in order; [] for a count")
+    runs: list = doc("GpuRun objects to submit now, in order; the page gives each one's bytes to a step, oldest "
+                     "first (Python's Pull books the runs in flight)")
+    read: int = doc("the prompt read so far: tokens (a reply), characters (a count)")
+    of: int = doc("all of it, in the same unit")
+    in_flight: int = doc("runs submitted whose bytes are not given yet")
+    record: dict | None = doc("a chat job's start only: the TurnRecord (chatlens.record) the reply will fill, "
+                              "as a preview answers it, before any step; null otherwise")
+    done: object = doc("null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation "
+                       "(text), a Prediction (predict), Counted (count); a stopped count answers "
+                       "{stopped: true}")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """render's answer: a chat template rendered as transformers' apply_chat_template renders it."""
+    text: str = doc("the rendered text")
+    ids: list = doc("its token ids")
+    tokens: list = doc("each id's token as text")
+    vocab: list = doc("each id's token as the vocabulary writes it")
+    bytes: list = doc("each id's token's bytes, as hex")
+    special_ids: list = doc("the distinct special ids among them, sorted")
+    assistant_mask: list | None = doc("only when asked: 1 for each token inside {% generation %}, else 0", None)
+
+
+@dataclass(frozen=True)
+class TemplateInfo:
+    """chat_template's answer: the model's chat template."""
+    source: str = doc("its Jinja source")
+    names: list | None = doc("its named templates, or null")
+    special_tokens: dict = doc("the special tokens it reads (bos_token, eos_token, ...)")
+
+
+@dataclass(frozen=True)
+class LabSource:
+    """lab_source's answer: the lab's hand-written Python (chatlens/by_hand.py)."""
+    name: str = doc("the file's name")
+    source: str = doc("its text")
+
+
+@dataclass(frozen=True)
+class PythonRun:
+    """run_python's answer (chatlens.usercode.run_code)."""
+    stdout: str = doc("what it printed")
+    stderr: str = doc("what it wrote to stderr")
+    error: dict | None = doc("{name, message, line?}, or null")
+    timed_out: bool = doc("whether it ran past its limit")
+    seconds: float = doc("how long it ran")
+    results: dict = doc("the names asked for that hold plain data")
+
+
+@dataclass(frozen=True)
+class TurnRecordAnswer:
+    """A chatlens.record.TurnRecord (preview; run and a chat job's done, with its reply: Reply's fields filled)."""
+
+
+@dataclass(frozen=True)
+class GpuProgramAnswer:
+    """The GPU program: chatlens.gpu.program's plain data."""
+
+
 # Each request: its arguments, and what it answers.
 REQUESTS = {
-    "load": (Load, '{"eos_token", "n_ctx", "vocab_size", "source"}: the text side is ready'),
-    "preview": (Turn, "the TurnRecord (chatlens.record) of what the model would read, with the reuse the cache would give"),
-    "use_numpy": (Empty, '{"backend", "n_ctx"}: replies compute with NumPy (the weights in the file system)'),
-    "gpu_program": (GpuProgram, "the GPU program (chatlens.gpu.program's plain data)"),
-    "use_gpu": (UseGpu, '{"backend", "n_ctx"}'),
-    "start": (Start, "a pull's answer (chatlens.worker: tokens, runs, read, prompt, in_flight, done)"),
-    "step": (Step, "a pull's answer"),
-    "stop": (Empty, "a pull's answer, done: the reply ends with stop_reason \"stopped\""),
-    "count": (Turn, '{"read", "of", "done"}: start counting exactly what the system prompt and the new message need '
-                    '(characters read of all; done: null, or WindowError\'s data counted exactly: needed, window, '
-                    'reserve, pieces, at_least false, and its sentence as message); ends a count already running'),
-    "count_step": (CountStep, '{"read", "of", "done"}: the count goes on'),
-    "count_stop": (Empty, '{"stopped"}: the count running (if any) ends unanswered'),
-    "run": (Turn, "the TurnRecord with its reply, pulled to its end here (NumPy)"),
-    "predict": (Turn, '{"top_k", "top_k_tokens", "top_k_bytes", "used", "reused_tokens", "backend"}, pulled here (NumPy)'),
-    "complete": (Text, "chatlens.complete.continuation's data, pulled here (NumPy)"),
-    "tokenize": (Tokenize, '{"prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids"}'),
-    "render": (Render, '{"text", "ids", "tokens", "vocab", "bytes", "special_ids", "assistant_mask"?}'),
-    "chat_template": (Empty, '{"source", "names", "special_tokens"}: the model\'s chat template'),
-    "lab_source": (Empty, '{"name", "source"}: the lab\'s hand-written Python (chatlens/by_hand.py)'),
-    "run_python": (RunPython, '{"stdout", "stderr", "error", "timed_out", "results"} (chatlens.usercode)'),
+    "load": (Load, Loaded),
+    "preview": (Turn, TurnRecordAnswer),
+    "use_numpy": (Empty, BackendInfo),
+    "gpu_program": (GpuProgram, GpuProgramAnswer),
+    "use_gpu": (UseGpu, BackendInfo),
+    "start": (Start, PullAnswer),
+    "step": (Step, PullAnswer),
+    "stop": (Empty, PullAnswer),
+    "run": (Turn, TurnRecordAnswer),
+    "predict": (Turn, Prediction),
+    "complete": (Text, Continuation),
+    "tokenize": (Tokenize, Tokenized),
+    "render": (Render, Rendered),
+    "chat_template": (Empty, TemplateInfo),
+    "lab_source": (Empty, LabSource),
+    "run_python": (RunPython, PythonRun),
 }
-KINDS = {"chat": Turn, "text": Text, "predict": Turn}  # start's kinds and their arguments
+KINDS = {"chat": Turn, "text": Text, "predict": Turn, "count": Turn}  # start's kinds and their arguments
+
+
+# -- the page <-> worker messages (site/js/page/connection.mjs <-> site/js/worker/worker.mjs) -----
+# Page -> worker: a request {id, type, args}, answered once by the envelope below, in order one at
+# a time when it needs the model's steps, at once when it needs only the tokenizer and template;
+# or a signal {type, args}, handled at once, even while a request runs, never answered.
+# Worker -> page: the answer envelope, and events (a request's, carrying its `id`, or the
+# worker's own).
+
+
+@dataclass(frozen=True)
+class Init:
+    """Boot the worker: Pyodide, chatlens, the text side of the model source."""
+    source: dict = doc("the model source (site/js/page/source.mjs)")
+    build: dict = doc("build.json")
+    backend: str = doc("auto, webgpu or numpy")
+    lock: str | None = doc("a Web Lock the worker holds while it lives (connection.mjs)", None)
+    hideJspi: bool = doc("tests: hide JSPI before Python starts, as a browser without it would", False)
+
+
+@dataclass(frozen=True)
+class Booted:
+    """init's answer."""
+    source: dict = doc("the model source")
+    info: dict = doc("load's answer (Loaded)")
+    pyodide: str = doc("Pyodide's version")
+    stored: dict | None = doc("the store's status of the source, or null")
+    snapshot: str = doc('"restored", "saved" or "none": how Python started')
+    device: dict = doc("{backend, why, adapter}: what was chosen to compute replies")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What computes replies (attach's answer, the model event): or {error, offer} when the weights failed."""
+    backend: str = doc("as BackendInfo's")
+    n_ctx: int = doc("the most tokens its cache holds")
+    kind: str = doc('"webgpu" or "numpy"')
+    why: str = doc("why that backend")
+
+
+@dataclass(frozen=True)
+class DebugInfo:
+    """debug's answer (scripts/bench_browser.py)."""
+    wasm_heap: int | None = doc("Python's wasm memory, in bytes")
+    last_reply: dict | None = doc("where the last job's time went in the worker: python_ms, submit_ms, wait_ms, "
+                                  "pulls (calls into Python), most_in_flight")
+
+
+@dataclass(frozen=True)
+class StopSignal:
+    """Stop the job of request `id`: a reply ends at its next pull (stop_reason "stopped"); a count
+    rejects with an AbortError."""
+    id: int = doc("the request's id")
+
+
+@dataclass(frozen=True)
+class StatusEvent:
+    """The worker's state."""
+    state: str = doc("booting | loading | text (previews work; replies need the weights) | weights | ready | error")
+    detail: str = doc("a sentence")
+
+
+@dataclass(frozen=True)
+class ModelEvent:
+    """What computes replies now (a ModelInfo), or {error, offer} (offer: "webgpu" when a software GPU passed over could)."""
+    model: dict = doc("ModelInfo, or {error, offer}")
+
+
+@dataclass(frozen=True)
+class RecordEvent:
+    """A chat request's turn record, before any of its tokens (PullAnswer's record)."""
+    id: int = doc("the request's id")
+    record: dict = doc("the TurnRecord the reply will fill")
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    """A reply id, as it is chosen."""
+    id: int = doc("the request's id (the token's own id is token.id)")
+    token: dict = doc("a Token")
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """The prompt of request `id` read so far."""
+    id: int = doc("the request's id")
+    read: int = doc("tokens read (a count: characters)")
+    of: int = doc("of all")
+    ms: float = doc("since the job started")
+    parts: int = doc("on the GPU: parts of the step reading the next chunk done so far (gpu/executor.mjs)", 0)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to request `id`: {id, ok: true, result} or {id, ok: false, error, name, data}."""
+    id: int = doc("the request's id")
+    ok: bool = doc("whether it succeeded")
+    result: object = doc("the request's answer (ok)", None)
+    error: str | None = doc("the error's message (not ok)", None)
+    name: str | None = doc("the error's name: the Python exception's type (WindowError, ...)", None)
+    data: object = doc("the error's numbers where it has them (WindowError's needed, window, reserve, pieces)", None)
+
+
+# Page -> worker requests: the arguments and the answer. The ones named as Python's pass through
+# (or, for run, predict, complete and count, become a pulled job: start's kinds).
+PAGE_REQUESTS = {
+    "init": (Init, Booted),
+    "attach": (Empty, ModelInfo),
+    "debug": (Empty, DebugInfo),
+    "preview": (Turn, TurnRecordAnswer),
+    "run": (Turn, TurnRecordAnswer),
+    "predict": (Turn, Prediction),
+    "complete": (Text, Continuation),
+    "count": (Turn, Counted),
+    "render": (Render, Rendered),
+    "tokenize": (Tokenize, Tokenized),
+    "chat_template": (Empty, TemplateInfo),
+    "lab_source": (Empty, LabSource),
+    "run_python": (RunPython, PythonRun),
+}
+SIGNALS = {"stop": StopSignal, "loseGpu": Empty}  # loseGpu (tests): the GPU device goes, as a driver reset takes it
+EVENTS = {"status": StatusEvent, "model": ModelEvent, "record": RecordEvent, "token": TokenEvent,
+          "progress": ProgressEvent}
 GENERATED = "site/js/worker/protocol.gen.mjs"  # javascript()'s file, in the checkout
 
 
@@ -217,49 +506,82 @@ def _default(f):
     return None if f.default is MISSING else f.default
 
 
+def _all_types():
+    """Every class of the contract, each once, in the order the tables name them."""
+    out = {}
+    for args, answer in [*REQUESTS.values(), *PAGE_REQUESTS.values()]:
+        out.setdefault(args.__name__, args)
+        out.setdefault(answer.__name__, answer)
+    for cls in [Reply, Token, GpuRun, *KINDS.values(), *SIGNALS.values(), *EVENTS.values(), Answer]:
+        out.setdefault(cls.__name__, cls)
+    return out
+
+
+def _fields(cls):
+    hints = typing.get_type_hints(cls)
+    own = [{"name": f.name, "type": _js_type(hints[f.name]), "doc": f.metadata.get("doc", ""),
+            "required": f.default is MISSING and f.default_factory is MISSING, "default": _default(f)}
+           for f in fields(cls)]
+    if cls is Continuation:  # Tokenized's fields, Reply's under a continuation's names, then its own
+        renamed = [{**f, "name": CONTINUATION_NAMES.get(f["name"], f["name"])} for f in _fields(Reply)]
+        return _fields(Tokenized) + renamed + own
+    return own
+
+
 def describe() -> dict:
-    """The requests as data (build.json's "protocol"): each one's arguments' type and its fields."""
-    types_ = {}
-    for cls, _ in REQUESTS.values():
-        hints = typing.get_type_hints(cls)
-        types_[cls.__name__] = [{"name": f.name, "type": _js_type(hints[f.name]), "doc": f.metadata.get("doc", ""),
-                                 "required": f.default is MISSING and f.default_factory is MISSING,
-                                 "default": _default(f)} for f in fields(cls)]
+    """The contract as data (build.json's "protocol"): each request's arguments' type and its
+    answer's, start's kinds, the page<->worker messages, and every type's fields."""
     return {"requests": {name: cls.__name__ for name, (cls, _) in REQUESTS.items()},
-            "kinds": {kind: cls.__name__ for kind, cls in KINDS.items()}, "types": types_}
+            "answers": {name: answer.__name__ for name, (_, answer) in REQUESTS.items()},
+            "kinds": {kind: cls.__name__ for kind, cls in KINDS.items()},
+            "messages": {"requests": {name: [a.__name__, r.__name__] for name, (a, r) in PAGE_REQUESTS.items()},
+                         "signals": {name: cls.__name__ for name, cls in SIGNALS.items()},
+                         "events": {name: cls.__name__ for name, cls in EVENTS.items()},
+                         "answer": Answer.__name__},
+            "types": {name: _fields(cls) for name, cls in _all_types().items()}}
 
 
 def javascript() -> str:
-    """site/js/worker/protocol.gen.mjs: the typedefs and the list of requests, for the page."""
+    """site/js/worker/protocol.gen.mjs: the typedefs, the requests and the messages, for the page."""
     import json
 
     d = describe()
     out = ["// Generated from py/chatlens/protocol.py by `python -m chatlens protocol --write`: do not edit.",
-           "// The worker's requests (chatlens.worker), their arguments and what they answer. On the wire",
-           "// every name is snake_case, as Python writes it.", ""]
-    done = set()
-    for name, (cls, answer) in REQUESTS.items():
-        if cls.__name__ in done:
-            continue
-        done.add(cls.__name__)
+           "// The contract between the page, its worker (site/js/worker/worker.mjs) and Python",
+           "// (chatlens.worker): each request's arguments and answer, and the page<->worker messages.",
+           "// On the wire every name is snake_case, as Python writes it.", ""]
+    for name, cls in _all_types().items():
         out.append("/**")
-        out.append(f" * {cls.__doc__.strip()}")
-        out.append(f" * @typedef {{object}} {cls.__name__}")
-        for f in d["types"][cls.__name__]:
+        out.append(f" * {' '.join(cls.__doc__.split())}")
+        out.append(f" * @typedef {{object}} {name}")
+        for f in d["types"][name]:
             label = f["name"] if f["required"] else f"[{f['name']}={json.dumps(f['default'])}]"
             out.append(f" * @property {{{f['type']}}} {label} {f['doc']}")
         out.append(" */")
         out.append("")
-    out.append("/** Each request's arguments (a typedef above) and what it answers. */")
+    out.append("/** Python's requests (chatlens.worker): the arguments and the answer, typedefs above. */")
     out.append("export const REQUESTS = {")
     for name, (cls, answer) in REQUESTS.items():
-        out.append(f"  {name}: {{ args: {json.dumps(cls.__name__)}, answers: {json.dumps(answer)} }},")
+        out.append(f"  {name}: {{ args: {json.dumps(cls.__name__)}, answers: {json.dumps(answer.__name__)} }},")
     out.append("};")
     out.append("")
     out.append("/** start's kinds: the arguments each takes. */")
     out.append(f"export const KINDS = {json.dumps(d['kinds'])};")
     out.append("")
-    out.append("/** Each arguments type's fields, in order. */")
+    out.append("/** The page<->worker messages, by type: requests (page -> worker: [args, answer]), signals")
+    out.append(" * (page -> worker, never answered), events (worker -> page) and the answer envelope. */")
+    m = d["messages"]
+    out.append("export const MESSAGES = {")
+    out.append("  requests: {")
+    for name, (a, r) in m["requests"].items():
+        out.append(f"    {name}: {{ args: {json.dumps(a)}, answers: {json.dumps(r)} }},")
+    out.append("  },")
+    out.append(f"  signals: {json.dumps(m['signals'])},")
+    out.append(f"  events: {json.dumps(m['events'])},")
+    out.append(f"  answer: {json.dumps(m['answer'])},")
+    out.append("};")
+    out.append("")
+    out.append("/** Each type's fields, in order. */")
     out.append("export const FIELDS = {")
     for t, fs in d["types"].items():
         out.append(f"  {t}: {json.dumps([f['name'] for f in fs])},")

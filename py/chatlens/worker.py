@@ -6,20 +6,15 @@ Python exception's type and message (and its numbers where it has them: a Window
 the page raises as an Error of that name. The requests, their arguments (validated here from
 those types) and their answers are chatlens.protocol's: the contract, written once.
 
-Replies. The page's JavaScript pulls a reply: `start`, then `step` until the answer is done (or
-`stop`). Each answer is {"tokens": [{"id", "text", "token", "bytes"}, ...] (the ids chosen by that
-step: text is what each adds to the reply, decoded incrementally so no character is ever split;
-token and bytes the id's token as the record's reply_tokens and reply_bytes write it; a last one
-with id -1 and no token may end a character), "runs": [the
-GPU runs to submit now, in order: {"sequences", "params" (the step buffer's u32 words),
-"readback", "tokens", "chooses"}], "read" and "prompt" (prompt tokens read so far, of all),
-"in_flight" (runs submitted whose bytes are not given yet), "done": null, or the request's
-answer once the reply has ended}. On the GPU the page submits the runs and gives each one's
-bytes to `step`, oldest first; with NumPy, `step` computes the next step itself. Between two
-pulls the worker answers previews and the text side's requests. One reply at a time: `start`
-ends the one before (stopped). `run`, `predict` and `complete` pull a reply to its end here
-(NumPy: the tests' way in); run and complete take on_token(id, text, token) and should_stop()
-as extra arguments.
+Jobs. The page's JavaScript pulls one job at a time: `start(kind)` (chat, text, predict or
+count), then `step` until the answer's done is set (or `stop`); each answer is a
+protocol.PullAnswer. A chat's start answers the turn's record before any step, so a send is one
+request. On the GPU the page submits a reply's runs and gives each one's bytes to `step`, oldest
+first; with NumPy, `step` computes the next step itself; a count's step counts for a few
+milliseconds. Between two steps the worker answers previews and the text side's requests. A new
+`start` ends the job before (stopped). `run`, `predict` and `complete` pull a job to its end
+here (NumPy: the tests' way in); run and complete take on_token(id, text, token) and
+should_stop() as extra arguments.
 
 The history is the page's: each request carries the whole conversation, and the cache reuses
 whatever prefix it still holds, so a new worker (after a crash) only recomputes.
@@ -49,14 +44,12 @@ class _Worker:
         self.capacity = None  # the most tokens a backend from new_backend can hold
         self.cache = None  # a PromptCache over the current backend
         self.program = None  # the GPU program last built (gpu_program), for use_gpu
-        self.reply = None  # the _Reply being pulled, if any
-        self.counting = None  # the count being pulled (chatlens.window.counting), if any
-        self.count_at = (0, 0)  # where it is: characters read, of all
+        self.job = None  # the job being pulled (a _Reply or a _Count), if any
 
     def load(self, a: protocol.Load):
         self.path = a.path
         self.text = load_text_side(self.path)
-        self.new_backend = self.capacity = self.cache = self.program = self.reply = None
+        self.new_backend = self.capacity = self.cache = self.program = self.job = None
         cfg = self.text.config
         return {"eos_token": self.text.eos_token, "n_ctx": cfg.n_ctx, "vocab_size": cfg.vocab_size,
                 "source": self.path}
@@ -86,94 +79,108 @@ class _Worker:
         return {"backend": backend.name, "n_ctx": backend.capacity}
 
     def _use(self, new_backend, capacity):
-        self.reply = None
+        self.job = None
         self.new_backend, self.capacity, self.cache = new_backend, capacity, None
 
     def preview(self, a):
         return self._record(a).to_json()
 
-    # -- replies the page pulls (see the module's docstring) -------------------------------------
+    # -- the job the page pulls (see the module's docstring) -----------------------------------
     def start(self, a: protocol.Start):
         if a.kind not in protocol.KINDS:
             raise ChatlensError(f"kind must be {', '.join(protocol.KINDS)}, not {a.kind!r}")
-        kind, depth, chunk = a.kind, a.depth, a.chunk
-        r = protocol.parse(protocol.KINDS[kind], a.args)
-        if self.reply is not None:
+        if a.chunk < 0:
+            raise ChatlensError(f"chunk must be 0 (the backend's own) or more prompt ids, not {a.chunk}")
+        r = protocol.parse(protocol.KINDS[a.kind], a.args)
+        if self.job is not None:
             self.stop(None)
         self._loaded()
-        tok, eos = self.text.tokenizer, self.text.eos_id
-        if kind in ("chat", "predict"):
-            record = self._record(r)
-            top_k = _top_k(r.top_k, 0) if kind == "chat" else (_top_k(r.top_k, defaults.TOP_K) or defaults.TOP_K)
-            cache = self._cache_for(record.window, f"a window of {record.window} tokens")
-            ids, max_tokens = record.prompt_ids, (record.max_tokens if kind == "chat" else 1)
-        else:
-            from .complete import prepared
+        self.job = getattr(self, f"_{a.kind}_job")(r, a.depth, a.chunk)
+        return self._answered(self.job.answer([], a.depth))
 
-            max_tokens, top_k = r.max_tokens, _top_k(r.top_k, 0)
-            n = len(tok.encode(r.text)) + max_tokens
-            cache = self._cache_for(n, f"the text and {max_tokens} new tokens ({n} tokens)")
-            data = prepared(tok, cache, r.text, max_tokens)
-            ids = data["prompt_ids"]
+    def _chat_job(self, r: protocol.Turn, depth, chunk):
+        tok, eos = self.text.tokenizer, self.text.eos_id
+        record = self._record(r)
+        top_k = _top_k(r.top_k, 0)
+        cache = self._cache_for(record.window, f"a window of {record.window} tokens")
+        shown = record.to_json()  # before the reply: what the page draws before any token
 
         def finish(reused, gen):
-            """The request's answer, once the reply has ended."""
-            if kind == "chat":
-                done = reply_of(record, tok, eos, reused, gen, cache.backend.name, top_k)
-                # Stopped while the prompt was read: the model read only what it fed, not the rest.
-                done.computed_tokens = min(done.computed_tokens, gen.prefill_tokens)
-                return done.to_json()
-            if kind == "text":
-                from .complete import continuation
+            done = reply_of(record, tok, eos, reused, gen, cache.backend.name, top_k)
+            # Stopped while the prompt was read: the model read only what it fed, not the rest.
+            done.computed_tokens = min(done.computed_tokens, gen.prefill_tokens)
+            return done.to_json()
 
-                return continuation(tok, eos, data, reused, gen, cache.backend.name, top_k)
-            from .chat import candidate_tokens
-            from .record import candidate_bytes
+        return _Reply(self.text, cache, record.prompt_ids, record.max_tokens, top_k, depth, finish, chunk, shown)
 
+    def _predict_job(self, r: protocol.Turn, depth, chunk):
+        from .chat import candidate_tokens
+        from .record import candidate_bytes
+
+        tok = self.text.tokenizer
+        record = self._record(r)
+        top_k = _top_k(r.top_k, defaults.TOP_K) or defaults.TOP_K
+        cache = self._cache_for(record.window, f"a window of {record.window} tokens")
+
+        def finish(reused, gen):
             cache.truncate(reused)  # a look-ahead: the reuse a preview and a send report stays
             best = gen.top_k[0] if gen.top_k else []
             return {"top_k": best, "top_k_tokens": candidate_tokens(tok, [best])[0] if best else [],
                     "top_k_bytes": candidate_bytes(tok, [best])[0] if best else [],
                     "used": record.used, "reused_tokens": reused, "backend": cache.backend.name}
 
-        if chunk < 0:
-            raise ChatlensError(f"chunk must be 0 (the backend's own) or more prompt ids, not {chunk}")
-        self.reply = _Reply(self.text, cache, ids, max_tokens, top_k, depth, finish, chunk=0 if cache.planned else chunk)
-        return self._answered(self.reply, [], depth)
+        return _Reply(self.text, cache, record.prompt_ids, 1, top_k, depth, finish, chunk)
+
+    def _text_job(self, r: protocol.Text, depth, chunk):
+        from .complete import continuation, prepared
+
+        tok, eos = self.text.tokenizer, self.text.eos_id
+        top_k = _top_k(r.top_k, 0)
+        n = len(tok.encode(r.text)) + r.max_tokens
+        cache = self._cache_for(n, f"the text and {r.max_tokens} new tokens ({n} tokens)")
+        data = prepared(tok, cache, r.text, r.max_tokens)
+
+        def finish(reused, gen):
+            return continuation(tok, eos, data, reused, gen, cache.backend.name, top_k)
+
+        return _Reply(self.text, cache, data["prompt_ids"], r.max_tokens, top_k, depth, finish, chunk)
+
+    def _count_job(self, r: protocol.Turn, depth, chunk):
+        """Count exactly what a Turn's system prompt and new message need (the figures a bound
+        could only put a floor under), a time-sliced step at a time."""
+        preset, system = self._turn(r)
+        steps = counting(self.text.tokenizer, self.text.template, system=system, messages=r.messages,
+                         window=r.window, reserve=r.reserve, special_in_text=r.special_in_text)
+        job = _Count(steps, self.text.config.n_ctx)
+        job.advance(None, protocol.Step().ms)  # a short count is done in its start's answer
+        return job
 
     def step(self, a: protocol.Step, raw=None):
-        reply = self._active()
-        depth = reply.depth if a.depth is None else a.depth
+        job = self._active()
         try:
-            if reply.pull.planned:
-                if raw is None:
-                    raise ChatlensError("a GPU reply's step needs the bytes its oldest run read back")
-                chosen = reply.pull.give(raw.to_bytes() if hasattr(raw, "to_bytes") else bytes(raw))
-            else:
-                chosen = reply.pull.pull()
+            chosen = job.advance(raw, a.ms)
         except BaseException:
-            self.reply = None
+            self.job = None
             raise
-        return self._answered(reply, chosen, depth)
+        return self._answered(job.answer(chosen, a.depth))
 
     def stop(self, a: protocol.Empty | None):
-        reply = self._active()
-        reply.pull.stop()
-        return self._answered(reply, [], reply.depth)
+        job = self._active()
+        job.stop()
+        return self._answered(job.answer([], None))
 
-    def _answered(self, reply, chosen, depth):
-        out = reply.answer(chosen, depth)
+    def _answered(self, out):
         if out["done"] is not None:
-            self.reply = None
+            self.job = None
         return out
 
     def _active(self):
-        if self.reply is None:
-            raise ChatlensError("no reply is being written")
-        return self.reply
+        if self.job is None:
+            raise ChatlensError("no job is running: start one first")
+        return self.job
 
     def _pulled(self, kind, a, on_token=None, should_stop=None):
-        """A reply pulled here to its end (NumPy): the page's steps, should_stop() asked between them.
+        """A job pulled here to its end (NumPy): the page's steps, should_stop() asked between them.
         The prompt is read in the backend's own chunks, as the command line reads it."""
         out = self.start(protocol.Start(kind=kind, args=dataclasses.asdict(a), chunk=0))
         first = True
@@ -186,43 +193,6 @@ class _Worker:
             stop = not first and should_stop is not None and should_stop()
             out = self.stop(None) if stop else self.step(protocol.Step())
             first = False
-
-    # -- a count the page pulls, like a reply: `count`, then `count_step` until done ---------------
-    def count(self, a: protocol.Turn):
-        """Start counting exactly what a Turn's system prompt and new message need (the figures a
-        bound could only put a floor under); it replaces a count already running."""
-        self.count_stop(None)
-        preset, system = self._turn(a)
-        self.counting = counting(self.text.tokenizer, self.text.template, system=system, messages=a.messages,
-                                 window=a.window, reserve=a.reserve, special_in_text=a.special_in_text)
-        return self.count_step(protocol.CountStep())
-
-    def count_step(self, a: protocol.CountStep):
-        steps = self.counting
-        if steps is None:
-            raise ChatlensError("no count is running")
-        # Slices are fine-grained; a step takes as many as fit its time, so that the page's other
-        # requests wait at most about that long whatever the machine's speed.
-        deadline = time.perf_counter() + a.ms / 1000
-        try:
-            while True:
-                self.count_at = next(steps)
-                if time.perf_counter() >= deadline:
-                    read, of = self.count_at
-                    return {"read": read, "of": of, "done": None}
-        except StopIteration as done:
-            self.counting = None
-            of = self.count_at[1]
-            return {"read": of, "of": of, "done": {**done.value, "context": self.text.config.n_ctx}}
-        except BaseException:
-            self.counting = None
-            raise
-
-    def count_stop(self, a: protocol.Empty | None):
-        running, self.counting = self.counting, None
-        if running is not None:
-            running.close()
-        return {"stopped": running is not None}
 
     def run(self, a: protocol.Turn, on_token=None, should_stop=None):
         return self._pulled("chat", a, on_token, should_stop)
@@ -345,31 +315,76 @@ class _Reply:
     """A reply being pulled: its loop (chatlens.pull.Pull over the worker's cache), the decoder
     that streams its text, and its answer once done."""
 
-    def __init__(self, text_side, cache, prompt_ids, max_tokens, top_k, depth, finish, chunk=0):
-        from .pull import Pull
+    def __init__(self, text_side, cache, prompt_ids, max_tokens, top_k, depth, finish, chunk=0, record=None):
+        from .pull import Pull  # NumPy's: not needed before the weights
 
         self.tokenizer, self.eos_id = text_side.tokenizer, text_side.eos_id
         self.reused = cache.reusable(prompt_ids)
         cache.truncate(self.reused)
         self.pull = Pull(cache, prompt_ids[self.reused:], eos_id=self.eos_id, max_new_tokens=max_tokens,
-                         top_k=top_k, depth=depth, chunk=chunk)
+                         top_k=top_k, depth=depth, chunk=0 if cache.planned else chunk)
         self.depth = depth
         self.finish = finish  # (reused, Generation) -> the request's answer
+        self.record = record  # a chat's TurnRecord before the reply: start's answer carries it
         self.decoder = self.tokenizer.incremental_decoder()
+
+    def advance(self, raw, ms) -> list:
+        """The next step: the ids it chose. On the GPU, `raw` is the oldest run's bytes."""
+        if self.pull.planned:
+            if raw is None:
+                raise ChatlensError("a GPU reply's step needs the bytes its oldest run read back")
+            return self.pull.give(raw.to_bytes() if hasattr(raw, "to_bytes") else bytes(raw))
+        return self.pull.pull()
+
+    def stop(self):
+        self.pull.stop()
 
     def answer(self, chosen, depth) -> dict:
         pull, tok = self.pull, self.tokenizer
+        depth = self.depth if depth is None else depth
         tokens = [{"id": c.id, "text": "" if c.id == self.eos_id else self.decoder.add(c.id),
                    "token": tok.token_text(c.id), "bytes": tok.token_bytes(c.id).hex()} for c in chosen]
         runs = [r.to_json() for r in pull.runs(depth)] if pull.planned and not pull.done else []
+        record, self.record = self.record, None  # the first answer's only
         done = None
         if pull.done:
             tail = self.decoder.flush()
             if tail:  # the end of a character the last ids left incomplete
                 tokens.append({"id": -1, "text": tail, "token": "", "bytes": ""})
             done = self.finish(self.reused, pull.generation)
-        return {"tokens": tokens, "runs": runs, "read": pull.prompt_read, "prompt": pull.prompt_tokens,
-                "in_flight": pull.in_flight, "done": done}
+        return {"tokens": tokens, "runs": runs, "read": pull.prompt_read, "of": pull.prompt_tokens,
+                "in_flight": pull.in_flight, "record": record, "done": done}
+
+
+class _Count:
+    """A count being pulled (chatlens.window.counting): each step counts slices for at most `ms`."""
+
+    def __init__(self, steps, context):
+        self.steps, self.context = steps, context
+        self.at = next(steps)  # (characters read, of all): nothing is counted yet
+        self.done = None
+
+    def advance(self, raw, ms) -> list:
+        # Slices are fine-grained; a step takes as many as fit its time, so that the page's other
+        # requests wait at most about that long whatever the machine's speed.
+        deadline = time.perf_counter() + ms / 1000
+        try:
+            while True:
+                self.at = next(self.steps)
+                if time.perf_counter() >= deadline:
+                    break
+        except StopIteration as end:
+            self.at = (self.at[1], self.at[1])
+            self.done = {**end.value, "context": self.context}
+        return []
+
+    def stop(self):
+        self.steps.close()
+        self.done = {"stopped": True}
+
+    def answer(self, chosen, depth) -> dict:
+        read, of = self.at
+        return {"tokens": [], "runs": [], "read": read, "of": of, "in_flight": 0, "record": None, "done": self.done}
 
 
 def _top_k(k, default):
@@ -385,8 +400,7 @@ REQUESTS = {"load": _worker.load, "preview": _worker.preview, "run": _worker.run
             "gpu_program": _worker.gpu_program, "use_gpu": _worker.use_gpu,
             "render": _worker.render, "predict": _worker.predict, "tokenize": _worker.tokenize,
             "complete": _worker.complete, "lab_source": _worker.lab_source,
-            "chat_template": _worker.chat_template, "run_python": _worker.run_python,
-            "count": _worker.count, "count_step": _worker.count_step, "count_stop": _worker.count_stop}
+            "chat_template": _worker.chat_template, "run_python": _worker.run_python}
 
 
 def call(name: str, args_json: str, *extra) -> str:

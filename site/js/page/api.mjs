@@ -1,49 +1,53 @@
 // window.chatlens: the page's API, for the UI, for embedding and for tests. It talks to the
 // module worker where Python runs.
-//   await chatlens.ready                        -> {source, info, pyodide, stored, snapshot} once the worker
-//                                                  is up (snapshot: "restored" when Python started from
-//                                                  the memory snapshot an earlier visit saved, "saved")
-//   await chatlens.preview({system, messages, window})  -> the turn record, without generating
-//        (or {preset, custom} instead of system: the system text of a preset, taken now)
-//   await chatlens.run({system, messages, window, maxTokens, topK}, {onToken, onProgress, signal})
-//        -> the turn record with the reply; onToken({id, text, token, bytes}) streams each reply
-//        id as it is chosen (text: what it adds to the reply; token and bytes: the id's token as
-//        the record's reply_tokens and reply_bytes write it; id -1: text ending a character);
-//        onProgress({read, of, ms}) while the prompt is read (tokens read of all, ms since the
-//        reply started); signal: an AbortSignal that stops the reply (as
-//        chatlens.stop() does: it ends with stop_reason "stopped", keeping what it wrote);
-//        topK: K fills the record's top_k, each reply token's K best [id, logit, probability]
-//   await chatlens.predict({system, messages, window, topK}) -> {top_k, top_k_tokens, top_k_bytes, ...}: the
-//        reply's most likely first tokens, computed now (the cache is left as it was)
-//   await chatlens.count({system, messages, window}, {onProgress, signal}) -> what a preview's overflow
-//        needs, counted exactly: {needed, window, reserve, pieces, at_least: false, context, message}, the data
-//        of the WindowError the preview answered from a bound (data.at_least: "at least N"), and its
-//        sentence. Counted in the background: previews and the rest are answered meanwhile.
-//        onProgress({read, of, ms}): characters of the prompt read; signal (an AbortSignal), a newer
-//        count or a new preview end it, and it rejects with an Error named AbortError
+//   await chatlens.ready                        -> {source, info, pyodide, stored, snapshot, device} once the
+//                                                  worker is up (snapshot: "restored" when Python started
+//                                                  from the memory snapshot an earlier visit saved, "saved",
+//                                                  "none"; device: {backend, why, adapter} chosen to compute)
+//   await chatlens.preview({system, messages, window, reserve, maxTokens, specialInText})  -> the turn
+//        record, without generating (or {preset, custom} instead of system: a preset's system text)
+//   await chatlens.run({...as preview, topK}, {onRecord, onToken, onProgress, signal})
+//        -> the turn record with the reply, in one request; onRecord(record) once, before any
+//        token: the record the reply will fill (as a preview answers it; a turn that does not fit
+//        rejects with a WindowError before any token); onToken({id, text, token, bytes}) streams
+//        each reply id as it is chosen (text: what it adds to the reply; token and bytes: the id's
+//        token as the record's reply_tokens and reply_bytes write it; id -1: text ending a
+//        character); onProgress({read, of, ms, parts}) while the prompt is read (tokens read of
+//        all, ms since the reply started, parts of a long GPU step done); signal: an AbortSignal
+//        that stops the reply (as chatlens.stop() does: it ends with stop_reason "stopped",
+//        keeping what it wrote); topK: K fills the record's top_k, each reply token's K best
+//        [id, logit, probability]
+//   await chatlens.predict({...as preview, topK}) -> {top_k, top_k_tokens, top_k_bytes, used, reused_tokens,
+//        backend}: the reply's most likely first tokens, computed now (the cache is left as it was)
+//   await chatlens.count({...as preview}, {onProgress, signal}) -> what a preview's overflow needs,
+//        counted exactly: {needed, window, reserve, pieces, at_least: false, context, message}, the
+//        data of the WindowError the preview answered from a bound (data.at_least: "at least N"),
+//        and its sentence. Counted in the background: previews and the rest are answered meanwhile.
+//        onProgress({read, of, ms, parts}): characters of the prompt read; signal (an AbortSignal),
+//        a newer count, a new preview or a reply end it, and it rejects with an Error named AbortError
 //   await chatlens.complete({text, topK, maxTokens}, {onToken, onProgress, signal}) -> plain text
 //        continued with no template: {prompt_ids, ids, tokens, bytes, text, stop_reason, top_k, ...}, as run
-//   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, prompt_bytes, special_ids}: no template
+//   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, prompt_vocab, prompt_bytes,
+//                                                  special_ids}: no template
 //   await chatlens.render({messages, template, tools, documents, add_generation_prompt,
-//        continue_final_message, variables, assistant_mask}) -> {text, ids, tokens, bytes, special_ids,
-//        assistant_mask?}: transformers' apply_chat_template, for the template workbench
+//        continue_final_message, variables, assistant_mask}) -> {text, ids, tokens, vocab, bytes,
+//        special_ids, assistant_mask?}: transformers' apply_chat_template, for the template workbench
 //   await chatlens.chatTemplate()               -> {source, names, special_tokens}: the model's template
 //   await chatlens.labSource()                  -> {name, source}: the lab's hand-written Python
-//   await chatlens.runPython({code, seconds, results}) -> {stdout, stderr, error, timed_out, results}
-//        (the worker's request py/chatlens/worker.py documents; each field of these answers too)
+//   await chatlens.runPython({code, seconds, results}) -> {stdout, stderr, error, timed_out, seconds, results}
 //   chatlens.stop()                             -> stop the reply being written (stop_reason "stopped"):
-//                                                  a promise that resolves once it has ended (false: none)
+//                                                  a promise of true once it has ended (false: none was)
 //   chatlens.writing                            -> true while a reply (or a continuation) is being written
 //   await chatlens.downloadModel({onProgress, signal}) -> the stored model once the current source is
 //        stored and verified (then the worker loads its weights: chatlens.model, status "ready")
 //   await chatlens.storedModels()               -> [{id, source, files, bytes, total, complete, verified, stored_at}]
 //   await chatlens.deleteModel(id), chatlens.deleteAllModels(), chatlens.storageEstimate()
 //   chatlens.model                              -> what computes replies once the weights are in:
-//                                                  {backend, n_ctx, kind: "webgpu"|"numpy", why} or {error}
+//                                                  {backend, n_ctx, kind: "webgpu"|"numpy", why} or {error, offer}
 //   chatlens.backend                            -> the backend asked for: auto | webgpu | numpy
 //                                                  (?backend= or the saved setting)
 //   chatlens.settings                           -> the site's settings (build.json, from chatlens.defaults):
-//                                                  reply_limit, windows, default_window, presets
+//                                                  reply_limit, windows, default_window, presets, ...
 //                                                  (await chatlens.settingsReady first)
 //   chatlens.source, chatlens.build             -> the model source and build.json, once known
 //   chatlens.status                             -> {state, detail}: booting | loading | text (previews
@@ -51,7 +55,7 @@
 //   chatlens.onStatus(fn)                       -> fn(status) now and on every change (and once
 //                                                  chatlens.source, the model source, is known)
 // The record's fields, and what id, token, bytes and piece mean, are documented once, in
-// py/chatlens/record.py (TurnRecord).
+// py/chatlens/record.py (TurnRecord); every other answer's fields in py/chatlens/protocol.py.
 
 import { createDownloads } from "./downloads.mjs";
 import { connect } from "./connection.mjs";
@@ -153,9 +157,9 @@ export function createApi() {
     return call("preview", plain(args, api.settings)).answer;
   };
   /** A reply request (run, complete): streamed, stoppable by chatlens.stop() or its signal. */
-  async function reply(type, request, { onToken, onProgress, signal } = {}) {
+  async function reply(type, request, { onRecord, onToken, onProgress, signal } = {}) {
     if (signal?.aborted) throw new DOMException("the reply was stopped before it started", "AbortError");
-    const { id, answer } = call(type, request, { token: onToken, progress: onProgress });
+    const { id, answer } = call(type, request, { record: onRecord, token: onToken, progress: onProgress });
     const stop = () => conn.signal("stop", { id });
     signal?.addEventListener("abort", stop, { once: true });
     const me = { id, ended: answer.then(() => true, () => true) };

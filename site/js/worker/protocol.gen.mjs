@@ -1,11 +1,21 @@
 // Generated from py/chatlens/protocol.py by `python -m chatlens protocol --write`: do not edit.
-// The worker's requests (chatlens.worker), their arguments and what they answer. On the wire
-// every name is snake_case, as Python writes it.
+// The contract between the page, its worker (site/js/worker/worker.mjs) and Python
+// (chatlens.worker): each request's arguments and answer, and the page<->worker messages.
+// On the wire every name is snake_case, as Python writes it.
 
 /**
  * Read a model source's text side: tokenizer, chat template, config.
  * @typedef {object} Load
  * @property {string} path the model's files in the worker's file system: a .gguf file or a Hugging Face folder
+ */
+
+/**
+ * load's answer: the text side is ready.
+ * @typedef {object} Loaded
+ * @property {string} eos_token the end-of-turn token, as text
+ * @property {number} n_ctx the model's whole context, in tokens
+ * @property {number} vocab_size the vocabulary's size
+ * @property {string} source the path that was read
  */
 
 /**
@@ -23,8 +33,20 @@
  */
 
 /**
+ * A chatlens.record.TurnRecord (preview; run and a chat job's done, with its reply: Reply's fields filled).
+ * @typedef {object} TurnRecordAnswer
+ */
+
+/**
  * No arguments.
  * @typedef {object} Empty
+ */
+
+/**
+ * use_numpy's and use_gpu's answer: what computes replies now.
+ * @typedef {object} BackendInfo
+ * @property {string} backend "numpy", or "webgpu: <adapter>" (as a record's backend)
+ * @property {number} n_ctx the most tokens its cache holds
  */
 
 /**
@@ -36,30 +58,53 @@
  */
 
 /**
+ * The GPU program: chatlens.gpu.program's plain data.
+ * @typedef {object} GpuProgramAnswer
+ */
+
+/**
  * Compute replies with the program gpu_program built; the page's executor runs its steps.
  * @typedef {object} UseGpu
  * @property {string} [name="adapter"] the adapter's name, for the record's backend
  */
 
 /**
- * Start a reply the page pulls (one `step` a token).
+ * Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count.
  * @typedef {object} Start
- * @property {string} kind chat (a Turn's reply), text (a Text's continuation) or predict (a Turn's first token)
+ * @property {string} kind chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token) or count (a Turn's overflow, counted exactly)
  * @property {object} args the arguments of that kind: a Turn, or a Text
  * @property {number} [depth=2] GPU steps to keep in flight
  * @property {number} [chunk=16] the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls between chunks (0: the backend's own; a GPU step reads the program's chunk)
  */
 
 /**
- * The next step of the reply being pulled; on the GPU, with the oldest run's bytes as an extra argument.
- * @typedef {object} Step
- * @property {number|null} [depth=null] GPU steps to keep in flight (default: as started)
+ * start's, step's and stop's answer: where the job is.
+ * @typedef {object} PullAnswer
+ * @property {Array} tokens Token objects: the ids this step chose (a reply), in order; [] for a count
+ * @property {Array} runs GpuRun objects to submit now, in order; the page gives each one's bytes to a step, oldest first (Python's Pull books the runs in flight)
+ * @property {number} read the prompt read so far: tokens (a reply), characters (a count)
+ * @property {number} of all of it, in the same unit
+ * @property {number} in_flight runs submitted whose bytes are not given yet
+ * @property {object|null} record a chat job's start only: the TurnRecord (chatlens.record) the reply will fill, as a preview answers it, before any step; null otherwise
+ * @property {*} done null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation (text), a Prediction (predict), Counted (count); a stopped count answers {stopped: true}
  */
 
 /**
- * The next slices of the count being pulled.
- * @typedef {object} CountStep
- * @property {number} [ms=20] how long this step may count, in milliseconds, before it answers
+ * The next step of the job being pulled; a GPU reply's, with the oldest run's bytes as an extra argument.
+ * @typedef {object} Step
+ * @property {number|null} [depth=null] GPU steps to keep in flight (default: as started)
+ * @property {number} [ms=20] a count's step: how long it may count, in milliseconds, before it answers
+ */
+
+/**
+ * predict's answer (and a predict job's done): the reply's likely first tokens; the cache is left as it was.
+ * @typedef {object} Prediction
+ * @property {Array} top_k rows: the first step's K best [id, logit, probability], best first
+ * @property {Array} top_k_tokens their tokens as text
+ * @property {Array} top_k_bytes their bytes, as hex
+ * @property {number} used the prompt's tokens
+ * @property {number} reused_tokens of them, tokens the cache held already
+ * @property {string} backend what computed it
  */
 
 /**
@@ -71,9 +116,42 @@
  */
 
 /**
+ * A plain-text continuation (complete, and a text job's done): Tokenized's fields, Reply's fields under CONTINUATION_NAMES, and eos_id.
+ * @typedef {object} Continuation
+ * @property {Array} prompt_ids the token ids, in order
+ * @property {Array} prompt_tokens each id's token as text
+ * @property {Array} prompt_vocab each id's token as the vocabulary writes it
+ * @property {Array} prompt_bytes each id's token's bytes, as hex
+ * @property {Array} special_ids the distinct special ids among them, sorted
+ * @property {Array} ids the ids chosen, the end-of-turn id included when the model wrote it
+ * @property {string} text the reply as text, without the end-of-turn token
+ * @property {Array} tokens each reply id's token as text (its bytes decoded on their own)
+ * @property {Array} vocab each reply id's token as the vocabulary writes it
+ * @property {Array} bytes each reply id's token's bytes, as hex
+ * @property {string} stop_reason "end_turn", "max_tokens" or "stopped"
+ * @property {Array|null} top_k rows, one per reply id: the step's K best [id, logit, probability], best first (null unless asked)
+ * @property {Array|null} top_k_tokens those candidates' tokens as text
+ * @property {Array|null} top_k_bytes those candidates' bytes, as hex
+ * @property {number} reused_tokens prompt tokens the cache held already
+ * @property {string} backend what computed the reply
+ * @property {object} timings prefill_ms, decode_ms, prefill_tok_s, decode_tok_s
+ * @property {number} eos_id the end-of-turn id
+ */
+
+/**
  * The text's tokens, with no template.
  * @typedef {object} Tokenize
  * @property {string} text the text
+ */
+
+/**
+ * tokenize's answer (and the prompt's half of a continuation): a text's tokens, no template.
+ * @typedef {object} Tokenized
+ * @property {Array} prompt_ids the token ids, in order
+ * @property {Array} prompt_tokens each id's token as text
+ * @property {Array} prompt_vocab each id's token as the vocabulary writes it
+ * @property {Array} prompt_bytes each id's token's bytes, as hex
+ * @property {Array} special_ids the distinct special ids among them, sorted
  */
 
 /**
@@ -90,6 +168,33 @@
  */
 
 /**
+ * render's answer: a chat template rendered as transformers' apply_chat_template renders it.
+ * @typedef {object} Rendered
+ * @property {string} text the rendered text
+ * @property {Array} ids its token ids
+ * @property {Array} tokens each id's token as text
+ * @property {Array} vocab each id's token as the vocabulary writes it
+ * @property {Array} bytes each id's token's bytes, as hex
+ * @property {Array} special_ids the distinct special ids among them, sorted
+ * @property {Array|null} [assistant_mask=null] only when asked: 1 for each token inside {% generation %}, else 0
+ */
+
+/**
+ * chat_template's answer: the model's chat template.
+ * @typedef {object} TemplateInfo
+ * @property {string} source its Jinja source
+ * @property {Array|null} names its named templates, or null
+ * @property {object} special_tokens the special tokens it reads (bos_token, eos_token, ...)
+ */
+
+/**
+ * lab_source's answer: the lab's hand-written Python (chatlens/by_hand.py).
+ * @typedef {object} LabSource
+ * @property {string} name the file's name
+ * @property {string} source its text
+ */
+
+/**
  * A learner's Python, run with count_tokens(text) among its globals.
  * @typedef {object} RunPython
  * @property {string} code the program
@@ -97,44 +202,240 @@
  * @property {Array} [results=[]] names whose values to return
  */
 
-/** Each request's arguments (a typedef above) and what it answers. */
+/**
+ * run_python's answer (chatlens.usercode.run_code).
+ * @typedef {object} PythonRun
+ * @property {string} stdout what it printed
+ * @property {string} stderr what it wrote to stderr
+ * @property {object|null} error {name, message, line?}, or null
+ * @property {boolean} timed_out whether it ran past its limit
+ * @property {number} seconds how long it ran
+ * @property {object} results the names asked for that hold plain data
+ */
+
+/**
+ * Boot the worker: Pyodide, chatlens, the text side of the model source.
+ * @typedef {object} Init
+ * @property {object} source the model source (site/js/page/source.mjs)
+ * @property {object} build build.json
+ * @property {string} backend auto, webgpu or numpy
+ * @property {string|null} [lock=null] a Web Lock the worker holds while it lives (connection.mjs)
+ * @property {boolean} [hideJspi=false] tests: hide JSPI before Python starts, as a browser without it would
+ */
+
+/**
+ * init's answer.
+ * @typedef {object} Booted
+ * @property {object} source the model source
+ * @property {object} info load's answer (Loaded)
+ * @property {string} pyodide Pyodide's version
+ * @property {object|null} stored the store's status of the source, or null
+ * @property {string} snapshot "restored", "saved" or "none": how Python started
+ * @property {object} device {backend, why, adapter}: what was chosen to compute replies
+ */
+
+/**
+ * What computes replies (attach's answer, the model event): or {error, offer} when the weights failed.
+ * @typedef {object} ModelInfo
+ * @property {string} backend as BackendInfo's
+ * @property {number} n_ctx the most tokens its cache holds
+ * @property {string} kind "webgpu" or "numpy"
+ * @property {string} why why that backend
+ */
+
+/**
+ * debug's answer (scripts/bench_browser.py).
+ * @typedef {object} DebugInfo
+ * @property {number|null} wasm_heap Python's wasm memory, in bytes
+ * @property {object|null} last_reply where the last job's time went in the worker: python_ms, submit_ms, wait_ms, pulls (calls into Python), most_in_flight
+ */
+
+/**
+ * A count job's done: WindowError's data for the system prompt and the new message, counted exactly.
+ * @typedef {object} Counted
+ * @property {number} needed tokens they need
+ * @property {number} window the window
+ * @property {number} reserve tokens kept free for the reply
+ * @property {boolean} at_least false: exact (a preview's bound says true)
+ * @property {Array} pieces [{label, count, ...}]: what needs the tokens
+ * @property {string} message the sentence a WindowError would say
+ * @property {number} context the model's whole context
+ */
+
+/**
+ * A reply's half of an answer, shared by the turn record (chatlens.record.TurnRecord: these names) and a plain-text continuation (chatlens.complete.continuation: the same data, named without "reply_": ids, text, tokens, vocab, bytes; see CONTINUATION_NAMES).
+ * @typedef {object} Reply
+ * @property {Array} reply_ids the ids chosen, the end-of-turn id included when the model wrote it
+ * @property {string} reply_text the reply as text, without the end-of-turn token
+ * @property {Array} reply_tokens each reply id's token as text (its bytes decoded on their own)
+ * @property {Array} reply_vocab each reply id's token as the vocabulary writes it
+ * @property {Array} reply_bytes each reply id's token's bytes, as hex
+ * @property {string} stop_reason "end_turn", "max_tokens" or "stopped"
+ * @property {Array|null} top_k rows, one per reply id: the step's K best [id, logit, probability], best first (null unless asked)
+ * @property {Array|null} top_k_tokens those candidates' tokens as text
+ * @property {Array|null} top_k_bytes those candidates' bytes, as hex
+ * @property {number} reused_tokens prompt tokens the cache held already
+ * @property {string} backend what computed the reply
+ * @property {object} timings prefill_ms, decode_ms, prefill_tok_s, decode_tok_s
+ */
+
+/**
+ * A reply id as a step chose it (a PullAnswer's tokens, the page's token event).
+ * @typedef {object} Token
+ * @property {number} id the token id (-1: no id, only text ending a character the last ids left split)
+ * @property {string} text what it adds to the reply, decoded incrementally so no character is ever split
+ * @property {string} token the id's token as text, as the record's reply_tokens writes it
+ * @property {string} bytes its bytes, as hex, as reply_bytes writes them
+ */
+
+/**
+ * A GPU run the page submits (chatlens.gpu.backend.Run's to_json).
+ * @typedef {object} GpuRun
+ * @property {Array} sequences the program's sequences to dispatch, in order
+ * @property {Array} params the step buffer's u32 words
+ * @property {*} readback what the run reads back, or null
+ * @property {number} tokens the number of ids it feeds
+ * @property {boolean} chooses whether it ends with an id chosen
+ */
+
+/**
+ * Stop the job of request `id`: a reply ends at its next pull (stop_reason "stopped"); a count rejects with an AbortError.
+ * @typedef {object} StopSignal
+ * @property {number} id the request's id
+ */
+
+/**
+ * The worker's state.
+ * @typedef {object} StatusEvent
+ * @property {string} state booting | loading | text (previews work; replies need the weights) | weights | ready | error
+ * @property {string} detail a sentence
+ */
+
+/**
+ * What computes replies now (a ModelInfo), or {error, offer} (offer: "webgpu" when a software GPU passed over could).
+ * @typedef {object} ModelEvent
+ * @property {object} model ModelInfo, or {error, offer}
+ */
+
+/**
+ * A chat request's turn record, before any of its tokens (PullAnswer's record).
+ * @typedef {object} RecordEvent
+ * @property {number} id the request's id
+ * @property {object} record the TurnRecord the reply will fill
+ */
+
+/**
+ * A reply id, as it is chosen.
+ * @typedef {object} TokenEvent
+ * @property {number} id the request's id (the token's own id is token.id)
+ * @property {object} token a Token
+ */
+
+/**
+ * The prompt of request `id` read so far.
+ * @typedef {object} ProgressEvent
+ * @property {number} id the request's id
+ * @property {number} read tokens read (a count: characters)
+ * @property {number} of of all
+ * @property {number} ms since the job started
+ * @property {number} [parts=0] on the GPU: parts of the step reading the next chunk done so far (gpu/executor.mjs)
+ */
+
+/**
+ * The answer to request `id`: {id, ok: true, result} or {id, ok: false, error, name, data}.
+ * @typedef {object} Answer
+ * @property {number} id the request's id
+ * @property {boolean} ok whether it succeeded
+ * @property {*} [result=null] the request's answer (ok)
+ * @property {string|null} [error=null] the error's message (not ok)
+ * @property {string|null} [name=null] the error's name: the Python exception's type (WindowError, ...)
+ * @property {*} [data=null] the error's numbers where it has them (WindowError's needed, window, reserve, pieces)
+ */
+
+/** Python's requests (chatlens.worker): the arguments and the answer, typedefs above. */
 export const REQUESTS = {
-  load: { args: "Load", answers: "{\"eos_token\", \"n_ctx\", \"vocab_size\", \"source\"}: the text side is ready" },
-  preview: { args: "Turn", answers: "the TurnRecord (chatlens.record) of what the model would read, with the reuse the cache would give" },
-  use_numpy: { args: "Empty", answers: "{\"backend\", \"n_ctx\"}: replies compute with NumPy (the weights in the file system)" },
-  gpu_program: { args: "GpuProgram", answers: "the GPU program (chatlens.gpu.program's plain data)" },
-  use_gpu: { args: "UseGpu", answers: "{\"backend\", \"n_ctx\"}" },
-  start: { args: "Start", answers: "a pull's answer (chatlens.worker: tokens, runs, read, prompt, in_flight, done)" },
-  step: { args: "Step", answers: "a pull's answer" },
-  stop: { args: "Empty", answers: "a pull's answer, done: the reply ends with stop_reason \"stopped\"" },
-  count: { args: "Turn", answers: "{\"read\", \"of\", \"done\"}: start counting exactly what the system prompt and the new message need (characters read of all; done: null, or WindowError's data counted exactly: needed, window, reserve, pieces, at_least false, and its sentence as message); ends a count already running" },
-  count_step: { args: "CountStep", answers: "{\"read\", \"of\", \"done\"}: the count goes on" },
-  count_stop: { args: "Empty", answers: "{\"stopped\"}: the count running (if any) ends unanswered" },
-  run: { args: "Turn", answers: "the TurnRecord with its reply, pulled to its end here (NumPy)" },
-  predict: { args: "Turn", answers: "{\"top_k\", \"top_k_tokens\", \"top_k_bytes\", \"used\", \"reused_tokens\", \"backend\"}, pulled here (NumPy)" },
-  complete: { args: "Text", answers: "chatlens.complete.continuation's data, pulled here (NumPy)" },
-  tokenize: { args: "Tokenize", answers: "{\"prompt_ids\", \"prompt_tokens\", \"prompt_vocab\", \"prompt_bytes\", \"special_ids\"}" },
-  render: { args: "Render", answers: "{\"text\", \"ids\", \"tokens\", \"vocab\", \"bytes\", \"special_ids\", \"assistant_mask\"?}" },
-  chat_template: { args: "Empty", answers: "{\"source\", \"names\", \"special_tokens\"}: the model's chat template" },
-  lab_source: { args: "Empty", answers: "{\"name\", \"source\"}: the lab's hand-written Python (chatlens/by_hand.py)" },
-  run_python: { args: "RunPython", answers: "{\"stdout\", \"stderr\", \"error\", \"timed_out\", \"results\"} (chatlens.usercode)" },
+  load: { args: "Load", answers: "Loaded" },
+  preview: { args: "Turn", answers: "TurnRecordAnswer" },
+  use_numpy: { args: "Empty", answers: "BackendInfo" },
+  gpu_program: { args: "GpuProgram", answers: "GpuProgramAnswer" },
+  use_gpu: { args: "UseGpu", answers: "BackendInfo" },
+  start: { args: "Start", answers: "PullAnswer" },
+  step: { args: "Step", answers: "PullAnswer" },
+  stop: { args: "Empty", answers: "PullAnswer" },
+  run: { args: "Turn", answers: "TurnRecordAnswer" },
+  predict: { args: "Turn", answers: "Prediction" },
+  complete: { args: "Text", answers: "Continuation" },
+  tokenize: { args: "Tokenize", answers: "Tokenized" },
+  render: { args: "Render", answers: "Rendered" },
+  chat_template: { args: "Empty", answers: "TemplateInfo" },
+  lab_source: { args: "Empty", answers: "LabSource" },
+  run_python: { args: "RunPython", answers: "PythonRun" },
 };
 
 /** start's kinds: the arguments each takes. */
-export const KINDS = {"chat": "Turn", "text": "Text", "predict": "Turn"};
+export const KINDS = {"chat": "Turn", "text": "Text", "predict": "Turn", "count": "Turn"};
 
-/** Each arguments type's fields, in order. */
+/** The page<->worker messages, by type: requests (page -> worker: [args, answer]), signals
+ * (page -> worker, never answered), events (worker -> page) and the answer envelope. */
+export const MESSAGES = {
+  requests: {
+    init: { args: "Init", answers: "Booted" },
+    attach: { args: "Empty", answers: "ModelInfo" },
+    debug: { args: "Empty", answers: "DebugInfo" },
+    preview: { args: "Turn", answers: "TurnRecordAnswer" },
+    run: { args: "Turn", answers: "TurnRecordAnswer" },
+    predict: { args: "Turn", answers: "Prediction" },
+    complete: { args: "Text", answers: "Continuation" },
+    count: { args: "Turn", answers: "Counted" },
+    render: { args: "Render", answers: "Rendered" },
+    tokenize: { args: "Tokenize", answers: "Tokenized" },
+    chat_template: { args: "Empty", answers: "TemplateInfo" },
+    lab_source: { args: "Empty", answers: "LabSource" },
+    run_python: { args: "RunPython", answers: "PythonRun" },
+  },
+  signals: {"stop": "StopSignal", "loseGpu": "Empty"},
+  events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "token": "TokenEvent", "progress": "ProgressEvent"},
+  answer: "Answer",
+};
+
+/** Each type's fields, in order. */
 export const FIELDS = {
   Load: ["path"],
+  Loaded: ["eos_token", "n_ctx", "vocab_size", "source"],
   Turn: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k"],
+  TurnRecordAnswer: [],
   Empty: [],
+  BackendInfo: ["backend", "n_ctx"],
   GpuProgram: ["n_ctx", "features", "limits"],
+  GpuProgramAnswer: [],
   UseGpu: ["name"],
   Start: ["kind", "args", "depth", "chunk"],
-  Step: ["depth"],
-  CountStep: ["ms"],
+  PullAnswer: ["tokens", "runs", "read", "of", "in_flight", "record", "done"],
+  Step: ["depth", "ms"],
+  Prediction: ["top_k", "top_k_tokens", "top_k_bytes", "used", "reused_tokens", "backend"],
   Text: ["text", "max_tokens", "top_k"],
+  Continuation: ["prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "ids", "text", "tokens", "vocab", "bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "backend", "timings", "eos_id"],
   Tokenize: ["text"],
+  Tokenized: ["prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids"],
   Render: ["messages", "template", "tools", "documents", "add_generation_prompt", "continue_final_message", "variables", "assistant_mask"],
+  Rendered: ["text", "ids", "tokens", "vocab", "bytes", "special_ids", "assistant_mask"],
+  TemplateInfo: ["source", "names", "special_tokens"],
+  LabSource: ["name", "source"],
   RunPython: ["code", "seconds", "results"],
+  PythonRun: ["stdout", "stderr", "error", "timed_out", "seconds", "results"],
+  Init: ["source", "build", "backend", "lock", "hideJspi"],
+  Booted: ["source", "info", "pyodide", "stored", "snapshot", "device"],
+  ModelInfo: ["backend", "n_ctx", "kind", "why"],
+  DebugInfo: ["wasm_heap", "last_reply"],
+  Counted: ["needed", "window", "reserve", "at_least", "pieces", "message", "context"],
+  Reply: ["reply_ids", "reply_text", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "backend", "timings"],
+  Token: ["id", "text", "token", "bytes"],
+  GpuRun: ["sequences", "params", "readback", "tokens", "chooses"],
+  StopSignal: ["id"],
+  StatusEvent: ["state", "detail"],
+  ModelEvent: ["model"],
+  RecordEvent: ["id", "record"],
+  TokenEvent: ["id", "token"],
+  ProgressEvent: ["id", "read", "of", "ms", "parts"],
+  Answer: ["id", "ok", "result", "error", "name", "data"],
 };

@@ -2,46 +2,16 @@
 // template from the model source (from the store when it holds the model), puts the weights on
 // the GPU or into NumPy once the store holds them, then answers the page.
 //
-// Page -> worker:
-//   requests, answered in order one at a time when they need the model's steps, at once when
-//   they need only the tokenizer and template (even while a reply is being written):
-//     {id, type: "init", args: {source, build, backend, lock, hideJspi}}  backend: auto|webgpu|numpy;
-//          lock: a Web Lock the worker holds while it lives (site/js/page/connection.mjs); hideJspi
-//          (tests): hide JSPI before Python starts, as a browser without it would be
-//     {id, type: "attach"}                              load the weights (the store holds the model now)
-//     {id, type: "preview" | "render" | "tokenize" | "chat_template" | "lab_source" | "run_python", args}
-//                                                       the text side's requests (py/chatlens/worker.py)
-//     {id, type: "run" | "complete" | "predict", args}  a chat reply, a plain-text continuation, the
-//                                                       reply's likely first tokens: steps of the model,
-//                                                       pulled here (`pulled` below)
-//     {id, type: "count", args}                         the exact figures of a Turn's overflow, which a preview
-//                                                       answered from a bound ("at least"): pulled from Python a
-//                                                       step at a time (`counted` below), other requests
-//                                                       answered between steps; a newer count or a preview ends it
-//     {id, type: "debug"}                               {wasm_heap}: Python's wasm memory in bytes (benchmarks)
-//   signals, handled at once, even while a request runs:
-//     {type: "stop", args: {id}}                        stop the reply of request `id`: it ends at the
-//                                                       next pull (within a part of a GPU step); a count
-//                                                       ends unanswered (an AbortError)
-// Worker -> page:
-//   {id, ok: true, result} | {id, ok: false, error, name, data}   the answer to request `id` (data: the
-//                                      error's numbers where it has them, chatlens.protocol)
-//   {type: "status", state, detail}    booting | loading | text (previews work; replies need the
-//                                      weights) | weights (loading them) | ready | error
-//   {type: "model", model}             what computes replies: {backend, n_ctx, kind, why} or {error, offer}
-//                                      (offer: "webgpu" when a software GPU passed over could compute them)
-//   {type: "token", id, token}         a reply id as it is chosen (request `id`): token is
-//                                      {id, text, token, bytes}: the id, the text it adds, and its
-//                                      token as the record's reply_tokens and reply_bytes write it
-//   {type: "progress", id, read, of, ms, parts}  the prompt of request `id` read so far: tokens of
-//                                      all, ms since the reply started, and on the GPU the parts of the
-//                                      step reading the next chunk done so far (a long step is split
-//                                      into parts: see gpu/executor.mjs); a count: characters of all
+// The messages it takes and sends (requests, signals, events, the answer envelope) are
+// described once, in py/chatlens/protocol.py (PAGE_REQUESTS, SIGNALS, EVENTS, Answer), and
+// listed in protocol.gen.mjs; tests/page/messages.test.mjs keeps this file to that list.
 //
-// A reply is a loop this worker pulls: Python's `start`, then one `step` a token. On the GPU,
-// this side submits the runs Python plans (several in flight: the GPU never waits for the host)
-// and hands Python each run's bytes; with NumPy, Python computes each step in `step`. Between
-// two pulls the worker reads its messages: a stop, a preview. No JSPI, no SharedArrayBuffer.
+// A job is a loop this worker pulls (`pulled` below): Python's `start(kind)` (chat, text,
+// predict or count), then one `step` a token (a count: a few milliseconds of counting). On the
+// GPU, this side submits the runs Python plans (several in flight: the GPU never waits for the
+// host) and hands Python each run's bytes; with NumPy, Python computes each step in `step`.
+// Between two steps the worker reads its messages: a stop, a preview. One job at a time in
+// Python: a newer start ends the one before. No JSPI, no SharedArrayBuffer.
 
 import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
@@ -57,10 +27,11 @@ let python = null; // chatlens.worker's {call}, once Python is up
 let booting = null;
 let session = null; // {source, build, backend, device, path, info, store}
 let attached = null; // {backend, n_ctx, kind, executor?} once replies can be computed
-const stops = new Map(); // request id -> resolve(): a stop signal for that reply
-const stopsAsked = new Set(); // the ids of replies asked to stop
-let lastReply = null; // where the last reply's time went (the bench's "debug" request)
-let counting = null; // the count Python holds: {ended: why it must end, or null}
+const jobs = new Map(); // request id -> its job (`pulled`): what a stop signal ends
+const stopsAsked = new Set(); // the ids of jobs asked to stop (a stop may come before its job starts)
+let lastReply = null; // where the last job's time went (the bench's "debug" request)
+let job = null; // the job Python holds: the one whose `start` came last, until it ends
+let counting = null; // the count asked for last, waiting or running: a preview, a newer count or a reply ends it
 
 const status = (state, detail = "") => {
   performance.mark(`chatlens:${state}`, { detail }); // where the time goes (scripts/bench_browser.py)
@@ -165,7 +136,7 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
 
 const requests = {
   /** For scripts/bench_browser.py: the size of Python's wasm memory, in bytes, and where the
-   * last reply's time went in this thread (`pull`'s figures). */
+   * last job's time went in this thread (`pull`'s figures). */
   debug: () => ({ wasm_heap: py?._module.HEAP8.length ?? null, last_reply: lastReply }),
   async init(args) {
     if (args.hideJspi) { // tests: a browser without JavaScript Promise Integration (older Firefox, Safari)
@@ -186,13 +157,13 @@ const requests = {
   },
   async preview(args) {
     await booting;
-    if (counting) counting.ended ??= "a newer preview ended the count"; // it counted what the page showed before
+    counting?.end("a newer preview ended the count"); // it counted what the page showed before
     return python.call("preview", args);
   },
   async count(args, id) {
     if (!booting) throw new Error("the worker has not started: init comes first");
     await booting;
-    return counted(args, id);
+    return pulled("count", args, id);
   },
   async run(args, id) {
     await booting;
@@ -211,23 +182,43 @@ const requests = {
 };
 
 /**
- * One reply (kind: chat | text | predict, chatlens.worker's `start`), pulled to its end: the
- * tokens and the prompt's progress posted as they come, a stop signal answered at the next pull.
- * A GPU lost during it (a driver reset) puts the weights on a new device and starts it again.
+ * One job (chatlens.worker's `start` kinds: chat | text | predict | count), pulled to its end:
+ * a chat's record, the tokens and the progress posted as they come, a stop signal answered at
+ * the next pull. A count is background work: it waits for a reply pulled meanwhile; a reply, a
+ * newer count or a preview ends it, and it rejects with an AbortError (as a stop makes it). A
+ * GPU lost during a reply (a driver reset) puts the weights on a new device and starts it again.
  */
 async function pulled(kind, args, id) {
+  if (kind === "count") counting?.end("a newer count replaced this one");
+  else counting?.end("a reply replaced the count");
+  let finish;
+  const me = { id, kind, ended: null, wake: () => {}, finished: new Promise((resolve) => (finish = resolve)) };
+  me.end = (why) => {
+    me.ended ??= why;
+    me.wake();
+  };
+  if (stopsAsked.has(id)) me.ended = kind === "count" ? "the count was stopped" : "stopped";
+  jobs.set(id, me);
+  if (kind === "count") counting = me;
   const used = attached;
-  const streamed = { posted: 0, skip: 0 }; // the tokens posted to the page
+  const streamed = { posted: 0, skip: 0, recorded: false }; // what was posted to the page
   try {
-    return await pull(kind, args, id, streamed);
-  } catch (e) {
-    if (!(await gpuLost(used?.executor, e))) throw e;
-    await attach(used.n_ctx);
-    // Computed again from the start, the reply's first tokens are the ones the page has already.
-    return pull(kind, args, id, { posted: 0, skip: streamed.posted });
+    while (kind === "count" && job && job.kind !== "count" && !me.ended) await job.finished;
+    if (kind === "count" && me.ended) throw abortError(me.ended);
+    try {
+      return await pull(me, args, streamed);
+    } catch (e) {
+      if (kind === "count" || !(await gpuLost(used?.executor, e))) throw e;
+      await attach(used.n_ctx);
+      // Computed again from the start, the reply's first tokens are the ones the page has already.
+      return await pull(me, args, { posted: 0, skip: streamed.posted, recorded: streamed.recorded });
+    }
   } finally {
-    stops.delete(id);
+    if (job === me) job = null;
+    if (counting === me) counting = null;
+    jobs.delete(id);
     stopsAsked.delete(id);
+    finish();
   }
 }
 
@@ -240,14 +231,18 @@ async function gpuLost(executor, error) {
   return Promise.race([executor.device.lost.then(() => true), moment]);
 }
 
-const STOPPED = Symbol("stopped");
+const ENDED = Symbol("ended");
 
-async function pull(kind, args, id, streamed = { posted: 0, skip: 0 }) {
-  const gpu = attached?.kind === "webgpu" ? attached.executor : null;
-  let asked = stopsAsked.has(id); // a stop may come before its reply starts
-  const stopped = new Promise((resolve) => stops.set(id, () => resolve(STOPPED))).then((v) => ((asked = true), v));
+/** The one loop that drives a job: `start`, then `step` (or `stop`) until its answer is done. */
+async function pull(me, args, streamed) {
+  const { id, kind } = me;
+  const gpu = kind !== "count" && attached?.kind === "webgpu" ? attached.executor : null;
+  const woken = new Promise((resolve) => (me.wake = () => resolve(ENDED)));
+  if (me.ended) me.wake();
   const t0 = performance.now();
-  const flight = []; // the GPU runs submitted, oldest first: promises of their bytes
+  // Python's Pull books the runs in flight (it plans up to `depth` of them and reads their bytes
+  // in order); this queue only holds the promises of those bytes, oldest first.
+  const flight = [];
   // Where the time goes, for the bench: in Python, submitting runs, waiting for their bytes.
   const spent = { python_ms: 0, submit_ms: 0, wait_ms: 0, pulls: 0, most_in_flight: 0 };
   const timed = (what, f) => {
@@ -262,6 +257,14 @@ async function pull(kind, args, id, streamed = { posted: 0, skip: 0 }) {
     spent.pulls += 1;
     return timed("python_ms", () => python.call(name, a, ...extra));
   };
+  /** The answer to a job asked to end: a reply's, stopped; a count rejects. A job a newer start
+   * replaced in Python is gone there already. */
+  const ended = () => {
+    if (job !== me) throw abortError(me.ended);
+    const out = ask("stop", {});
+    if (kind === "count") throw abortError(me.ended);
+    return out;
+  };
   // The prompt's progress, posted at each pull and, on the GPU, after each part of a step that
   // reads it (a chunk of 128 tokens on a slow GPU is one step of minutes).
   let progress = null; // {read, of, parts}, while the prompt is read
@@ -270,7 +273,7 @@ async function pull(kind, args, id, streamed = { posted: 0, skip: 0 }) {
   };
   const partDone = () => {
     if (progress) (progress.parts += 1), tellProgress();
-    return asked;
+    return Boolean(me.ended);
   };
   try {
     return await pullLoop();
@@ -279,18 +282,23 @@ async function pull(kind, args, id, streamed = { posted: 0, skip: 0 }) {
   }
 
   async function pullLoop() {
+    job = me; // Python's start ends the job before
     let out = ask("start", { kind, args, depth: gpu ? gpu.depth() : 1 });
-    lastReply = spent;
+    if (kind !== "count") lastReply = spent;
     for (;;) {
+      if (out.record && !streamed.recorded) {
+        streamed.recorded = true;
+        self.postMessage({ type: "record", id, record: out.record });
+      }
       for (const t of out.tokens) {
         if (streamed.skip > 0) streamed.skip -= 1;
         else (streamed.posted += 1), self.postMessage({ type: "token", id, token: t });
       }
       if (out.done) return out.done;
-      progress = out.read < out.prompt ? { read: out.read, of: out.prompt, parts: 0 } : null;
+      progress = out.read < out.of ? { read: out.read, of: out.of, parts: 0 } : null;
       tellProgress();
-      if (asked) {
-        out = ask("stop", {});
+      if (me.ended) {
+        out = ended();
         continue;
       }
       if (gpu) {
@@ -298,58 +306,22 @@ async function pull(kind, args, id, streamed = { posted: 0, skip: 0 }) {
           const params = new Uint8Array(new Uint32Array(r.params).buffer); // the step buffer's words
           flight.push(timed("submit_ms", () => gpu.submit(r.sequences, params, r.readback, { stopped: partDone })));
         }
-        spent.most_in_flight = Math.max(spent.most_in_flight, flight.length);
+        spent.most_in_flight = Math.max(spent.most_in_flight, out.in_flight);
         const oldest = flight.shift();
         const t = performance.now();
-        const raw = await Promise.race([oldest, stopped]);
+        const raw = await Promise.race([oldest, woken]);
         spent.wait_ms += performance.now() - t;
-        if (raw === STOPPED || raw === null || asked) { // a stop came before this step's bytes: none of them count
+        if (raw === ENDED || raw === null || me.ended) { // a stop came before this step's bytes: none of them count
           oldest.catch(() => {});
-          out = ask("stop", {});
+          out = ended();
           continue;
         }
         out = ask("step", { depth: gpu.depth() }, raw);
       } else {
-        await Promise.race([nextTask(), stopped]); // a stop or a preview between two steps of NumPy
-        out = ask(asked ? "stop" : "step", {});
+        await Promise.race([nextTask(), woken]); // a stop or a preview between two steps
+        out = me.ended ? ended() : ask("step", {});
       }
     }
-  }
-}
-
-/**
- * The exact count of a Turn (chatlens.worker's `count`), pulled a step at a time as a reply is:
- * Python never counts for long in one call, and between two steps this worker reads its
- * messages, so a preview or a tokenize sent meanwhile is answered before the count ends. Python
- * holds one count: a newer count, a preview or a stop signal for `id` ends this one, which then
- * rejects with an AbortError.
- */
-async function counted(args, id) {
-  if (counting) counting.ended ??= "a newer count replaced this one";
-  const me = { ended: stopsAsked.has(id) ? "the count was stopped" : null };
-  counting = me;
-  stops.set(id, () => (me.ended ??= "the count was stopped"));
-  const t0 = performance.now();
-  let done = false;
-  try {
-    let out = python.call("count", args);
-    for (;;) {
-      if (out.done) {
-        done = true;
-        return out.done;
-      }
-      self.postMessage({ type: "progress", id, read: out.read, of: out.of, ms: performance.now() - t0 });
-      await nextTask();
-      if (me.ended) throw abortError(me.ended);
-      out = python.call("count_step", {});
-    }
-  } finally {
-    if (counting === me) {
-      counting = null;
-      if (!done) python.call("count_stop", {}); // not a newer count's: that one replaced it in Python already
-    }
-    stops.delete(id);
-    stopsAsked.delete(id);
   }
 }
 
@@ -376,7 +348,8 @@ for (const name of ["render", "tokenize", "chat_template", "lab_source", "run_py
 const signals = {
   stop({ id }) {
     stopsAsked.add(id);
-    stops.get(id)?.();
+    const stopped = jobs.get(id);
+    stopped?.end(stopped.kind === "count" ? "the count was stopped" : "stopped");
   },
   /** For tests: the GPU device goes, as it does when a driver resets. */
   loseGpu() {
