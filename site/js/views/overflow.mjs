@@ -2,7 +2,7 @@
 // prompt and the new message cannot fit (from a WindowError's data).
 
 import { count, el, fill } from "./dom.mjs";
-import { drawSummary, windowTitle } from "./window.mjs";
+import { drawSummary, segmentClass, windowTitle } from "./window.mjs";
 
 /** The overflow a WindowError's data describes (chatlens.errors.WindowError: the system prompt
  * and the new message do not fit), with what the window leaves; null for any other error. */
@@ -22,15 +22,15 @@ export function countedOverflow(counted) {
 /** A count as figures are written in the lesson and in chatlens' messages: 222,228. */
 const n = (x) => Number(x).toLocaleString("en-US");
 
+/** A piece of the overflow in the sentence, by its kind (WindowError's data names each piece's
+ * kind as the turn record does); any other kind by its label. */
 const PIECE_WORDS = {
   system: "the system prompt",
-  "system (template default)": "the template's default system prompt",
-  "new message": "your new message",
-  "generation header": "the generation header",
+  default_system: "the template's default system prompt",
+  new: "your new message",
+  header: "the generation header",
 };
-const pieceWords = (label) => PIECE_WORDS[label] || label;
-const pieceClass = (label) =>
-  label.startsWith("system") ? "seg-system" : label === "new message" || label === "generation header" ? "seg-new" : "seg-turns";
+const pieceWords = (p) => PIECE_WORDS[p.kind] || p.label;
 
 /** The window drawn overflowing: what the system prompt and the new message need against what
  * the window leaves once the reply's room is kept free. counting: a bound's figures ("at least")
@@ -48,11 +48,11 @@ export function renderOverflow(root, info, message = "", { counting = false } = 
     role: "img",
     "aria-label": `needs ${n(needed + reserve)} tokens with the reply's room, the window holds ${n(w)}`,
   });
-  for (const p of pieces) bar.append(el("span", { class: `seg ${pieceClass(p.label)}`, style: `flex-grow:${p.count}`, title: `${p.label}: ${count(n(p.count), "token")}` }));
+  for (const p of pieces) bar.append(el("span", { class: `seg ${segmentClass(p.kind)}`, style: `flex-grow:${p.count}`, title: `${p.label}: ${count(n(p.count), "token")}` }));
   bar.append(el("span", { class: "seg seg-reserve", style: `flex-grow:${reserve}`, title: `reserved for the reply: ${count(n(reserve), "token")}` }));
   bar.append(el("span", { class: "window-edge", style: `left:${(100 * w) / scale}%`, title: `the window ends here: ${n(w)} tokens` }));
   bar.append(el("span", { class: "window-over", style: `left:${(100 * w) / scale}%` }));
-  const words = pieces.map((p) => `${pieceWords(p.label)} (${n(p.count)})`);
+  const words = pieces.map((p) => `${pieceWords(p)} (${n(p.count)})`);
   const needs = words.length > 1 ? `${words.slice(0, -1).join(", ")} and ${words[words.length - 1]}` : words.join("");
   const caption = /^Cannot send\b/.test(message) ? "Not sent: this message does not fit the window" : "This message does not fit the window";
   fill(root, 
@@ -65,7 +65,7 @@ export function renderOverflow(root, info, message = "", { counting = false } = 
       el(
         "ul",
         { class: "legend" },
-        pieces.map((p) => el("li", { dataset: { seg: p.label, count: p.count } }, el("span", { class: `swatch ${pieceClass(p.label)}` }), `${p.label} `, el("b", { text: n(p.count) }))),
+        pieces.map((p) => el("li", { dataset: { seg: p.label, kind: p.kind, count: p.count } }, el("span", { class: `swatch ${segmentClass(p.kind)}` }), `${p.label} `, el("b", { text: n(p.count) }))),
         el("li", { dataset: { seg: "reserved for the reply", count: reserve } }, el("span", { class: "swatch seg-reserve" }), "reserved for the reply ", el("b", { text: n(reserve) })),
         el("li", { dataset: { seg: "over", count: over } }, el("span", { class: "swatch seg-over" }), "over the window by ", el("b", { text: n(over) })),
       ),

@@ -12,6 +12,10 @@ const SEGMENTS = [
   ["new message + header", "seg-new", ["new", "header"]],
 ];
 
+/** The bar's class for a piece of `kind` (chatlens.window's kinds); a kind no segment counts (the
+ * whole prompt, where the template's pieces could not be told apart) is drawn as the turns. */
+export const segmentClass = (kind) => SEGMENTS.find(([, , kinds]) => kinds.includes(kind))?.[1] ?? "seg-turns";
+
 export function sums(record) {
   const by = {};
   for (const p of record.pieces) by[p.kind] = (by[p.kind] || 0) + p.count;
