@@ -271,6 +271,57 @@ def test_special_tokens_are_marked_from_the_record(app):
     assert app.prompt_text() == record["prompt_text"]
 
 
+STREAM = """async (pieces) => {
+    // A reply streamed token by token through views/reply.mjs as modes/live.mjs draws it: the box
+    // grows (appendReply) or, where it cannot, is drawn again whole. Each piece is a token's bytes
+    // as hex; the tokens' texts are what the worker streams (a character once whole).
+    const {appendReply, replyBox} = await import('./js/views/reply.mjs');
+    const {streamed} = await import('./js/views/bytes.mjs');
+    const root = document.createElement('div');
+    document.body.append(root);
+    const at = (n) => {
+        const bytes = pieces.slice(0, n), texts = streamed(bytes);
+        return {reply_text: texts.join(''), reply_ids: bytes.map((_, i) => 1000 + i), reply_bytes: bytes,
+                reply_tokens: bytes.map((b, i) => texts[i] || '\ufffd'), stop_reason: null};
+    };
+    let box = replyBox(at(0), null);
+    root.append(box);
+    let chips = 0;
+    const seen = new MutationObserver((records) => {
+        for (const r of records) for (const n of r.addedNodes) {
+            if (n.nodeType === 1) chips += n.matches('.tok') + n.querySelectorAll('.tok').length;
+        }
+    });
+    seen.observe(root, {childList: true, subtree: true});
+    for (let n = 1; n <= pieces.length; n++) {
+        if (!appendReply(box, at(n), null)) box.replaceWith(box = replyBox(at(n), null));
+        await new Promise((r) => setTimeout(r)); // as tokens come: the observer counts each token's nodes then
+    }
+    await new Promise((r) => setTimeout(r));
+    seen.disconnect();
+    const whole = replyBox(at(pieces.length), null);
+    root.remove();
+    return {chips, same: box.innerHTML === whole.innerHTML, n: box.querySelectorAll('.tok').length};
+}"""
+
+
+def hexes(*tokens):
+    return [t.encode().hex() if isinstance(t, str) else t.hex() for t in tokens]
+
+
+def test_a_streamed_token_appends_one_chip_and_draws_what_the_whole_box_draws(app):
+    """A reply of N tokens streamed into the panel's reply box creates N chips, not N²/2 (each
+    token appends its chip and its text), and ends as replyBox draws the same reply at once; a
+    character split across tokens is drawn again whole, grouped under its character."""
+    page = app.open(ready=False)
+    words = [" word"] * 40
+    got = page.evaluate(STREAM, hexes("Hello", *words, "."))
+    assert got == {"chips": 42, "same": True, "n": 42}
+    e = "é".encode()
+    got = page.evaluate(STREAM, hexes("Caf", e[:1], e[1:], " au", " lait"))
+    assert got["same"] and got["n"] == 5
+
+
 def test_user_text_is_shown_as_text_and_runs_nothing(app):
     page = app.open()
     dialogs = []

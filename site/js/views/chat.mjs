@@ -205,7 +205,10 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
     if (n._kind !== s.kind || n._turn !== s.turn) break;
     if (n._text !== s.text) {
       if (!n._streaming) break;
-      n.querySelector(".content").textContent = s.text; // the reply as it streams
+      // the reply as it streams: what a token adds is appended (the text before it stays)
+      const content = n.querySelector(".content");
+      if (s.text.length > n._text.length && s.text.startsWith(n._text)) content.append(s.text.slice(n._text.length));
+      else content.textContent = s.text;
       n._text = s.text;
     }
     if (n._streaming && !s.streaming && isMessage(n)) fresh.push(s); // the reply is complete

@@ -4,7 +4,7 @@
 import { layout, spelled } from "./bytes.mjs";
 import { stopReasonText, TERMS } from "../lesson/terms.mjs";
 import { count, el, term } from "./dom.mjs";
-import { chips } from "./tokens.mjs";
+import { chips, wholeText } from "./tokens.mjs";
 import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
 
 /** "The reply: N tokens, ended: why · end_turn" (or ", writing…" while it streams): the title of
@@ -38,6 +38,8 @@ function speed(record) {
   return el("div", { class: "reply-speed", dataset: { stat: "speed" } }, parts.join(" · "));
 }
 
+const tokenBox = () => el("div", { class: "tokens reply-tokens", "aria-label": "The reply's tokens" });
+
 function replyTokens(record, why) {
   const tokens = record.reply_tokens;
   const ids = record.reply_ids;
@@ -45,7 +47,7 @@ function replyTokens(record, why) {
   const ended = record.stop_reason === "end_turn";
   const bytes = record.reply_bytes?.length === ids.length ? record.reply_bytes : null; // none while it streams
   const lay = bytes ? layout(spelled(bytes), bytes) : null;
-  const box = el("div", { class: "tokens reply-tokens", "aria-label": "The reply's tokens" });
+  const box = tokenBox();
   chips(box, { tokens, ids, lay, classOf: (i) => `kind-reply${ended && i === tokens.length - 1 ? " special" : ""}` });
   if (!why || !record.top_k?.length || record.top_k.length !== ids.length) return box;
   // "why this token": each chip shows its step's candidates
@@ -81,7 +83,7 @@ export function replyBox(record, why) {
   if (record.reply_text === null || record.reply_text === undefined) return null;
   const n = record.reply_ids ? record.reply_ids.length : 0;
   const writing = !record.stop_reason;
-  return el(
+  const box = el(
     "div",
     { class: `reply${writing ? " is-streaming" : ""}` },
     replyTitle("The reply", n, record.stop_reason, writing),
@@ -95,4 +97,42 @@ export function replyBox(record, why) {
     ),
     term(`${TERMS.greedy} A reply ends with end_turn (its end-of-turn token), max_tokens (the reply limit) or stopped (you pressed Stop).`),
   );
+  // What a streaming box has drawn, for appendReply: its tokens, its text, and whether its tokens
+  // end on a whole character (bytes that spell the text: no group left open).
+  if (writing) {
+    const bytes = record.reply_bytes;
+    const whole = n === 0 || (bytes?.length === n && layout(spelled(bytes), bytes) !== null);
+    box._drawn = { n, length: record.reply_text.length, whole };
+  }
+  return box;
+}
+
+/**
+ * A streaming reply box (replyBox's) brought up to `record`, the reply so far, by appending: the
+ * text the new tokens add and one chip each, so a reply of N tokens draws N chips, not N²/2.
+ * Returns false, drawing nothing, where appending would not draw what replyBox draws: a token
+ * that holds part of a character (its chips are grouped under the character), the candidates of
+ * "why this token", a reply that ended. The caller draws the box again then.
+ */
+export function appendReply(box, record, why) {
+  const drawn = box._drawn;
+  const ids = record.reply_ids;
+  const bytes = record.reply_bytes;
+  const text = record.reply_text;
+  if (!drawn || !drawn.whole || record.stop_reason || !ids || bytes?.length !== ids.length || (why && record.top_k?.length) ||
+      ids.length < drawn.n || typeof text !== "string" || text.length < drawn.length) return false;
+  const n = ids.length;
+  const parts = [];
+  for (let i = drawn.n; i < n; i++) {
+    const t = wholeText(bytes[i]);
+    if (t === null) return false;
+    parts[i] = t ? [{ text: t }] : []; // as bytes.mjs layout lays a token of whole characters
+  }
+  box.querySelector(".reply-title").replaceWith(replyTitle("The reply", n, record.stop_reason, true));
+  box.querySelector(".reply-text").append(text.slice(drawn.length));
+  const chipBox = box.querySelector(".reply-tokens") ?? (n > 0 ? tokenBox() : null); // the first token's: filled, then placed
+  if (chipBox) chips(chipBox, { tokens: record.reply_tokens, ids, lay: { groups: [], parts }, classOf: () => "kind-reply", from: drawn.n });
+  if (chipBox && !chipBox.isConnected) box.querySelector(".reply-text").after(chipBox);
+  box._drawn = { n, length: text.length, whole: true };
+  return true;
 }

@@ -2,7 +2,7 @@
 // split across tokens shown as its bytes, grouped under the character). The prompt, the reply,
 // the workbench and plain text draw tokens with these, from the bytes the records carry.
 
-import { hex } from "./bytes.mjs";
+import { fromHex, hex } from "./bytes.mjs";
 import { el } from "./dom.mjs";
 
 /** Which prompt positions hold special tokens, from the record's special_ids. */
@@ -41,12 +41,13 @@ function chipTitle(i, id, parts, token) {
 /** Token chips for `tokens` (their texts; `ids` their ids), laid out by `lay` (bytes.mjs's
  * layout of their bytes, or null), with the groups of chips that spell a split character under
  * it. classOf(i): the chip's classes; titleOf(i): more for its title; cutNode goes before token
- * `cut`. */
-export function chips(box, { tokens, ids, lay, classOf, titleOf = null, cut = -1, cutNode = null }) {
+ * `cut`; from: the first token to draw (the ones before it are drawn already: a reply that
+ * streams, with no group open at `from`). */
+export function chips(box, { tokens, ids, lay, classOf, titleOf = null, cut = -1, cutNode = null, from = 0 }) {
   const groupAt = new Map((lay?.groups || []).map((g) => [g[0], g]));
   let target = box;
   let groupEnd = -1;
-  for (let i = 0; i < tokens.length; i++) {
+  for (let i = from; i < tokens.length; i++) {
     const g = groupAt.get(i);
     if (cutNode && target === box && (i === cut || (g && cut > g[0] && cut <= g[1]))) box.append(cutNode);
     if (g) {
@@ -69,5 +70,17 @@ export function chips(box, { tokens, ids, lay, classOf, titleOf = null, cut = -1
       el("span", { class: "id", text: ids[i] }),
     ));
     if (i === groupEnd) target = box;
+  }
+}
+
+const strict = new TextDecoder("utf-8", { fatal: true });
+
+/** The text a token's hex bytes spell when they hold whole characters only, else null (a part of
+ * a character, shared with a neighbour: bytes.mjs layout groups those). */
+export function wholeText(h) {
+  try {
+    return strict.decode(fromHex(h));
+  } catch {
+    return null;
   }
 }
