@@ -184,7 +184,8 @@ class Pull:
         self.generation = self.generation or Generation(stop_reason="error")  # done: nothing more to pull
 
 
-def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=None, top_k=0) -> Generation:
+def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=None, top_k=0,
+           depth=IN_FLIGHT) -> Generation:
     """Feed `ids` after what `stepper` (a Backend, or a chatlens.cache.PromptCache) holds, then
     choose up to max_new_tokens ids greedily: `decoding`, its steps computed here, one at a
     time or, on a backend that plans GPU runs, with the next step in flight. The one loop that
@@ -194,9 +195,9 @@ def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=N
     (prompt chunks included, so a long prompt can be stopped while it is read): when it says yes,
     the reply ends there with stop_reason "stopped" (the ids chosen so far are kept). top_k > 0
     records each step's best ids, logits and probabilities (chatlens.backend.ranked), best first;
-    the chosen id is always the first.
+    the chosen id is always the first. depth: the GPU steps kept in flight (a planned stepper's).
     """
-    pull = Pull(stepper, ids, eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k)
+    pull = Pull(stepper, ids, eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k, depth=depth)
     first = True
     while not pull.done:
         if not first and should_stop is not None and should_stop():
