@@ -9,6 +9,12 @@ WINDOWS = (256, 512, 1024)  # the windows the lab offers: small, so a learner ca
 DEFAULT_WINDOW = 1024
 FULL_CONTEXT = "full"  # the page also offers the model's own context (8,192 tokens for SmolLM2)
 TOP_K = 10  # candidates the page shows for each reply token ("why this token")
+# The base-and-instruct comparison (chatlens.compare): each of its four replies stops at the
+# instruct model's end of turn or at this cap, the lab's cap for the base model (the lesson: the
+# base model, given the template, never writes <|im_end|> and "runs until the lab stops it at 48
+# tokens"). Its first step's candidates: as many as "why this token" shows.
+COMPARE_LIMIT = 48
+COMPARE_TOP_K = TOP_K
 # A step is a near-tie when its two best logits are closer than this: there a different but
 # correct float rounding (another GPU, browser or NumPy build) may choose the other token. The
 # same gap the fidelity tests stop comparing greedy replies at (tests/test_model.py); backends
@@ -30,6 +36,8 @@ def for_page() -> dict:
         "presets": [{"name": name, "label": presets.LABELS[name]} for name in presets.NAMES],
         "default_preset": presets.DEFAULT,
         "top_k": TOP_K,
+        "compare_limit": COMPARE_LIMIT,
+        "compare_top_k": COMPARE_TOP_K,
         "near_tie_gap": NEAR_TIE_GAP,
         "emulated_adapters": list(device.EMULATED),  # chatlens.device's rule, applied before Python starts
     }

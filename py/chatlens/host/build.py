@@ -32,7 +32,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import defaults, protocol
+from .. import defaults, hub, protocol
 from ..errors import ChatlensError
 
 
@@ -70,19 +70,11 @@ class Checkout:
     def recorded(self) -> Path:
         return self.site / "recorded.json"
 
-# The model's original weights on the Hub, pinned to a commit of its main branch.
-HF_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
-HF_REVISION = "12fd25f77366fa6b3b4b768ec3050bf629380bac"
-# The files the browser stores from that folder (site/js/store/), with the sha256 that public
-# code pinning this revision publishes for them; the small JSON files have none, so the store
-# hashes them on arrival and marks them "not verified against a published value".
-HF_FILES = [
-    {"name": "config.json"},
-    {"name": "generation_config.json", "optional": True},
-    {"name": "tokenizer.json", "sha256": "9ca9acddb6525a194ec8ac7a87f24fbba7232a9a15ffa1af0c1224fcd888e47c"},
-    {"name": "tokenizer_config.json"},
-    {"name": "model.safetensors", "sha256": "5af571cbf074e6d21a03528d2330792e532ca608f24ac70a143f6b369968ab8c"},
-]
+# The instruct model's pins, as build.json's older "model" key states them (chatlens.hub defines
+# both models' pins; the page is moving to build.json's "models", after which "model" goes).
+HF_REPO = hub.INSTRUCT.repo
+HF_REVISION = hub.INSTRUCT.revision
+HF_FILES = [dict(f) for f in hub.INSTRUCT.files]
 
 # Pure-Python wheels from PyPI (py3-none-any), and MarkupSafe built pure from its sdist.
 PYPI_WHEELS = {"micropip": "0.11.1", "jinja2": "3.1.6"}
@@ -326,6 +318,7 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
         },
         "wheels": wheel_urls,
         "model": {"repo": HF_REPO, "revision": HF_REVISION, "files": HF_FILES},
+        "models": hub.for_page(),  # {"instruct": ..., "base": ...}: repo, revision, files, verified
         "settings": defaults.for_page(),
         "protocol": protocol.describe(),  # the worker's requests and their arguments (chatlens.protocol)
     }
