@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 
 from .config import ModelConfig
-from .errors import ModelFormatError
+from .errors import ModelFormatError, TemplateError
 
 HF_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")
 
@@ -27,6 +27,22 @@ class TextSide:
     @property
     def eos_token(self) -> str:
         return self.tokenizer.token_text(self.eos_id)
+
+
+class MissingTemplate:
+    """The chat template of a model that has none: a base model (SmolLM2-135M, pretrained only)
+    continues text and has no chat layout of its own. Any use of it says so in a sentence; the
+    comparison (chatlens.compare) reads such a model with the instruct model's template instead."""
+    source = None
+
+    def __init__(self, where):
+        self.where = str(where)
+
+    def __getattr__(self, name):  # only for what a real ChatTemplate has and this lacks
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise TemplateError(f"{self.where} has no chat template (a base model, pretrained only): it can continue "
+                            "plain text, but not render a conversation")
 
 
 def resolve_path(path) -> Path:
@@ -75,7 +91,8 @@ def _folder_text_side(path: Path, clock) -> TextSide:
 
     tokenizer_config = _read_json(path / "tokenizer_config.json")
     tok = Tokenizer.from_json(_read_json(path / "tokenizer.json"))
-    template = ChatTemplate.from_tokenizer_config(tokenizer_config, clock=clock)
+    template = (ChatTemplate.from_tokenizer_config(tokenizer_config, clock=clock)
+                if tokenizer_config.get("chat_template") is not None else MissingTemplate(path))
     config = ModelConfig.from_hf(_read_json(path / "config.json"))
     gen = path / "generation_config.json"
     eos = _read_json(gen).get("eos_token_id") if gen.exists() else None
@@ -91,7 +108,8 @@ def _gguf_text_side(gguf, clock) -> TextSide:
     from .tokenizer import Tokenizer
 
     tok = Tokenizer.from_gguf(gguf.metadata)
-    template = ChatTemplate.from_gguf(gguf.metadata, clock=clock)
+    has = any(isinstance(k, str) and k.startswith("tokenizer.chat_template") for k in gguf.metadata)
+    template = ChatTemplate.from_gguf(gguf.metadata, clock=clock) if has else MissingTemplate(gguf.path)
     config = ModelConfig.from_gguf(gguf.metadata, gguf.tensors)
     eos = gguf.metadata.get("tokenizer.ggml.eos_token_id")
     return TextSide(tok, template, config, _end_of_turn(eos, tok, gguf.path), gguf.metadata)
