@@ -1,5 +1,6 @@
 """The site's build and its local server, without a browser."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -19,12 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from chatlens import defaults
+from chatlens import defaults, hub
 from chatlens.errors import ChatlensError
 from chatlens.host import build as site
 from chatlens.host import fetch as fetch_module
 from chatlens.host import mirror as mirrors
 from chatlens.host import serve as server_module
+from standin_base import mismatched_tokenizer, standin_base
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,6 +55,16 @@ def test_build_holds_everything_the_page_loads(built):
     for w in manifest["wheels"]:
         assert (built / w).is_file(), w
     assert manifest["model"] == {"repo": site.HF_REPO, "revision": site.HF_REVISION, "files": site.HF_FILES}
+    # both models' pins, from their one definition; "model" (the instruct's) stays until the page reads "models"
+    assert manifest["models"] == hub.for_page() and set(manifest["models"]) == {"instruct", "base"}
+    assert manifest["models"]["instruct"] == {**manifest["model"], "verified": hub.INSTRUCT.verified}
+    base = manifest["models"]["base"]
+    assert base["repo"] == "HuggingFaceTB/SmolLM2-135M" and re.fullmatch(r"[0-9a-f]{40}", base["revision"])
+    assert {f["name"] for f in base["files"]} == {f["name"] for f in manifest["model"]["files"]}
+    assert all(re.fullmatch(r"[0-9a-f]{64}", f["sha256"]) and f["size"] > 0 for f in base["files"])
+    # the two models read the same tokenizer file (chatlens.compare refuses any other)
+    assert hub.BASE.file("tokenizer.json")["sha256"] == hub.INSTRUCT.file("tokenizer.json")["sha256"]
+    assert all(isinstance(m["verified"], str) and m["verified"].endswith(".") for m in manifest["models"].values())
     pinned = {f["name"]: f.get("sha256") for f in manifest["model"]["files"]}
     assert pinned["model.safetensors"] == "5af571cbf074e6d21a03528d2330792e532ca608f24ac70a143f6b369968ab8c"
     assert pinned["tokenizer.json"] == "9ca9acddb6525a194ec8ac7a87f24fbba7232a9a15ffa1af0c1224fcd888e47c"
@@ -94,6 +106,8 @@ def test_the_page_takes_its_defaults_from_python(built):
     from there: no literal of them in its HTML or scripts."""
     settings = json.loads((built / "build.json").read_text())["settings"]
     assert settings["reply_limit"] == defaults.REPLY_LIMIT == 96  # the issue's number
+    assert settings["compare_limit"] == defaults.COMPARE_LIMIT == 48  # the lesson's cap for the base model
+    assert settings["compare_top_k"] == defaults.COMPARE_TOP_K
     assert settings["windows"] == [256, 512, 1024] and settings["default_window"] == 1024
     assert [p["name"] for p in settings["presets"]] == ["none", "pirate", "brief", "date", "custom"]
     numbers = {str(n) for n in [defaults.REPLY_LIMIT, *defaults.WINDOWS, defaults.DEFAULT_WINDOW]}
@@ -334,14 +348,13 @@ def test_server_is_quiet_about_dropped_connections(server, capfd):
         assert ("Traceback" in err) == shown and ("a real bug" in err) == shown, (exc, err)
 
 
-def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):
-    """`python -m chatlens serve --port 0`: the README's main command, end to end (no browser).
-    It runs in the checkout, builds into its build/site (serve has no --out) and mirrors the model
-    from the real cache."""
+@contextlib.contextmanager
+def serving(tmp_path, *args):
+    """`python -m chatlens serve --port 0 ARGS` in the checkout, as a user runs it: yields its URL."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "py"), "CHATLENS_HOME": str(fetch_module.home())}
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "chatlens", "serve", "--port", "0"], cwd=ROOT, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "chatlens", "serve", "--port", "0", *args], cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=err, text=True)
     lines = queue.Queue()
 
@@ -364,6 +377,21 @@ def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):
             m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
             url = m and m.group(1)
         assert url, f"serve printed no URL (exit code {proc.poll()}); its stderr:\n{err_path.read_text()[-4000:]}"
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):
+    """`python -m chatlens serve --port 0`: the README's main command, end to end (no browser).
+    It runs in the checkout, builds into its build/site (serve has no --out) and mirrors the model
+    from the real cache."""
+    with serving(tmp_path) as url:
         status, headers, body = fetch(url)
         assert status == 200 and b"chatlens" in body
         assert headers["Cross-Origin-Embedder-Policy"] == "require-corp"
@@ -373,13 +401,66 @@ def test_serve_command_builds_mirrors_and_prints_its_url(tmp_path):
         status, headers, body = fetch(url + m["base"] + m["gguf"], {"Range": "bytes=0-3"})
         assert status == 206 and body == b"GGUF"
         assert headers["Content-Range"] == f"bytes 0-3/{m['files'][m['gguf']]}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        assert m["base_model"] is None  # no --base-model
+
+
+def test_serve_puts_a_base_model_beside_the_instruct(tmp_path):
+    """`serve --base-model FOLDER`: the base model in the same-origin mirror under its own repo name,
+    its manifest of the instruct's shape under "base_model". The Hub is unreachable here, so the
+    base model is tests/standin_base.py's stand-in (the instruct's export with seeded noise), and
+    the manifest says it is one."""
+    base = standin_base()
+    with serving(tmp_path, "--base-model", str(base)) as url:
+        m = json.loads(fetch(url + "models/manifest.json")[2])
+        b = m["base_model"]
+        weights = (base / "model.safetensors").read_bytes()
+        sha = hashlib.sha256(weights).hexdigest()
+        # other bytes than the Hub's pinned file never carry the Hub's revision
+        assert b["repo"] == hub.BASE.repo and b["revision"] == f"local-{sha[:12]}" != hub.BASE.revision
+        assert b["base"] == f"models/{hub.BASE.repo}/resolve/{b['revision']}/" != m["base"]
+        assert b["hf"] is True and b["gguf"] is None and b["sha256"] == sha and b["chunk_size"] == m["chunk_size"]
+        assert b["stand_in"] is True and "stand-in" in b["about"] and base.name in b["about"]
+        assert "base_model" not in b and "stand_in" not in m
+        on_disk = {p.name: p.read_bytes() for p in base.iterdir()}
+        assert b["files"] == {n: len(d) for n, d in on_disk.items()}
+        for name, data in on_disk.items():
+            chunks = [hashlib.sha256(data[i:i + b["chunk_size"]]).hexdigest() for i in range(0, len(data), b["chunk_size"])]
+            assert b["digests"][name] == {"sha256": hashlib.sha256(data).hexdigest(), "chunks": chunks}, name
+        status, headers, body = fetch(url + b["base"] + "model.safetensors", {"Range": "bytes=8-15"})
+        assert status == 206 and body == weights[8:16]
+        assert fetch(url + b["base"] + "tokenizer_config.json")[2] == on_disk["tokenizer_config.json"]
+        assert fetch(url + m["base"] + "config.json")[0] == 200  # the instruct model is still there
+        assert fetch(url + b["base"] + "missing.json")[0] == 404
+
+
+def test_a_base_model_with_another_tokenizer_is_refused_by_the_mirror(tmp_path):
+    """The comparison needs both models to read the same ids: serve's mirror refuses such a base
+    model in a sentence (the command prints it), as it refuses a path that is not there."""
+    with pytest.raises(ChatlensError, match=r"tokenizer differs from the instruct model's \(its merges\).*same ids"):
+        mirrors.prepare_mirror(quiet=True, base_model=mismatched_tokenizer(tmp_path / "bad"))
+    with pytest.raises(ChatlensError, match="no such model file or folder"):
+        mirrors.prepare_mirror(quiet=True, base_model=tmp_path / "nothing")
+
+
+def test_mirror_serves_a_base_model_under_its_own_folder(tmp_path):
+    """The mirror's routing and manifest with a base model beside the instruct (small fake files)."""
+    inst, base = tmp_path / "inst", tmp_path / "base"
+    inst.mkdir()
+    base.mkdir()
+    (inst / "config.json").write_text("{}")
+    (base / "config.json").write_text('{"base": 1}')
+    mirror = mirrors.Mirror.of(hub.INSTRUCT.repo, "r1", folder=inst, about="instruct")
+    assert mirror.manifest()["base_model"] is None and mirror.file_at("models/x") == (False, None)
+    mirror.base_model = mirrors.Mirror.of(hub.BASE.repo, "r2", folder=base, about="base")
+    mirror.base_model.stand_in = False
+    m = mirror.manifest()
+    assert m["base_model"]["base"] == "models/HuggingFaceTB/SmolLM2-135M/resolve/r2/"
+    assert m["base_model"]["files"] == {"config.json": 11} and m["base_model"]["stand_in"] is False
+    # "SmolLM2-135M-Instruct/..." starts with "SmolLM2-135M" but is not the base model's folder
+    assert mirror.file_at(m["base"] + "config.json") == (True, inst / "config.json")
+    assert mirror.file_at(m["base_model"]["base"] + "config.json") == (True, base / "config.json")
+    assert mirror.file_at(m["base_model"]["base"] + "nothing") == (True, None)
+    assert mirror.file_at("index.html") == (False, None)
 
 
 def test_the_page_states_the_servers_content_security_policy(built):

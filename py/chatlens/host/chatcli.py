@@ -6,7 +6,8 @@
 - run: {"messages": [...]} on stdin (the last is the new user message; earlier ones are the
   history as given) -> the turn record (JSON) on stdout.
 - chat: an interactive chat that streams replies; works with stdin as a pipe.
-- record: the lesson's five-message conversation for each preset and window -> site/recorded.json.
+- record: the lesson's five-message conversation for each preset and window -> site/recorded.json;
+  with --base-model (the real base model only) also the comparison -> site/recorded-compare.json.
 """
 
 import datetime
@@ -287,19 +288,57 @@ def record_conversation(model, preset, window, day, *, messages=LESSON_MESSAGES,
     return {"preset": preset, "system": session.system_now(), "window": window, "turns": turns}
 
 
+# The comparison's recorded prompts (chatlens.compare): the lesson's two examples and one more of its messages.
+COMPARE_PROMPTS = ["What is the capital of France?", "Who are you?", "Give me one tip for sleeping better."]
+
+
+def recorded_comparisons(instruct, base, instruct_label: dict, base_label: dict, day,
+                         prompts=COMPARE_PROMPTS) -> dict:
+    """The comparison of each prompt (chatlens.compare at the lab's cap and top-k), labelled with
+    which weights produced each side: what site/recorded-compare.json holds."""
+    from ..compare import compare
+
+    return {
+        "about": "The base model beside the instruct model on the same ids, plain text and the chat template, "
+                 "recorded with greedy decoding: chatlens.compare's answer for each prompt.",
+        "models": {"instruct": instruct_label, "base": base_label},
+        "date": day.isoformat(),
+        "max_tokens": defaults.COMPARE_LIMIT,
+        "top_k": defaults.COMPARE_TOP_K,
+        "prompts": list(prompts),
+        "comparisons": [compare(instruct, base, text) for text in prompts],
+    }
+
+
+def _real_base(path):
+    """The base model given to record, or ChatlensError unless it is the Hub's pinned file: the
+    page shows the recording before any download, as what the real base model writes."""
+    from .. import hub
+    from .mirror import BaseWeights
+
+    base = BaseWeights.at(path)
+    if not base.original:
+        raise ChatlensError(f"{base.about}. The comparison is recorded only from the real base model ({hub.BASE.repo}, "
+                            "its pinned model.safetensors), so nothing was recorded")
+    return base, {"file": base.weights.name, "repo": hub.BASE.repo, "revision": hub.BASE.revision,
+                  "sha256": base.sha256, "source": base.about, "stand_in": False}
+
+
 def record(args) -> int:
     from . import fetch
     from .build import Checkout
 
     out = Path(args.out) if args.out else Checkout.at().recorded
+    base, base_label = _real_base(args.base_model) if args.base_model is not None else (None, None)
     model = open_model(args.model)
     day = datetime.date.today()
     sha = model.sha256
+    label = {"file": model.name, "sha256": sha,
+             "source": f"PyPI {fetch.PACKAGE}" if sha == fetch.SHA256 else str(model.path)}
     doc = {
         "about": "The lesson's five-message conversation, recorded with greedy decoding for each system "
                  "prompt preset and window size: turn records of exactly what the model read.",
-        "model": {"file": model.name, "sha256": sha,
-                  "source": f"PyPI {fetch.PACKAGE}" if sha == fetch.SHA256 else str(model.path)},
+        "model": label,
         "date": day.isoformat(),
         "reply_limit": RECORD_REPLY_LIMIT,
         "messages": LESSON_MESSAGES,
@@ -313,4 +352,12 @@ def record(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"chatlens: wrote {out}", file=sys.stderr)
+    if base is not None:
+        from ..source import load_model
+
+        print("chatlens: recording the comparison with the base model ...", file=sys.stderr, flush=True)
+        compared = out.with_name(f"{out.stem}-compare.json")  # site/recorded-compare.json beside site/recorded.json
+        doc = recorded_comparisons(model, load_model(base.path), label, base_label, day)
+        compared.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"chatlens: wrote {compared}", file=sys.stderr)
     return 0

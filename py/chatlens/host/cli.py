@@ -24,6 +24,10 @@ def _model_arg(p):
     p.add_argument("--model", help="a .gguf file or a Hugging Face model folder (default: the SmolLM2 Q4_1 GGUF, fetched on first use)")
 
 
+def _base_model_arg(p, required=False, help="the base model: a .gguf file or a Hugging Face model folder"):
+    p.add_argument("--base-model", metavar="PATH", required=required, help=help)
+
+
 def _backend_arg(p):
     p.add_argument("--backend", choices=BACKENDS, default="numpy",
                    help="what computes: numpy (default), webgpu (wgpu-py), auto (the GPU when an adapter exists)")
@@ -104,6 +108,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=defaults.REPLY_LIMIT)
     _top_k_arg(p)
 
+    p = sub.add_parser("compare", help="the base model beside the instruct model on the same ids: plain text and "
+                                       "the chat template, four greedy replies (JSON)")
+    _model_arg(p)
+    _base_model_arg(p, required=True)
+    p.add_argument("--text", required=True, help="the message both models read, as plain text and inside the template")
+    _backend_arg(p)
+    p.add_argument("--max-new-tokens", type=int, default=defaults.COMPARE_LIMIT,
+                   help=f"each reply's cap (default {defaults.COMPARE_LIMIT}, the lab's)")
+    p.add_argument("--top-k", type=int, default=defaults.COMPARE_TOP_K, metavar="K",
+                   help=f"the first step's K best candidates in each reply (default {defaults.COMPARE_TOP_K}; 0: none)")
+
     p = sub.add_parser("chat", help="interactive chat in the terminal")
     _model_arg(p)
     _chat_args(p)
@@ -111,6 +126,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("record", help="write the recorded five-message conversations for the site")
     _model_arg(p)
     p.add_argument("--out", help="output JSON file (default: site/recorded.json)")
+    _base_model_arg(p, help="the real base model (SmolLM2-135M): also record the comparison of the lesson's prompts "
+                            "(site/recorded-compare.json); a stand-in is refused")
 
     p = sub.add_parser("build", help="build the static site into build/site/")
     p.add_argument("--out", help="output folder (default: build/site)")
@@ -123,6 +140,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--no-build", action="store_true", help="serve the existing build as it is")
+    _base_model_arg(p, help="a base model (a .gguf or a Hugging Face folder) to serve beside the instruct model")
     return ap
 
 
@@ -145,6 +163,9 @@ def main(argv=None) -> int:
         elif args.command == "complete":
             from .complete import complete
             return complete(args)
+        elif args.command == "compare":
+            from .compare import compare
+            return compare(args)
         elif args.command in ("render", "run", "chat", "record"):
             from . import chatcli
             return getattr(chatcli, args.command)(args)

@@ -117,9 +117,8 @@ class SiteHandler(BaseHTTPRequestHandler):
             if mirror is None:
                 return self._fail(HTTPStatus.NOT_FOUND, "no model mirror", head)
             return self._send_bytes(json.dumps(mirror.manifest()).encode(), "application/json", head)
-        if mirror is not None and rel.startswith(mirror.base):
-            target = mirror.files.get(rel[len(mirror.base):])
-        else:
+        mirrored, target = mirror.file_at(rel) if mirror is not None else (False, None)
+        if not mirrored:
             if path.endswith("/") or not parts:
                 rel = f"{rel}/index.html" if rel else "index.html"
             target = self.server.root / rel
@@ -220,12 +219,15 @@ def serve(args) -> int:
         build_site(out, keep_self_hosted=True, log=lambda m: print(m, file=sys.stderr, flush=True))
     elif not (out / BUILD_MANIFEST).exists():
         raise ChatlensError(f"{out} holds no build: run `python -m chatlens build` or drop --no-build")
-    mirror = prepare_mirror()
+    mirror = prepare_mirror(base_model=args.base_model)
     try:
         server = SiteServer(out, args.host, args.port, mirror=mirror, quiet=False)
     except OSError as e:
         raise ChatlensError(f"cannot listen on {args.host}:{args.port}: {e}") from None
     print(f"chatlens: serving {out} with the model mirror at {server.url}{mirror.base}", file=sys.stderr)
+    if mirror.base_model is not None:
+        print(f"chatlens: the base model at {server.url}{mirror.base_model.base}: {mirror.base_model.about}",
+              file=sys.stderr)
     print(f"chatlens: open {server.url}", flush=True)
     try:
         server.serve_forever()

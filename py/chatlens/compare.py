@@ -1,0 +1,150 @@
+"""The lesson's experiment: the base model beside the instruct model, on exactly the same ids.
+
+SmolLM2-135M (pretrained only) and SmolLM2-135M-Instruct share their tokenizer file, so both can
+read byte-identical ids, and what each writes shows what instruction tuning changed. One message
+is read two ways:
+
+  plain     the text as it is, tokenized with nothing added (as `complete` reads it)
+  template  the instruct model's chat template around it as the one user message, with the
+            generation prompt and the template's default system prompt (as `run` reads it with
+            no preset)
+
+and each model continues each greedily, the four replies stopping at the instruct model's end
+of turn (<|im_end|>) or at the cap (defaults.COMPARE_LIMIT, the lab's 48). The base model has no
+chat template and its own end token is <|endoftext|>: the experiment holds it to the instruct
+model's layout and end of turn, which is the point (it was never trained to write one).
+
+One function for the command line (`python -m chatlens compare`) and the page's worker. No numpy
+here: the backends compute.
+"""
+
+from . import defaults
+from .cache import PromptCache
+from .chat import preview
+from .complete import continuation, tokenized
+from .errors import ChatlensError
+
+MODELS = ("instruct", "base")  # the answer's keys, in the order the replies are computed
+LAYOUTS = ("plain", "template")
+
+
+class TokenizerMismatchError(ChatlensError):
+    """The base model's tokenizer is not the instruct model's: the two would not read the same ids."""
+
+
+def check_same_tokenizer(instruct_tokenizer, base_tokenizer) -> None:
+    """Refuse (TokenizerMismatchError) a base model whose tokenizer differs from the instruct
+    model's in what turns text into ids: the vocabulary, the merges and their ranks, the added
+    tokens (special or not) or the pre-tokenizer. The end-of-text token each names may differ:
+    the experiment stops both at the instruct model's end of turn."""
+    for what, of in _IDENTITY:
+        if of(instruct_tokenizer) != of(base_tokenizer):
+            raise TokenizerMismatchError(
+                f"the base model's tokenizer differs from the instruct model's ({what}): the comparison needs both "
+                "models to read exactly the same ids, so it takes a base model with the instruct model's tokenizer")
+
+
+def _added(tok):
+    """Each added token with what decides where it matches (and whether it is special)."""
+    return [sorted((t.content, t.id, t.special, t.normalized, t.lstrip, t.rstrip, t.single_word)
+                   for t in m.by_content.values()) for m in tok._matchers]
+
+
+# What decides the ids a text becomes (chatlens.tokenizer.Tokenizer's own tables).
+_IDENTITY = (
+    ("its vocabulary", lambda tok: tok._vocab),
+    ("its merges", lambda tok: tok._ranks),
+    ("its added tokens", _added),
+    ("its pre-tokenizer", lambda tok: (tok._pattern.pattern, tok._pattern.flags)),
+)
+
+
+def prompts(tokenizer, template, text) -> dict:
+    """What both models read, computed once from the instruct model's tokenizer and template:
+    {"text", "plain_ids", "plain_tokens", "template_text", "template_ids", "template_tokens",
+    "special_ids"} (special_ids: the distinct special ids in either, drawn as chips)."""
+    if not isinstance(text, str):
+        raise ChatlensError(f"the message must be a string, not {type(text).__name__}")
+    if not text.strip():
+        raise ChatlensError("the message is empty: there is nothing for the models to read")
+    plain = tokenized(tokenizer, text)
+    # The same rendering and tokenizing `run` does for one message with no preset (chatlens.chat):
+    # one message drops nothing, so the window is no bound here (compare checks the context).
+    rec = preview(tokenizer, template, system=None, messages=[{"role": "user", "content": text}],
+                  window=1 << 30, reserve=0)
+    return {"text": text, "plain_ids": plain["prompt_ids"], "plain_tokens": plain["prompt_tokens"],
+            "template_text": rec.prompt_text, "template_ids": list(rec.prompt_ids),
+            "template_tokens": list(rec.prompt_tokens),
+            "special_ids": sorted(set(plain["special_ids"]) | set(rec.special_ids))}
+
+
+def check_limits(max_tokens, top_k) -> tuple:
+    """(max_tokens, top_k) as ints, or ChatlensError: at least one new token, top-k 0 or more."""
+    max_tokens, top_k = int(max_tokens), int(top_k)
+    if max_tokens < 1:
+        raise ChatlensError("the comparison needs at least 1 new token a reply")
+    if top_k < 0:
+        raise ChatlensError("top-k must be 0 (off) or more candidates")
+    return max_tokens, top_k
+
+
+def cell(tokenizer, eos_id, reused, gen, backend_name, top_k) -> dict:
+    """One of the four: {reply_ids, reply_tokens, reply_text, stop_reason, top_k, top_k_tokens,
+    backend, timings}; top_k the FIRST step's [[id, logit, probability], ...], best first (why
+    the reply starts as it does), None when top_k is 0 or nothing was chosen. The reply's text
+    and tokens as `complete` states them (chatlens.complete.continuation)."""
+    out = continuation(tokenizer, eos_id, {}, reused, gen, backend_name, top_k)
+    first = bool(top_k and out["top_k"])
+    return {"reply_ids": out["ids"], "reply_tokens": out["tokens"], "reply_text": out["text"],
+            "stop_reason": out["stop_reason"], "top_k": out["top_k"][0] if first else None,
+            "top_k_tokens": out["top_k_tokens"][0] if first else None,
+            "backend": out["backend"], "timings": out["timings"]}
+
+
+def stopped_cell() -> dict:
+    """A reply that never started: a stop came before its turn."""
+    return {"reply_ids": [], "reply_tokens": [], "reply_text": "", "stop_reason": "stopped", "top_k": None,
+            "top_k_tokens": None, "backend": None, "timings": None}
+
+
+def compare(instruct, base, text, *, max_tokens=defaults.COMPARE_LIMIT, top_k=defaults.COMPARE_TOP_K,
+            on_token=None, should_stop=None) -> dict:
+    """The four replies: {"prompt": prompts(...), "instruct": {"plain": cell, "template": cell},
+    "base": {...}, "max_tokens", "top_k", "eos_id"}.
+
+    instruct, base: loaded models (chatlens.source.Model: tokenizer, template, eos_id, config,
+    backend(n)). on_token(model_key, layout, id) is called as each id is chosen; should_stop() is
+    asked between steps, and a stop ends the reply under way and every one after it ("stopped").
+    Each reply starts from an empty cache, as `complete` and `run` do."""
+    check_same_tokenizer(instruct.tokenizer, base.tokenizer)
+    max_tokens, top_k = check_limits(max_tokens, top_k)
+    tok, eos_id = instruct.tokenizer, instruct.eos_id
+    context = min(instruct.config.n_ctx, base.config.n_ctx)
+    prompt = prompts(tok, instruct.template, text)
+    longest = max(len(prompt["plain_ids"]), len(prompt["template_ids"]))
+    if longest + max_tokens > context:
+        raise ChatlensError(f"{longest} tokens of prompt + {max_tokens} new tokens exceed the models' context of "
+                            f"{context}")
+    out = {"prompt": prompt, "max_tokens": max_tokens, "top_k": top_k, "eos_id": eos_id}
+    stopped = False
+    for key, model in (("instruct", instruct), ("base", base)):
+        out[key] = {}
+        cache = None
+        for layout in LAYOUTS:
+            if stopped or (should_stop is not None and should_stop()):
+                stopped = True
+                out[key][layout] = stopped_cell()
+                continue
+            if cache is None:
+                cache = PromptCache(model.backend(longest + max_tokens))
+            cache.reset()  # from nothing, as `complete` and `run` read each prompt
+
+            def each(i, key=key, layout=layout):
+                if on_token is not None:
+                    on_token(key, layout, i)
+
+            reused, gen = cache.generate(prompt[f"{layout}_ids"], eos_id=eos_id, max_new_tokens=max_tokens,
+                                         on_token=each, should_stop=should_stop, top_k=top_k)
+            out[key][layout] = cell(tok, eos_id, reused, gen, cache.backend.name, top_k)
+            stopped = gen.stop_reason == "stopped"
+    return out
