@@ -14,6 +14,10 @@ test("ids: repo and revision where the URL has them, else the URL", () => {
   assert.equal(modelId({ kind: "gguf", url: MIRROR + "m.Q4_1.gguf" }), "gguf:HuggingFaceTB/SmolLM2-135M-Instruct@q4_1-b179c9523d0e/m.Q4_1.gguf");
   assert.equal(modelId({ kind: "gguf", url: "https://example.org/x/model.gguf#frag" }), "gguf:https://example.org/x/model.gguf");
   assert.equal(modelId({ kind: "hf", url: HUB, id: "mine" }), "mine");
+  // a mirror's model at a path of its own: the manifest's repo and revision name it
+  const manifest = { repo: "HuggingFaceTB/SmolLM2-135M", revision: "standin-1" };
+  assert.equal(modelId({ kind: "hf", url: "http://127.0.0.1:8000/x/base/", manifest }), "hf:HuggingFaceTB/SmolLM2-135M@standin-1");
+  assert.equal(modelId({ kind: "hf", url: "http://127.0.0.1:8000/x/base/" }), "hf:http://127.0.0.1:8000/x/base/");
   assert.throws(() => modelId({ kind: "onnx", url: HUB }), TypeError);
   assert.deepEqual(parseResolveUrl(HUB + "tokenizer.json"), {
     repo: "HuggingFaceTB/SmolLM2-135M-Instruct", revision: "12fd25f77366fa6b3b4b768ec3050bf629380bac", path: "tokenizer.json",

@@ -24,8 +24,9 @@ export function parseResolveUrl(url) {
 }
 
 /**
- * The store's key for a source: its repo and revision where it has them (so the same export
- * served by a mirror on another port is the same model), else its URL.
+ * The store's key for a source: its repo and revision where it has them (its own, its mirror
+ * manifest's, or its URL's: so the same export served by a mirror on another port, or at another
+ * path, is the same model), else its URL.
  */
 export function modelId(source) {
   if (source.id) return String(source.id);
@@ -33,8 +34,8 @@ export function modelId(source) {
   const url = new URL(source.url);
   url.hash = "";
   const parsed = parseResolveUrl(url.href);
-  const repo = source.repo ?? parsed?.repo;
-  const revision = source.revision ?? parsed?.revision;
+  const repo = source.repo ?? source.manifest?.repo ?? parsed?.repo;
+  const revision = source.revision ?? source.manifest?.revision ?? parsed?.revision;
   if (repo && revision) return kind === "hf" ? `hf:${repo}@${revision}` : `gguf:${repo}@${revision}/${fileNameOf(url.href)}`;
   return `${kind}:${url.href}`;
 }
