@@ -468,3 +468,102 @@ def test_faulty_server_faults_and_log():
                        (None, 200, 256000, True), (None, 503, 29, True), (None, 503, 29, True),
                        (None, 200, 256000, True), (None, 200, 1000, False)]
         assert srv.sent("/a.bin") == sum(x[2] for x in log)
+
+
+# -- the page's two models -----------------------------------------------------------------------
+def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, server):
+    """The model box offers the base model with its size; a cancelled download leaves it
+    incomplete (resumed, never used), the next one completes it; Manage downloads says which model
+    and revision it is and how it was verified; deleting the instruct leaves it, and it is deleted
+    on its own. The base here is a stand-in: a tiny random model with SmolLM2's tokenizer, put in
+    the mirror's manifest by the test as `serve --base-model` puts one (base_model)."""
+    from chatlens.host.mirror import file_digests
+    from tiny_model import write_tiny_model
+    from webapp import App
+
+    tokenizers = server.mirror.files["config.json"].parent
+    instruct = write_tiny_model(server.root / "tiny-two" / "instruct", tokenizers, seed=7)
+    folder = write_tiny_model(server.root / "tiny-two" / "base", tokenizers, seed=8)
+    names = ["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]
+    chunk = 1 << 20
+    entry = {"repo": "HuggingFaceTB/SmolLM2-135M", "revision": "standin-test", "base": "tiny-two/base/", "hf": True,
+             "gguf": None, "sha256": None, "about": "a tiny random stand-in (test)",
+             "files": {n: (folder / n).stat().st_size for n in names}, "chunk_size": chunk,
+             "digests": {n: file_digests(folder / n, chunk) for n in names}}
+    base_id = "hf:HuggingFaceTB/SmolLM2-135M@standin-test"
+
+    a = App(browser, server)
+
+    def manifest(route):
+        got = route.fetch()
+        route.fulfill(response=got, json={**got.json(), "base_model": entry})
+
+    a.context.route("**/models/manifest.json", manifest)
+    try:
+        page = a.open(f"?model={server.url}tiny-two/instruct/")
+        page.click("#base-model summary")
+        page.wait_for_selector("#download-base")
+        about = page.text_content("#about-base")
+        assert "SmolLM2-135M, the base model" in about and "only if you ask" in about and "this site's mirror" in about
+        total = sum(entry["files"].values())
+        size = page.evaluate("n => import('./js/store/errors.mjs').then((m) => m.formatBytes(n))", total)
+        assert page.text_content("#download-base") == f"Download the base model ({size})" and size in about
+        assert not [u for u in a.urls() if "/tiny-two/base/" in u], "the base was fetched before it was asked for"
+
+        # cancelled part way: stored in part, not complete, so nothing reads it
+        got = page.evaluate("""async () => {
+            const stop = new AbortController();
+            const error = await chatlens.downloadModel({model: "base", signal: stop.signal, onProgress: (p) => {
+                if (p.file?.name === "tokenizer.json" && p.file.done > 0) stop.abort();
+            }}).then(() => null, (e) => e.name);
+            return {error, base: await chatlens.downloads.base(), stored: await chatlens.storedModels()};
+        }""")
+        assert got["error"] == "AbortError"
+        status = got["base"]["status"]
+        assert status["id"] == base_id and not status["complete"] and 0 < status["bytes"] < status["total"]
+        assert [(s["id"], s["complete"], s["source"]["model"]) for s in got["stored"]] == [(base_id, False, "base")]
+
+        page.reload()
+        a.wait_ready()
+        page.click("#base-model summary")
+        assert "the download goes on from there" in page.text_content("#base-partial")
+        before = len(a.requests)
+        page.click("#download-base")
+        page.wait_for_selector("#base-stored", timeout=120_000)
+        again = [r.url for r in a.requests[before:] if "/tiny-two/base/" in r.url]
+        assert not any(u.endswith("/config.json") for u in again), again  # stored whole before: not fetched again
+        assert "SmolLM2-135M" in page.text_content("#base-stored")
+
+        # the instruct beside it: two ids, two rows, each saying which it is
+        page.evaluate("chatlens.downloads.downloadModel()")
+        stored = {s["id"]: s for s in page.evaluate("chatlens.storedModels()")}
+        assert len(stored) == 2 and stored[base_id]["complete"] and stored[base_id]["verified"]
+        assert stored[base_id]["source"]["model"] == "base"
+        (instruct_id,) = [i for i in stored if i != base_id]
+        page.reload()  # the instruct is read from the store now, and loaded
+        a.wait_ready()
+        page.click("#manage summary")
+        row = page.wait_for_selector(f'#manage-body tr[data-model="{base_id}"] .which')
+        which = row.text_content()
+        assert "the base model (SmolLM2-135M)" in which and "revision standin-test" in which and "this site's mirror" in which
+
+        # deleting the instruct (loaded: the page starts again without it) leaves the base whole
+        page.wait_for_function("() => chatlens.model?.backend", timeout=300_000)
+        with page.expect_navigation():
+            page.evaluate("id => { chatlens.deleteModel(id); }", instruct_id)
+        a.wait_ready()
+        left = page.evaluate("chatlens.storedModels()")
+        assert [(s["id"], s["complete"]) for s in left] == [(base_id, True)]
+        assert page.evaluate("chatlens.downloads.base()")["status"]["complete"]
+
+        # and the base deleted from Manage downloads: asked once, the page not started again
+        page.click("#manage summary")
+        page.wait_for_selector(f'#manage-body tr[data-model="{base_id}"]')
+        assert page.locator("#manage-body tbody tr").count() == 1
+        page.click("#manage-body .delete-model")
+        page.click("#manage-body .confirm-delete")
+        page.wait_for_function("() => document.getElementById('download-base')")
+        assert page.evaluate("chatlens.storedModels()") == []
+        assert not a.errors, a.errors
+    finally:
+        a.close()

@@ -1,17 +1,23 @@
-// The model store as window.chatlens offers it: downloading the current source (in
-// store/download-worker.mjs, with progress and an AbortSignal), listing, deleting, and the
-// browser's storage estimate. Only the page can ask for persistent storage, so it asks here:
+// The model store as window.chatlens offers it: downloading the current source, or the base
+// model beside it (in store/download-worker.mjs, with progress and an AbortSignal), listing,
+// deleting, and the browser's storage estimate. Only the page can ask for persistent storage, so it asks here:
 // beside the download, never in front of it (Firefox answers only once the user answers its
 // prompt, and a headless or ignored prompt is never answered).
 
 import { openModelStore, pageApi, requestPersistence } from "../store/models.mjs";
 import { modelSpec } from "../store/spec.mjs";
+import { resolveBaseSource } from "./source.mjs";
+
+/** The page's two models: "instruct" is the current source (the default, or a URL given), "base"
+ * the base model the comparison reads beside it (source.mjs's resolveBaseSource). */
+export const MODELS = ["instruct", "base"];
 
 /** The event the page hears when the current source's model leaves the store (from the page or
  * an API caller): the weights a worker read from it are no longer there to read again, so the
- * page starts over without them (model.mjs), and the status and chatlens.model say so. */
+ * page starts over without them (model.mjs), and the status and chatlens.model say so.
+ * detail: {id, model: "instruct" | "base"}; the base leaving changes nothing for the instruct. */
 export const MODEL_DELETED = "chatlens:model-deleted";
-const deletedCurrent = (id) => globalThis.dispatchEvent?.(new CustomEvent(MODEL_DELETED, { detail: { id } }));
+const deletedEvent = (id, model) => globalThis.dispatchEvent?.(new CustomEvent(MODEL_DELETED, { detail: { id, model } }));
 
 /** The event the page hears when persistent storage is asked for and when the browser answers
  * (detail: {persisted: true | false | null, undefined while unanswered}), so the model box can say
@@ -19,10 +25,27 @@ const deletedCurrent = (id) => globalThis.dispatchEvent?.(new CustomEvent(MODEL_
 export const PERSISTENCE = "chatlens:persistence";
 const persistenceEvent = (persisted) => globalThis.dispatchEvent?.(new CustomEvent(PERSISTENCE, { detail: { persisted } }));
 
-export function createDownloads(currentSource) {
+/**
+ * currentSource(): the page's source (the instruct); build(): a promise of build.json, read when
+ * the base model is first asked for (its source is resolved once, on that first ask; by default
+ * the site's build.json, which the browser has cached by then).
+ */
+export function createDownloads(currentSource, build = siteBuild) {
   const store = openModelStore();
   const manage = store.then((s) => pageApi(s, currentSource));
-  let running = null;
+  const running = new Map(); // model -> its download in progress: one at a time for each
+  let base = null;
+  /** The base model's source (resolved once; a failure is not kept, so a later ask tries again). */
+  function baseSource() {
+    base ??= build().then((b) => resolveBaseSource({ build: b }));
+    base.catch(() => (base = null));
+    return base;
+  }
+  const sourceOf = async (model = "instruct") => {
+    if (model === "instruct") return currentSource();
+    if (model === "base") return baseSource();
+    throw new TypeError(`the model is "instruct" or "base", not ${JSON.stringify(model)}`);
+  };
   // The request for persistent storage: made once a page, at the first download; a prompt the
   // user has not answered yet leaves it pending (asked: true, answer undefined).
   const persistence = { asked: false, answer: undefined };
@@ -36,16 +59,27 @@ export function createDownloads(currentSource) {
     persistenceEvent(undefined);
   }
 
-  /** Resolves with the stored model's summary once the current source is stored and verified. */
-  function downloadModel({ onProgress, signal } = {}) {
-    if (running) return Promise.reject(new Error("a download is already running"));
-    if (signal?.aborted) return Promise.reject(new DOMException("the download was cancelled", "AbortError"));
-    running = new Promise((resolve, reject) => {
+  /** Resolves with the stored model's summary once `model` ("instruct", the current source, or
+   * "base") is stored and verified. A download cut before (cancelled, a reload) goes on from the
+   * last whole chunk: the store resumes by Range. */
+  async function downloadModel({ model = "instruct", onProgress, signal } = {}) {
+    if (running.has(model)) throw new Error(`a download of the ${model} model is already running`);
+    if (signal?.aborted) throw new DOMException("the download was cancelled", "AbortError");
+    const pending = sourceOf(model);
+    running.set(model, pending);
+    let source;
+    try {
+      source = await pending;
+    } catch (e) {
+      running.delete(model);
+      throw e;
+    }
+    const download = new Promise((resolve, reject) => {
       const worker = new Worker(new URL("../store/download-worker.mjs", import.meta.url), { type: "module" });
       const finish = (settle, value) => {
         signal?.removeEventListener("abort", cancel);
         worker.terminate();
-        running = null;
+        running.delete(model);
         settle(value);
       };
       const cancel = () => worker.postMessage({ type: "cancel" });
@@ -60,37 +94,63 @@ export function createDownloads(currentSource) {
         }
       };
       worker.onerror = (e) => finish(reject, new Error(`the download worker failed: ${e.message || "it could not start"}`));
-      worker.postMessage({ type: "download", source: currentSource() });
+      worker.postMessage({ type: "download", source });
       askPersistence(); // beside the download: its answer may never come
     });
-    return running;
+    running.set(model, download);
+    return download;
   }
 
-  /** The stored model's id for the current source, or null when none is stored. */
-  async function currentId() {
-    try {
-      const st = await (await store).status(currentSource());
-      return st && st.bytes > 0 ? st.id : null;
-    } catch {
-      return null;
+  /** The ids the store keeps the page's models under, where they are stored: {instruct, base}. */
+  async function storedIds() {
+    const ids = {};
+    for (const model of MODELS) {
+      try {
+        const st = await (await store).status(await sourceOf(model));
+        ids[model] = st && st.bytes > 0 ? st.id : null;
+      } catch {
+        ids[model] = null; // no base in this build, or the store cannot say
+      }
     }
+    return ids;
   }
+  const deleted = (ids, gone) => {
+    for (const model of MODELS) if (ids[model] && gone(ids[model])) deletedEvent(ids[model], model);
+  };
 
   return {
     downloadModel,
     /** What this source needs: [{name, size (null when unknown)}] and where it comes from. */
     spec: () => modelSpec(currentSource()),
     status: async () => (await store).status(currentSource()),
-    storedModels: async () => (await manage).storedModels(),
+    baseSource,
+    /** The base model as the download box shows it: {source, spec, status} (status.complete false
+     * while half of it is stored: it is then resumed, never read), or {error} when this page cannot
+     * offer it. */
+    base: async () => {
+      try {
+        const source = await baseSource();
+        return { source, spec: modelSpec(source), status: await (await store).status(source) };
+      } catch (e) {
+        return { error: e.message };
+      }
+    },
+    /** Every stored model, each saying which of the page's it is (source.model: "instruct", "base"
+     * or null), also where it was stored before the store kept that. */
+    storedModels: async () => {
+      const [models, ids] = await Promise.all([(await manage).storedModels(), storedIds()]);
+      const which = (id) => MODELS.find((m) => ids[m] === id) ?? null;
+      return models.map((s) => ({ ...s, source: { ...s.source, model: s.source?.model ?? which(s.id) } }));
+    },
     deleteModel: async (id) => {
-      const current = await currentId();
+      const ids = await storedIds();
       await (await manage).deleteModel(id);
-      if (id === current) deletedCurrent(id);
+      deleted(ids, (x) => x === id);
     },
     deleteAllModels: async () => {
-      const current = await currentId();
+      const ids = await storedIds();
       await (await manage).deleteAllModels();
-      if (current) deletedCurrent(current);
+      deleted(ids, () => true);
     },
     storageEstimate: async () => (await manage).storageEstimate(),
     /** Whether this site's storage is persistent: {persisted (true, false, or null where the
@@ -100,4 +160,11 @@ export function createDownloads(currentSource) {
       return { persisted: persisted ?? null, pending: persistence.asked && persistence.answer === undefined };
     },
   };
+}
+
+async function siteBuild() {
+  const url = new URL("../../build.json", import.meta.url);
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+  return r.json();
 }

@@ -2,7 +2,7 @@
 // what is downloaded; the worker says what computes replies (chatlens.model).
 
 import { MODEL_DELETED, PERSISTENCE } from "./downloads.mjs";
-import { drawManage, drawModelBox } from "../views/downloads.mjs";
+import { drawBaseBox, drawManage, drawModelBox } from "../views/downloads.mjs";
 import { hostNote } from "./hosts.mjs";
 import { MODEL_KEY, saveChoice } from "./prefs.mjs";
 import { weightsSentence } from "./weights.mjs";
@@ -20,8 +20,50 @@ export function numpyNote(api) {
   return `${when}, which this page fetches once from Pyodide's site (${host}) when the weights load, and then keeps for offline use.`;
 }
 
+/** Download a model through the API with progress and Cancel, for a part of the box: `part`
+ * ({progress, error, controller}) is updated and `draw()`n as the download goes; resolves once
+ * it has ended, however it ended. */
+export async function downloadInto(api, part, draw, model = "instruct") {
+  part.controller = new AbortController();
+  part.error = null;
+  part.progress = { overall: { done: 0, total: null }, files: [] };
+  draw();
+  try {
+    await api.downloadModel({
+      model,
+      signal: part.controller.signal,
+      onProgress: (p) => {
+        part.progress = p;
+        draw();
+      },
+    });
+  } catch (e) {
+    part.error = e.name === "AbortError" ? "The download was cancelled; what was stored stays, and the next one goes on from there."
+      : `The download failed: ${e.message}`;
+  } finally {
+    part.progress = null;
+    part.controller = null;
+  }
+}
+
 export function createModelBox(api) {
   const box = { files: [], stored: null, persistence: null, progress: null, error: null, controller: null };
+  // The base model, for the comparison: {source, spec, status} once read (or unavailable: why not).
+  const base = { source: null, spec: null, status: null, unavailable: null, progress: null, error: null, controller: null };
+  const drawBase = () => drawBaseBox(base, { download: () => downloadBase(), cancel: () => base.controller?.abort() });
+
+  async function refreshBase() {
+    if (!api.downloads.base) return;
+    const got = await api.downloads.base();
+    Object.assign(base, got.error ? { unavailable: got.error } : { ...got, unavailable: null });
+    drawBase();
+  }
+
+  async function downloadBase() {
+    await downloadInto(api, base, drawBase, "base");
+    await refreshBase();
+    await refreshManage();
+  }
 
   const draw = () =>
     drawModelBox({ ...box, source: api.source, model: api.model, status: api.status.state, detail: api.status.detail,
@@ -46,7 +88,7 @@ export function createModelBox(api) {
       box.error = e.message;
     }
     draw();
-    await refreshManage();
+    await Promise.all([refreshManage(), refreshBase()]);
   }
 
   async function refreshManage() {
@@ -72,33 +114,17 @@ export function createModelBox(api) {
   }
 
   async function download() {
-    box.controller = new AbortController();
-    box.error = null;
-    box.progress = { overall: { done: 0, total: null }, files: [] };
-    draw();
-    try {
-      await api.downloadModel({
-        signal: box.controller.signal,
-        onProgress: (p) => {
-          box.progress = p;
-          draw();
-        },
-      });
-    } catch (e) {
-      box.error = e.name === "AbortError" ? "The download was cancelled; what was stored stays, and the next one goes on from there."
-        : `The download failed: ${e.message}`;
-    } finally {
-      box.progress = null;
-      box.controller = null;
-      await refresh();
-    }
+    await downloadInto(api, box, draw);
+    await refresh();
   }
 
   // The current source's model was deleted (here or through the API): the worker still holds
   // the weights it read, so the page starts again without them; the status then says replies
-  // need the model, chatlens.model is null, and the conversation is kept (prefs.mjs).
-  globalThis.addEventListener(MODEL_DELETED, () => {
-    if (api.model || ["weights", "ready"].includes(api.status.state)) location.reload();
+  // need the model, chatlens.model is null, and the conversation is kept (prefs.mjs). The base
+  // leaving changes nothing for replies: the box says it is gone.
+  globalThis.addEventListener(MODEL_DELETED, (e) => {
+    if (e.detail?.model === "base") refreshBase();
+    else if (api.model || ["weights", "ready"].includes(api.status.state)) location.reload();
     else refresh();
   });
 
@@ -117,5 +143,5 @@ export function createModelBox(api) {
     model = api.model;
     refresh();
   });
-  return { refresh, draw };
+  return { refresh, draw, refreshBase };
 }

@@ -1,7 +1,9 @@
 // The model box: what the download is (which model, how big, from where, kept for later
 // visits, nothing typed leaves the device) with a Download button; its progress per file and
-// overall with Cancel; what replies run on once stored; and "Manage downloads": what the browser
-// stores, its storage estimate, delete one model or all.
+// overall with Cancel; what replies run on once stored; the base model the comparison reads
+// beside it, downloaded the same way and only when asked for; and "Manage downloads": what the
+// browser stores (which model, which revision, how verified), its storage estimate, delete one
+// model or all.
 
 import { formatBytes } from "../store/errors.mjs";
 import { $, el, fill } from "./dom.mjs";
@@ -82,7 +84,7 @@ function backendText(m) {
   return m.status === "weights" ? `Loading the weights: ${m.detail || ""}` : "The weights load next.";
 }
 
-function progressView(p) {
+function progressView(p, id = "download-progress") {
   const o = p.overall;
   const line = (label, x, cls) =>
     el("div", { class: `file-progress ${cls}` },
@@ -90,16 +92,61 @@ function progressView(p) {
       el("progress", { max: x.total ?? 1, value: x.total == null ? undefined : x.done }),
       el("span", { text: [`${formatBytes(x.done)}${x.total == null ? "" : ` of ${formatBytes(x.total)}`}`, pct(x.percent),
                           speedText(x.speed), timeLeft(x.eta)].filter(Boolean).join(" · ") }));
-  return el("div", { class: "progress", id: "download-progress", role: "status" },
+  return el("div", { class: "progress", id, role: "status" },
     line("All files", o, "overall"),
     ...p.files.map((f) => line(f.name, { ...f, percent: f.total ? (100 * f.done) / f.total : null }, `file state-${f.state}`)));
+}
+
+/** Which of the page's models a stored one is, its revision, and how it was verified, in a line. */
+export function whichLine(s) {
+  const which = { instruct: "the instruct model (SmolLM2-135M-Instruct)", base: "the base model (SmolLM2-135M)" }[s.source?.model];
+  const rev = s.source?.revision ? `revision ${s.source.revision.slice(0, 12)}` : null;
+  return [which, rev, s.source?.verified].filter(Boolean).join(" · ");
+}
+
+/**
+ * Draw the base model's part of the box. m: {source, spec, status (summary; complete false while
+ * half is stored), progress, error, unavailable (why this page cannot offer it)}; on: {download, cancel}.
+ */
+export function drawBaseBox(m, on) {
+  const body = $("base-body");
+  if (!body) return;
+  if (m.unavailable) return fill(body, el("p", { class: "about-download", id: "base-unavailable", text: `The base model is not offered here: ${m.unavailable}` }));
+  const parts = [];
+  const files = m.spec?.files || [];
+  const [bytes, exact] = sizeOf(files);
+  const size = bytes ? `${exact ? "" : "at least "}${formatBytes(bytes)}` : "an unknown size";
+  const where = m.source ? `${m.source.label} (${new URL(m.source.url).host})` : "its source";
+  const how = m.source?.verified ? ` ${m.source.verified}` : "";
+  if (m.progress) {
+    parts.push(progressView(m.progress, "base-progress"),
+      el("button", { type: "button", id: "base-cancel", onclick: on.cancel, text: "Cancel" }));
+  } else if (m.status?.complete) {
+    parts.push(el("p", { class: `about-download ${m.status.verified ? "" : "unverified"}`, id: "base-stored", dataset: { stored: "complete" } },
+      `Stored in this browser: ${formatBytes(m.status.bytes)} of SmolLM2-135M from ${where}; ` +
+      `${m.status.verified ? "every file matched its published sha256" : "some files have no published hash: they are not verified against a published value"}. ` +
+      "The comparison reads it beside the instruct model, offline too."));
+  } else if (m.source) {
+    parts.push(el("p", { class: "about-download", id: "about-base" },
+      `The comparison gives the same ids to SmolLM2-135M, the base model (pretraining only, no instruction tuning): ${size} of files ` +
+      `from ${where}.${how} It is downloaded only if you ask, and kept in this browser beside the instruct model.`));
+    if (m.status && m.status.bytes > 0) {
+      parts.push(el("p", { class: "about-download", id: "base-partial",
+        text: `${formatBytes(m.status.bytes)} of it is stored already: the download goes on from there. Until it is whole, nothing reads it.` }));
+    }
+    parts.push(el("button", { type: "button", id: "download-base", onclick: on.download, text: `Download the base model (${size})` }));
+  }
+  if (m.error) parts.push(el("p", { class: "error", id: "base-error", role: "alert", text: m.error }));
+  fill(body, ...parts);
 }
 
 /** "Manage downloads": the stored models, the estimate, and delete buttons. */
 export function drawManage(models, estimate, on) {
   const rows = models.map((s) =>
     el("tr", { dataset: { model: s.id } },
-      el("td", { class: "model" }, el("b", { text: s.source?.label || s.id }), el("br"), el("small", { text: s.id })),
+      el("td", { class: "model" }, el("b", { text: s.source?.label || s.id }), el("br"),
+        whichLine(s) ? el("span", { class: "which", text: whichLine(s) }) : null, whichLine(s) ? el("br") : null,
+        el("small", { text: s.id })),
       el("td", { class: "files", dataset: { label: "files" }, text: s.files.map((f) => `${f.name} ${formatBytes(f.bytes ?? f.size ?? 0)}`).join(", ") }),
       el("td", { class: "size", dataset: { label: "size" }, text: `${formatBytes(s.bytes)}${s.complete ? "" : " (incomplete)"}` }),
       el("td", { class: "stored", dataset: { label: "stored" }, text: s.stored_at ? new Date(s.stored_at).toLocaleString() : "" }),
