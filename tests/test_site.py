@@ -471,3 +471,24 @@ def test_the_page_states_the_servers_content_security_policy(built):
     assert server_module.HEADER_POLICY.startswith(server_module.CONTENT_SECURITY_POLICY)
     assert "unsafe-inline" not in server_module.HEADER_POLICY and "'unsafe-eval'" not in server_module.HEADER_POLICY
     assert "<script>" not in html and not re.search(r"\son[a-z]+=", html)  # no inline script or handler
+
+
+def test_only_the_pinned_weights_are_named_as_the_hubs_base_model(tmp_path, monkeypatch):
+    """A base model folder is served under the Hub's revision, and said to be the original, only
+    when its model.safetensors has the sha256 chatlens.hub pins; any other bytes get a local name.
+    (Checked with a pin set to these bytes: the real file cannot be downloaded here.)"""
+    import dataclasses
+
+    folder = tmp_path / "base"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"weights")
+    other = mirrors.BaseWeights.at(folder)
+    assert not other.original and not other.stand_in and "not the Hub's HuggingFaceTB/SmolLM2-135M file" in other.about
+    files = tuple({**f, "sha256": hashlib.sha256(b"weights").hexdigest()} if f["name"] == "model.safetensors" else f
+                  for f in hub.BASE.files)
+    monkeypatch.setattr(mirrors.hub, "BASE", dataclasses.replace(hub.BASE, files=files))
+    pinned = mirrors.BaseWeights.at(folder)
+    assert pinned.original and "the original HuggingFaceTB/SmolLM2-135M weights" in pinned.about
+    (folder / "model.safetensors").write_bytes(b"weightz")  # one byte off
+    mirrors._digests.clear()
+    assert not mirrors.BaseWeights.at(folder).original
