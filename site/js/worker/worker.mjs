@@ -203,7 +203,8 @@ async function pulled(kind, args, id) {
   const used = attached;
   const streamed = { posted: 0, skip: 0, recorded: false }; // what was posted to the page
   try {
-    while (kind === "count" && job && job.kind !== "count" && !me.ended) await job.finished;
+    const woken = new Promise((resolve) => (me.wake = resolve)); // a count waiting: an end comes at once
+    while (kind === "count" && job && job.kind !== "count" && !me.ended) await Promise.race([job.finished, woken]);
     if (kind === "count" && me.ended) throw abortError(me.ended);
     try {
       return await pull(me, args, streamed);
@@ -378,7 +379,8 @@ self.onmessage = ({ data }) => {
   // Python is never inside a call while JavaScript waits (a reply's pulls are separate calls), so
   // a text-side request can be answered whenever it comes once Python is up.
   if (TEXT_SIDE.has(type) && python) return answer();
-  // A count is background work: it waits for no request, and none waits for it.
+  // A count is background work: it waits for no request but a reply being pulled (Python pulls one
+  // job at a time), and none waits for it (a reply's start ends it).
   if (type === "count") return answer();
   enqueue(answer);
 };
