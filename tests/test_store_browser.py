@@ -475,37 +475,31 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
     """The model box offers the base model with its size; a cancelled download leaves it
     incomplete (resumed, never used), the next one completes it; Manage downloads says which model
     and revision it is and how it was verified; deleting the instruct leaves it, and it is deleted
-    on its own. The base here is a stand-in: a tiny random model with SmolLM2's tokenizer, put in
-    the mirror's manifest by the test as `serve --base-model` puts one (base_model)."""
-    from chatlens.host.mirror import file_digests
+    on its own. The base here is a stand-in: a tiny random model with SmolLM2's tokenizer, served
+    by the mirror as `serve --base-model FOLDER` serves one (host/mirror.py's base_mirror)."""
+    from chatlens.host.mirror import base_mirror
     from tiny_model import write_tiny_model
     from webapp import App
 
     tokenizers = server.mirror.files["config.json"].parent
-    instruct = write_tiny_model(server.root / "tiny-two" / "instruct", tokenizers, seed=7)
+    write_tiny_model(server.root / "tiny-two" / "instruct", tokenizers, seed=7)
     folder = write_tiny_model(server.root / "tiny-two" / "base", tokenizers, seed=8)
-    names = ["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]
-    chunk = 1 << 20
-    entry = {"repo": "HuggingFaceTB/SmolLM2-135M", "revision": "standin-test", "base": "tiny-two/base/", "hf": True,
-             "gguf": None, "sha256": None, "about": "a tiny random stand-in (test)",
-             "files": {n: (folder / n).stat().st_size for n in names}, "chunk_size": chunk,
-             "digests": {n: file_digests(folder / n, chunk) for n in names}}
-    base_id = "hf:HuggingFaceTB/SmolLM2-135M@standin-test"
-
+    (folder / "README.md").write_text("# A stand-in for SmolLM2-135M: a tiny random model (test_store_browser)\n")
+    base = base_mirror(folder)
+    entry = base.manifest()
+    base_id = f"hf:HuggingFaceTB/SmolLM2-135M@{base.revision}"
+    kept = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]
+    assert base.stand_in and set(entry["files"]) == {*kept, "README.md"}
     a = App(browser, server)
-
-    def manifest(route):
-        got = route.fetch()
-        route.fulfill(response=got, json={**got.json(), "base_model": entry})
-
-    a.context.route("**/models/manifest.json", manifest)
+    server.mirror.base_model = base  # as `serve --base-model FOLDER` does; put back below
     try:
         page = a.open(f"?model={server.url}tiny-two/instruct/")
         page.click("#base-model summary")
         page.wait_for_selector("#download-base")
         about = page.text_content("#about-base")
         assert "SmolLM2-135M, the base model" in about and "only if you ask" in about and "this site's mirror" in about
-        total = sum(entry["files"].values())
+        assert "a stand-in for HuggingFaceTB/SmolLM2-135M (not its weights)" in about
+        total = sum(entry["files"][n] for n in kept)
         size = page.evaluate("n => import('./js/store/errors.mjs').then((m) => m.formatBytes(n))", total)
         assert page.text_content("#download-base") == f"Download the base model ({size})" and size in about
         assert not [u for u in a.urls() if "/tiny-two/base/" in u], "the base was fetched before it was asked for"
@@ -545,7 +539,8 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
         page.click("#manage summary")
         row = page.wait_for_selector(f'#manage-body tr[data-model="{base_id}"] .which')
         which = row.text_content()
-        assert "the base model (SmolLM2-135M)" in which and "revision standin-test" in which and "this site's mirror" in which
+        assert "the base model (SmolLM2-135M)" in which and f"revision {base.revision}" in which and "this site's mirror" in which
+        assert not [u for u in a.urls() if u.endswith("/README.md")]  # in the mirror, not among the files kept
 
         # deleting the instruct (loaded: the page starts again without it) leaves the base whole
         page.wait_for_function("() => chatlens.model?.backend", timeout=300_000)
@@ -566,4 +561,5 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
         assert page.evaluate("chatlens.storedModels()") == []
         assert not a.errors, a.errors
     finally:
+        server.mirror.base_model = None
         a.close()

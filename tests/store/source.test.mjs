@@ -41,8 +41,8 @@ const mirror = (withBase) => ({
   ...entry("HuggingFaceTB/SmolLM2-135M-Instruct", "q4_1-b179c9523d0e", FOLDER),
   ...(withBase ? { base_model: entry("HuggingFaceTB/SmolLM2-135M", "local-1234", [...FOLDER.filter((n) => n !== "generation_config.json"), "README.md"]) } : {}),
 });
-// The mirror's base as the brief first wrote it: an object under "base" (the top level's own
-// "base" is the instruct's folder then, a string, so only one of the two can be there).
+// The mirror's base as an object under "base" (what the page first expected; host/mirror.py
+// writes base_model, since "base" is the instruct's folder).
 const mirrorBaseUnderBase = () => {
   const m = mirror(true);
   const { base_model: base, ...rest } = m;
@@ -80,7 +80,12 @@ test("from the mirror: its base when serve put one there, its names from build.j
     assert.deepEqual(sb.files.map((f) => f.name), BUILD.models.base.files.map((f) => f.name));
     assert.deepEqual(sb.files.map((f) => [f.sha256, f.size]), sb.files.map((f) => [mb.digests[f.name].sha256, mb.files[f.name]]));
     assert.match(base.verified, /this site's mirror/);
+    assert.equal(base.label, "local mirror of HuggingFaceTB/SmolLM2-135M");
   }
+  const standIn = mirror(true);
+  standIn.base_model.stand_in = true;
+  assert.equal((await resolveBaseSource({ location, build: BUILD, manifest: standIn })).label,
+    "local mirror of a stand-in for HuggingFaceTB/SmolLM2-135M (not its weights)");
   const m = mirror(true);
   const instruct = await resolveSource({ location, build: BUILD, wanted: null, manifest: m });
   assert.deepEqual([instruct.origin, instruct.model, instruct.url], ["mirror", "instruct", `http://127.0.0.1:8000/${m.base}`]);

@@ -104,15 +104,16 @@ export async function readMirror(location = globalThis.location) {
   }
 }
 
-const MIRROR_CHECK = "each file and each piece of it checked against the sha256 this site's mirror lists (hashed by `serve` " +
-  "from its own copy, not published by Hugging Face)";
+const MIRROR_CHECK = "Each file, and each piece of it, is checked against the sha256 this site's mirror lists " +
+  "(hashed by `serve` from its own copy, not a value Hugging Face publishes).";
 
 // A model in the mirror (`m`: the manifest's top level, or its base entry), as a source; null
 // when it holds neither a folder nor a GGUF. `listed`: build.json's entry for the files' names.
 function mirrorSource(m, location, which, listed) {
   const folder = new URL(m.base, new URL(".", location.href)).href; // the manifest's URLs are the site's
-  const common = { origin: "mirror", manifest: m, model: which, verified: MIRROR_CHECK + (m.about ? `; it holds ${m.about}` : "") };
-  if (m.hf) return { kind: "hf", url: folder, label: `local mirror of ${m.repo}`, files: namesOf(listed), ...common };
+  const common = { origin: "mirror", manifest: m, model: which, verified: MIRROR_CHECK + (m.about ? ` It holds ${m.about}.` : "") };
+  const of = m.stand_in ? `a stand-in for ${m.repo} (not its weights)` : m.repo; // serve says which (its README)
+  if (m.hf) return { kind: "hf", url: folder, label: `local mirror of ${of}`, files: namesOf(listed), ...common };
   if (m.gguf) return { kind: "gguf", url: new URL(m.gguf, folder).href, label: `local mirror: ${m.gguf}`, ...common };
   return null;
 }

@@ -100,7 +100,8 @@ function progressView(p, id = "download-progress") {
 /** Which of the page's models a stored one is, its revision, and how it was verified, in a line. */
 export function whichLine(s) {
   const which = { instruct: "the instruct model (SmolLM2-135M-Instruct)", base: "the base model (SmolLM2-135M)" }[s.source?.model];
-  const rev = s.source?.revision ? `revision ${s.source.revision.slice(0, 12)}` : null;
+  const r = s.source?.revision;
+  const rev = r ? `revision ${/^[0-9a-f]{40}$/.test(r) ? r.slice(0, 12) : r}` : null; // a commit's hash: its start
   return [which, rev, s.source?.verified].filter(Boolean).join(" · ");
 }
 
