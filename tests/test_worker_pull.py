@@ -207,3 +207,16 @@ def test_a_turn_that_does_not_fit_is_refused_by_start_before_any_token(tiny):
     preview = json.loads(worker.call("preview", json.dumps(long)))
     assert not out["ok"] and out["error"] == preview["error"] and out["error"]["name"] == "WindowError"
     assert json.loads(worker.call("step", "{}"))["error"]["message"] == "no job is running: start one first"
+
+
+def test_one_job_at_a_time_a_replys_start_ends_a_running_count(tiny):
+    """A count is a job like a reply: Python pulls one at a time, and a newer start ends the one before."""
+    want = on_numpy(tiny, REQUEST)
+    call("use_numpy", {})  # an empty cache, as the reply above had
+    book = {**REQUEST, "window": 2048, "messages": [{"role": "user", "content": STORY * 400}]}
+    counting = call("start", {"kind": "count", "args": book})
+    assert counting["done"] is None and 0 < counting["read"] < counting["of"]
+    out = call("start", {"kind": "chat", "args": REQUEST})  # the count is gone: the steps are the reply's
+    while out["done"] is None:
+        out = call("step", {})
+    assert out["done"]["reply_ids"] == want["reply_ids"]
