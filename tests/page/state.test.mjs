@@ -113,3 +113,26 @@ test("the challenges a record completes", () => {
   assert.deepEqual(store.state.progress, {});
   assert.deepEqual(types(), ["challenges", "challenges"]);
 });
+
+test("the state's fields are declared: a misspelt one throws, read or written", () => {
+  const { store } = recording();
+  const { state } = store;
+  assert.throws(() => state.customChosen, /no field customChosen/); // the name a save once read, renamed customKept
+  assert.throws(() => {
+    state.customChosen = true;
+  }, TypeError);
+  assert.throws(() => state.start.landing, /no field landing/);
+  assert.throws(() => {
+    state.replies.offered = "webgpu";
+  }, TypeError);
+  // a turn and its streaming reply are records of fixed fields too
+  const turn = store.sent("Hi!", "key");
+  assert.throws(() => {
+    turn.replied = "Hello";
+  }, TypeError);
+  store.read(turn, { pieces: [] });
+  assert.throws(() => {
+    turn.streaming.txt = "Hello";
+  }, TypeError);
+  assert.equal(JSON.stringify(state.start), JSON.stringify({ notes: [], landed: false })); // JSON reads it as an object
+});

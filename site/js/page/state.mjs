@@ -13,30 +13,70 @@ function initial(progress) {
     modeChosen: false, // the learner picked the mode (else it follows the store: app.mjs landingMode)
     customKept: false, // Recorded mode set a custom system prompt aside; Live gets it back
     view: "text", // the panel's tab: "text" | "tokens"
-    live: { turns: [] }, // each: {user, record, settings, reply?, note?, noteClass?, streaming?}
+    live: record({ turns: [] }), // each turn: newTurn() below
+    // A reply is being written: in Live, from the message sent to its reply's end (or its
+    // failure); in plain text, while a side is written. One at a time: a send or a run while
+    // this is true does nothing. (chatlens.writing, the API's, is true while a run is in flight,
+    // whoever asked for it.)
+    writing: false,
     draftSeq: 0, // the newest preview asked for; older answers are dropped
+    counter: null, // the AbortController of the exact count in flight (modes/live.mjs countExactly)
+    drawn: null, // the panel's last drawing: [record, caption, extra] (app.mjs page.draw)
     recorded: null, // the recorded file, once loaded
     recordedError: null,
     step: 0, // the recorded turn shown
+    // The window chosen in another mode while Recorded mode offers only the recorded windows:
+    // given back when Recorded mode is left (modes/recorded.mjs).
+    windowAside: null,
     progress, // the challenges: lesson/challenges.mjs
     // Whether live replies can be had, for the chat's banner (views/chat.mjs liveBanner):
     // state "unknown" (no run has answered yet), "none" (runs fail: `why` says why, e.g. the
     // weights are not downloaded; one banner says so and messages are marked "no reply"), or
-    // "ready" (the model answers).
-    replies: { state: "unknown", why: "" },
+    // "ready" (the model answers). offer: a backend that could compute them (a banner's button).
+    replies: repliesOf({ state: "unknown", why: "" }),
     // "Why this token": replies carry each token's candidates, and the preview predicts the
     // first one (modes/live.mjs). Off by default: off costs nothing.
     why: false,
     nearTieGap: null, // build.json's near_tie_gap (chatlens.defaults), once the settings are read
-    prediction: null, // {key, args, state: "pending" | "done" | "error", result?, message?}
+    prediction: null, // {key, args, state: "pending" | "done" | "error", result, message}
+    predicting: false, // a prediction is in flight: one at a time, the newest draft's next
+    predictTimer: null, // the pause in typing before the prediction is asked (a timer's id)
     plain: null, // plain-text mode's text and its two sides (modes/plain.mjs)
+    // What the page read at its start (app.mjs): a window that waits for the model's context
+    // (prefs.mjs conversationPrefs's pendingWindow), the notes about ignored settings, and
+    // whether the landing mode was chosen by the page (not by the learner or a saved choice).
+    start: record({ pendingWindow: undefined, notes: [], landed: false }),
+    workbench: record({ template: null, editing: "rows", seq: 0 }), // modes/workbench.mjs
+    byHand: record({ source: null }), // the lab's hand-written Python as the package has it (modes/byhand.mjs)
   };
 }
+
+// The state's records have fixed fields: a field not declared (a misspelt name) throws, read or
+// written, instead of reading undefined (the way `customChosen` once read a field renamed away).
+const IGNORED = new Set(["toJSON", "then", "constructor"]); // asked of any object by JSON, await, inspectors
+function record(fields) {
+  return new Proxy(Object.seal(fields), {
+    get(target, key) {
+      if (typeof key === "string" && !(key in target) && !IGNORED.has(key)) throw new TypeError(`the page's state has no field ${key}`);
+      return target[key];
+    },
+  });
+}
+const repliesOf = ({ state, why, offer = null }) => record({ state, why, offer });
+
+/** A live turn, every field declared: user (the message), settings (the key it was read under),
+ * record (what the model read, then the reply's), reply (its text, undefined while it has none),
+ * note and noteClass (why it has none), streaming (the reply being written: streamingOf), saved
+ * (the bubble's lines as a reload saved them: prefs.mjs loadLive). */
+export function newTurn({ user, settings, record = null, reply = undefined, note = undefined, noteClass = undefined, saved = undefined }) {
+  return Object.seal({ user, settings, record, reply, note, noteClass, streaming: null, saved });
+}
+const streamingOf = () => Object.seal({ text: "", ids: [], tokens: [], bytes: [], progress: null });
 
 /** The store: {state, subscribe(fn) -> unsubscribe, ...transitions}. `progress`: the challenges
  * as saved (challenges.load() on the page). */
 export function createStore(progress = {}) {
-  const state = initial(progress);
+  const state = record(initial(progress));
   const subscribers = new Set();
   const emit = (type, detail = {}) => {
     const change = { type, ...detail };
@@ -46,6 +86,12 @@ export function createStore(progress = {}) {
   // A turn's change is drawn only while the turn is in the conversation shown (a new
   // conversation may have started while it was read or written).
   const turnChange = (type, turn, detail = {}) => emit(type, { turn, current: state.live.turns.includes(turn), ...detail });
+  // The reply of a turn being written, begun by its record or, from an API that does not answer
+  // the record first, by its first progress or token.
+  const begun = (turn) => {
+    if (!turn.streaming && turn.reply === undefined && !turn.note && state.writing) turn.streaming = streamingOf();
+    return turn.streaming;
+  };
 
   return {
     state,
@@ -62,7 +108,7 @@ export function createStore(progress = {}) {
     },
     /** The live conversation kept from the last visit (page/prefs.mjs loadLive). */
     restored(turns) {
-      state.live = { turns };
+      state.live = record({ turns: turns.map(newTurn) });
       emit("restored");
     },
     /** A mode shown; chosen: the learner picked it (it is then remembered). */
@@ -74,6 +120,24 @@ export function createStore(progress = {}) {
     /** Recorded mode has no custom system prompt: kept aside (true) or given back (false). */
     customKept(on) {
       state.customKept = on;
+    },
+    /** Recorded mode set the window chosen elsewhere aside (a number), or gave it back (null). */
+    windowAside(window) {
+      state.windowAside = window;
+    },
+    /** The page's start read the saved settings: a window to check once the model is read, and
+     * notes on what was ignored. */
+    startRead({ pendingWindow, notes }) {
+      state.start.pendingWindow = pendingWindow;
+      state.start.notes = notes;
+    },
+    /** The page chose the landing mode itself (app.mjs landingMode). */
+    landed() {
+      state.start.landed = true;
+    },
+    /** The panel drew [record, caption, extra] (drawn again as it was when the tab changes). */
+    panelDrawn(drawn) {
+      state.drawn = drawn;
     },
     /** A control changed (system prompt, window, special tokens as text): the turn is read again. */
     settingChanged() {
@@ -91,7 +155,7 @@ export function createStore(progress = {}) {
     /** Whether replies can be had (see `replies` above); `changed`: the banner differs now. */
     repliesKnown(replies) {
       const before = state.replies;
-      state.replies = replies;
+      state.replies = repliesOf(replies);
       const changed = ["state", "why", "offer"].some((k) => (replies[k] ?? null) !== (before[k] ?? null));
       emit("replies", { changed });
     },
@@ -99,7 +163,7 @@ export function createStore(progress = {}) {
     // -- the live conversation -------------------------------------------------------------------
     /** New conversation: Live starts over; Recorded goes back to its first turn. */
     cleared() {
-      if (state.mode === "live") state.live = { turns: [] };
+      if (state.mode === "live") state.live = record({ turns: [] });
       else state.step = 0;
       emit("cleared", { mode: state.mode });
     },
@@ -115,14 +179,20 @@ export function createStore(progress = {}) {
     },
     /** A preview too long for the window (its bound, WindowError's at_least) counted exactly:
      * {counted} (the exact figures) or {error}. */
+    /** An exact count started (its AbortController), or ended (null); a newer one aborts it. */
+    countStarted(controller) {
+      state.counter = controller;
+    },
     counted(seq, answer) {
       emit("counted", { ...answer, current: seq === state.draftSeq });
     },
-    /** The user sent `text` (read under `settings`, a key): its turn, with no record yet. A
-     * message sent again (sentAgain) takes the place of the one that got no reply. */
+    /** The user sent `text` (read under `settings`, a key): its turn, with no record yet; a reply
+     * is being written from now on (`writing`). A message sent again (sentAgain) takes the
+     * place of the one that got no reply. */
     sent(text, settings) {
       if (sentAgain(state, text)) state.live.turns.pop();
-      const turn = { user: text, record: null, settings };
+      state.writing = true;
+      const turn = newTurn({ user: text, settings });
       state.live.turns.push(turn);
       turnChange("sent", turn);
       return turn;
@@ -131,17 +201,18 @@ export function createStore(progress = {}) {
     unsent(turn, error) {
       const current = state.live.turns.includes(turn);
       if (current) state.live.turns.splice(state.live.turns.indexOf(turn), 1);
+      state.writing = false;
       emit("unsent", { turn, current, error });
     },
     /** The turn's record (what the model reads) came back: its reply starts. */
     read(turn, record) {
       turn.record = record;
-      turn.streaming = { text: "", ids: [], tokens: [], bytes: [], progress: null };
+      turn.streaming ??= streamingOf();
       turnChange("read", turn);
     },
     /** A reply token arrived: {id, text, token, bytes} (id -1: text with no token of its own). */
     tokenArrived(turn, { id, text, token, bytes }) {
-      const s = turn.streaming;
+      const s = begun(turn);
       if (!s) return;
       if (id >= 0) s.ids.push(id), s.tokens.push(token), s.bytes.push(bytes);
       s.text += text;
@@ -150,7 +221,7 @@ export function createStore(progress = {}) {
     },
     /** The prompt is being read: {done, total, tokens_s} so far. */
     progressed(turn, progress) {
-      if (!turn.streaming) return;
+      if (!begun(turn)) return;
       turn.streaming.progress = progress;
       turnChange("progress", turn);
     },
@@ -163,21 +234,34 @@ export function createStore(progress = {}) {
       turn.record = record;
       turn.reply = record.reply_text;
       turn.streaming = null;
+      state.writing = false;
       turnChange("replied", turn, { stopped: record.stop_reason === "stopped" });
     },
-    /** No reply could be had: the turn says why. */
-    failed(turn, message) {
+    /** No reply could be had: the turn says why; `record`: what the model would have read, when
+     * the run failed before it said. */
+    failed(turn, message, record = turn.record) {
+      turn.record = record;
       turn.note = `No reply: ${message}`;
       turn.noteClass = "no-reply";
       turn.streaming = null;
+      state.writing = false;
       turnChange("failed", turn);
     },
 
     // -- the prediction while the user types -----------------------------------------------------
     /** The prediction for a new draft is wanted (its key: the draft's arguments). */
     predicting(key, args) {
-      state.prediction = { key, args, state: "pending" };
+      state.prediction = Object.seal({ key, args, state: "pending", result: undefined, message: undefined });
       return state.prediction;
+    },
+    /** The prediction waits for a pause in typing: the timer that asks it (the one before is
+     * cleared by the caller). */
+    predictScheduled(timer) {
+      state.predictTimer = timer;
+    },
+    /** A prediction was asked of the model (true), or answered (false). */
+    predictAsked(on) {
+      state.predicting = on;
     },
     /** A prediction's answer: {state: "done", result} or {state: "error", message}. */
     predicted(wanted, answer) {
@@ -219,8 +303,13 @@ export function createStore(progress = {}) {
     // -- plain-text mode -------------------------------------------------------------------------
     /** The text to read: a new one starts fresh (its tokens and both sides unknown). */
     plainText(text) {
-      if (!state.plain || state.plain.text !== text) state.plain = { text, tokens: null, plain: null, chat: null, error: null, seq: 0 };
+      if (!state.plain || state.plain.text !== text) state.plain = Object.seal({ text, tokens: null, plain: null, chat: null, error: null, seq: 0 });
       return state.plain;
+    },
+    /** A side of plain text is being written (true) or ended (false). */
+    plainWriting(on) {
+      state.writing = on;
+      emit("plain-writing", { on });
     },
     /** The text's tokens (or why not), for `p` if it is still the text shown. */
     tokenized(p, { tokens = null, error = null }) {
@@ -243,6 +332,24 @@ export function createStore(progress = {}) {
       if (id >= 0) s.ids.push(id), s.tokens.push(token), s.bytes.push(bytes);
       s.text += text;
       if (state.plain === p) emit("plain");
+    },
+
+    // -- the workbench and the hand-written Python -----------------------------------------------
+    /** The model's chat template came: {source, names, special_tokens}. */
+    workbenchTemplate(template) {
+      state.workbench.template = template;
+    },
+    /** The messages are edited as "rows" or "json". */
+    workbenchEditing(editing) {
+      state.workbench.editing = editing;
+    },
+    /** A render is asked for: its number (only the newest answer is drawn). */
+    workbenchAsked() {
+      return ++state.workbench.seq;
+    },
+    /** The lab's Python source was read from the package. */
+    byHandRead(source) {
+      state.byHand.source = source;
     },
   };
 }
