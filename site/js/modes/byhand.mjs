@@ -11,8 +11,6 @@
 import { $, el, fill } from "../views/dom.mjs";
 
 const RESULTS = ["kept", "message", "used"]; // the program's names the check reads
-let api = null;
-let original = null; // the package's source
 
 function firstDifference(a, b) {
   let i = 0;
@@ -41,7 +39,7 @@ function messagesOf(kept, message) {
 const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** Whether what the code printed is the template's text, and its count the tokenizer's, in one line. */
-async function comparison(stdout, results) {
+async function comparison(api, stdout, results) {
   const messages = messagesOf(results.kept, results.message);
   const printed = printedPrompt(stdout);
   if (!messages || printed === null) {
@@ -72,7 +70,7 @@ async function comparison(stdout, results) {
     el("b", { text: "✓ Equal: " }), `${same}, and its ${tokens} tokens are what SmolLM2's tokenizer counts.`);
 }
 
-async function run() {
+async function runCode(api) {
   const out = $("bh-output");
   $("bh-run").disabled = true;
   fill(out, el("p", { class: "note", text: "Running…" }));
@@ -88,7 +86,7 @@ async function run() {
       parts.push(el("p", { class: "bh-error", role: "alert" },
         el("b", { text: `${r.error.name}${r.error.line ? ` (line ${r.error.line})` : ""}: ` }), r.error.message));
     }
-    if (!r.error) parts.push(await comparison(r.stdout, r.results));
+    if (!r.error) parts.push(await comparison(api, r.stdout, r.results));
     fill(out, ...parts);
   } catch (e) {
     fill(out, el("p", { class: "error", text: `Cannot run it: ${e.message}` }));
@@ -97,12 +95,13 @@ async function run() {
   }
 }
 
-/** Wire the section; the code is read from the package the first time it is opened. */
-export function setUpByHand(theApi) {
-  api = theApi;
+/** Wire the section; the code is read from the package the first time it is opened (the store's
+ * byHand.source, what Reset gives back). */
+export function setUpByHand({ api, state, store }) {
+  const run = () => runCode(api);
   $("bh-run").addEventListener("click", run);
   $("bh-reset").addEventListener("click", () => {
-    if (original !== null) $("bh-code").value = original;
+    if (state.byHand.source !== null) $("bh-code").value = state.byHand.source;
   });
   $("bh-code").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
@@ -111,11 +110,11 @@ export function setUpByHand(theApi) {
     }
   });
   $("by-hand").addEventListener("toggle", async () => {
-    if (original !== null || !$("by-hand").open) return;
+    if (state.byHand.source !== null || !$("by-hand").open) return;
     $("bh-code").value = "# reading chatlens/by_hand.py from the page's Python…";
     try {
       const { source } = await api.labSource();
-      original = source;
+      store.byHandRead(source);
       $("bh-code").value = source;
       $("bh-run").disabled = false;
     } catch (e) {

@@ -3,6 +3,10 @@
 // carry each token's candidates (the worker's topK), and once the weights are in, the preview
 // also shows what the model would most likely write first: one step of the model on the draft,
 // asked for after a pause in typing, at most one at a time, and only for the newest draft.
+//
+// The logic takes a snapshot of the controls (page/controls.mjs readControls, read once per
+// change by app.mjs) and changes the page through the store; its own DOM is the drawing
+// (showLive, liveChanged), so a send can be played in node (tests/page/live.test.mjs).
 
 import { callArgs } from "../page/controls.mjs";
 import { hostNote } from "../page/hosts.mjs";
@@ -10,6 +14,7 @@ import { liveMessages, sentAgain, unanswered } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
 import { renderFailure } from "../views/reads.mjs";
+import { appendReply } from "../views/reply.mjs";
 import { renderCounted, renderMessage } from "../views/overflow.mjs";
 
 /** Python answers previews once the tokenizer and template are read (the weights may still load). */
@@ -45,9 +50,6 @@ function drawLiveChat(page, dropped = new Set(), banner = liveBanner(page.state,
 // -- the prediction ------------------------------------------------------------------------------------
 
 const PREDICT_AFTER_MS = 300; // a pause in typing before the model is asked
-let predictTimer = null;
-let predicting = false; // one prediction at a time; a newer draft waits for it, older ones are skipped
-let sending = false;
 
 /** The prediction to draw with the preview of `args` (starting it when it is new), or null when
  * there is none to make: "why this token" is off, or the weights are not in yet. */
@@ -57,8 +59,8 @@ function predictionFor(page, args) {
   const key = JSON.stringify(args);
   if (state.prediction?.key !== key) {
     page.store.predicting(key, args);
-    clearTimeout(predictTimer);
-    predictTimer = setTimeout(() => predictNewest(page), PREDICT_AFTER_MS);
+    clearTimeout(state.predictTimer);
+    page.store.predictScheduled(setTimeout(() => predictNewest(page), PREDICT_AFTER_MS));
   }
   return state.prediction;
 }
@@ -66,26 +68,29 @@ function predictionFor(page, args) {
 async function predictNewest(page) {
   const { api, state } = page;
   const wanted = state.prediction;
-  if (predicting || sending || !wanted || wanted.state !== "pending") return; // the one in flight asks again
-  predicting = true;
+  // One prediction at a time (the one in flight asks again), and none while a reply is written.
+  if (state.predicting || state.writing || !wanted || wanted.state !== "pending") return;
+  page.store.predictAsked(true);
   let answer;
   try {
     answer = { state: "done", result: await api.predict({ ...wanted.args, topK: api.settings.top_k }) };
   } catch (e) {
     answer = { state: "error", message: e.message };
   } finally {
-    predicting = false;
+    page.store.predictAsked(false);
   }
   const current = state.prediction === wanted;
   page.store.predicted(wanted, answer); // drawn by the subscriber if the panel shows it
   if (!current) predictNewest(page); // a newer draft came while this one was computed: it is next
 }
 
-export async function showLive(page) {
+/** Draw Live mode: the chat, and in the panel the draft's preview or the last turn; `controls`: the
+ * snapshot of the controls (page/controls.mjs readControls). */
+export async function showLive(page, controls) {
   const { api, state } = page;
   if (state.mode !== "live") return;
   const reads = $("reads");
-  const draft = $("draft").value;
+  const draft = controls.draft;
   const seq = page.store.previewAsked();
   const last = state.live.turns[state.live.turns.length - 1];
   if (api.status.state === "error") {
@@ -110,16 +115,20 @@ export async function showLive(page) {
   }
   const n = state.live.turns.length;
   if (!draft.trim()) {
-    if (last?.streaming || (last && !last.record && sending)) drawLiveChat(page, last.record ? droppedOf(last.record) : undefined);
-    if (last?.streaming) return page.draw(recordOf(last), `Turn ${n}: what the model read, and its reply as it writes it`);
-    if (last && !last.record && sending) return renderMessage(reads, "Waiting for Python to start: the message is sent when it is ready.");
+    const waiting = last && !last.record && state.writing; // sent, not read yet
+    if (last?.streaming || waiting) drawLiveChat(page, last.record ? droppedOf(last.record) : undefined);
+    if (last?.streaming && last.record) return page.draw(recordOf(last), STREAMING_CAPTION(n));
+    if (waiting) {
+      return renderMessage(reads, canPreview(api) ? "Reading the message: what the model reads is shown once Python has read it."
+        : "Waiting for Python to start: the message is sent when it is ready.");
+    }
     if (!last) {
       drawLiveChat(page);
       return renderMessage(reads, canPreview(api)
         ? "Start typing: this panel previews the prompt that would be sent, with its token counts."
         : "Python is starting in a worker; the preview appears when it is ready. Recorded mode works right away.");
     }
-    const again = callArgs(liveMessages({ live: { turns: state.live.turns.slice(0, -1) } }, last.user), api.settings);
+    const again = callArgs(liveMessages({ live: { turns: state.live.turns.slice(0, -1) } }, last.user), api.settings, controls);
     if (last.record && last.settings === settingsKey(again)) {
       drawLiveChat(page, droppedOf(last.record));
       return page.draw(last.record, last.note ? `Turn ${n}: what the model would have read; it read nothing, since no reply ` +
@@ -144,7 +153,7 @@ export async function showLive(page) {
   // During a reply the draft is previewed too (previews need only the tokenizer and template,
   // which the worker answers between two steps of the reply), after the reply as written so far.
   const turns = draftTurns(state, draft);
-  return previewLive(page, callArgs(liveMessages({ live: { turns } }, draft, { partial: true }), api.settings), seq,
+  return previewLive(page, callArgs(liveMessages({ live: { turns } }, draft, { partial: true }), api.settings, controls), seq,
     last?.streaming ? "Preview: what the model would read if you sent this after the reply being written (as far as it has got)"
       : turns !== state.live.turns ? "Preview: what the model would read if you sent this again now, in the place of the same message that got no reply"
         : `Preview: what the model would read if you sent this now${inARow(turns)}`);
@@ -180,59 +189,56 @@ async function previewLive(page, args, seq, caption) {
 // A message too long for the window is answered at once from a bound ("at least N tokens"); its
 // exact count follows from the worker, which answers other requests meanwhile. One count at a
 // time: a newer preview ends the one before it.
-let counter = null;
 async function countExactly(page, args, seq) {
-  counter?.abort();
-  counter = new AbortController();
+  const { api, state, store } = page;
+  state.counter?.abort();
+  const counter = new AbortController();
+  store.countStarted(counter);
   try {
-    page.store.counted(seq, { counted: await page.api.count(args, { signal: counter.signal }) });
+    store.counted(seq, { counted: await api.count(args, { signal: counter.signal }) });
   } catch (error) {
-    if (error.name !== "AbortError") page.store.counted(seq, { error });
+    if (error.name !== "AbortError") store.counted(seq, { error });
+  } finally {
+    if (state.counter === counter) store.countStarted(null);
   }
 }
 
+/** A message that cannot be read (too long for the window, Python failed) is taken back; a
+ * window's overflow is then counted exactly. */
+function cannotSend(page, turn, args, error) {
+  page.store.unsent(turn, error);
+  if (error.name === "WindowError" && error.data?.at_least) countExactly(page, args, page.store.previewAsked());
+}
+
 // One message at a time: a second Enter while the first waits (for Python to boot, or for its
-// reply) sends nothing. The draft is cleared at once, so text typed during the wait is kept
-// for the next message; the sent text lives in its turn, shown before Python has read it.
-// What each step changes goes through the store; app.mjs's subscriber draws it (liveChanged).
-export async function send(page) {
+// reply) sends nothing (the store's `writing`). The draft is cleared at once (app.mjs's
+// subscriber, on "sent"), so text typed during the wait is kept for the next message; the sent
+// text lives in its turn, shown before Python has read it. What each step changes goes through
+// the store; app.mjs's subscriber draws it (liveChanged).
+export async function send(page, controls) {
   const { api, state, store } = page;
-  const text = $("draft").value;
-  if (sending || !text.trim() || state.mode !== "live") return;
-  sending = true;
-  $("send").disabled = true;
-  const args = callArgs(liveMessages({ live: { turns: draftTurns(state, text) } }, text), api.settings);
-  $("draft").value = "";
+  const text = controls.draft;
+  if (state.writing || !text.trim() || state.mode !== "live") return;
+  const args = callArgs(liveMessages({ live: { turns: draftTurns(state, text) } }, text), api.settings, controls);
   const turn = store.sent(text, settingsKey(args));
+  let record;
   try {
-    let record;
-    try {
-      record = await api.preview(args);
-    } catch (e) {
-      if (!$("draft").value.trim()) $("draft").value = text; // nothing new typed: give it back
-      store.unsent(turn, e);
-      if (e.name === "WindowError" && e.data?.at_least) countExactly(page, args, store.previewAsked());
-      return;
-    }
-    if (!state.live.turns.includes(turn)) return; // a new conversation started meanwhile
-    store.observed(record, { live: true });
-    store.read(turn, record);
-    $("stop").hidden = false;
-    try {
-      const full = await api.run(runArgs(page, args), {
-        onToken: (t) => store.tokenArrived(turn, t),
-        onProgress: (p) => store.progressed(turn, p),
-      });
-      store.observed(full, { live: true });
-      store.replied(turn, full);
-    } catch (e) {
-      store.failed(turn, e.message);
-    } finally {
-      $("stop").hidden = true;
-    }
-  } finally {
-    sending = false;
-    $("send").disabled = false;
+    record = await api.preview(args);
+  } catch (e) {
+    return cannotSend(page, turn, args, e);
+  }
+  if (!state.live.turns.includes(turn)) return store.failed(turn, "a new conversation started"); // not drawn: not current
+  store.observed(record, { live: true });
+  store.read(turn, record);
+  try {
+    const full = await api.run(runArgs(page, args), {
+      onToken: (t) => store.tokenArrived(turn, t),
+      onProgress: (p) => store.progressed(turn, p),
+    });
+    store.observed(full, { live: true });
+    store.replied(turn, full);
+  } catch (e) {
+    store.failed(turn, e.message);
   }
 }
 
@@ -242,20 +248,43 @@ export function stop(page) {
   page.api.stop();
 }
 
-/** What a change of the store (page/state.mjs) redraws in Live mode; app.mjs subscribes it. */
-export function liveChanged(page, change) {
+const STREAMING_CAPTION = (n) => `Turn ${n}: what the model read, and its reply as it writes it`;
+
+/** A token of the last turn's reply, with no draft previewed: the chat's bubble and the panel's
+ * reply box grow by what it adds (views/chat.mjs, views/reply.mjs appendReply), the box drawn
+ * whole only where it cannot grow (a character split across tokens). False when the panel does
+ * not show this reply as it streams (showLive draws it then). */
+function tokenDrawn(page, turn, controls) {
+  const { state } = page;
+  const box = $("reads").querySelector(".reply.is-streaming");
+  const caption = STREAMING_CAPTION(state.live.turns.length);
+  const [shown, shownCaption] = state.drawn || [];
+  if (controls.draft.trim() || !box || !turn.record || state.live.turns.at(-1) !== turn || shownCaption !== caption ||
+      shown?.prompt_tokens !== turn.record.prompt_tokens || globalThis.chatlensFullRedraw) return false;
+  drawLiveChat(page, droppedOf(turn.record));
+  const record = recordOf(turn);
+  if (appendReply(box, record, whyOf(state))) page.store.panelDrawn([record, caption, {}]);
+  else page.draw(record, caption);
+  return true;
+}
+
+/** What a change of the store (page/state.mjs) redraws in Live mode, `controls` being the
+ * snapshot of the controls taken for the change; app.mjs subscribes it. */
+export function liveChanged(page, change, controls) {
   const { state } = page;
   if (state.mode !== "live") return;
   switch (change.type) {
+    case "token":
+      if (change.current && !tokenDrawn(page, change.turn, controls)) showLive(page, controls);
+      return;
     case "sent":
     case "read":
-    case "token":
     case "replied":
     case "failed":
-      if (change.current) showLive(page);
+      if (change.current) showLive(page, controls);
       return;
     case "progress":
-      if (change.current && change.turn) drawLiveChat(page, droppedOf(change.turn.record));
+      if (change.current && change.turn) drawLiveChat(page, change.turn.record ? droppedOf(change.turn.record) : undefined);
       return;
     case "previewed":
       if (!change.current) return; // a newer preview is on its way
@@ -269,7 +298,7 @@ export function liveChanged(page, change) {
     case "counted":
       if (!change.current) return;
       if (change.error) return renderMessage($("reads"), `Cannot count the tokens: ${change.error.message}`, "error");
-      if (!renderCounted($("reads"), change.counted, `Cannot preview: ${change.counted.message}`)) showLive(page);
+      if (!renderCounted($("reads"), change.counted, `Cannot preview: ${change.counted.message}`)) showLive(page, controls);
       return;
     case "unsent":
       if (!change.current) return;
@@ -278,12 +307,12 @@ export function liveChanged(page, change) {
                     { counting: Boolean(change.error.data?.at_least) });
       return;
     case "predicted": {
-      const [record, caption, extra] = page.drawn || [];
+      const [record, caption, extra] = state.drawn || [];
       if (change.current && extra?.prediction === change.prediction) page.draw(record, caption, { prediction: change.prediction });
       return;
     }
     case "replies":
-      if (change.changed) showLive(page);
+      if (change.changed) showLive(page, controls);
       return;
   }
 }

@@ -4,7 +4,7 @@
 // message" sends them the other way, as a user message through the template, shown beside it.
 // Neither touches the live conversation.
 
-import { callArgs } from "../page/controls.mjs";
+import { callArgs, readControls } from "../page/controls.mjs";
 import { $, debounce, fill } from "../views/dom.mjs";
 import { renderMessage } from "../views/overflow.mjs";
 import { renderPlain } from "../views/plain.mjs";
@@ -57,7 +57,7 @@ async function runSide(page, key, start, toResult) {
   await tokenizePlain(page);
   const p = state.plain;
   if (!p.text.trim()) return;
-  setBusy(true);
+  setBusy(page, true);
   store.plainSide(p, key, { streaming: { ids: [], tokens: [], bytes: [], text: "" } });
   try {
     const out = await start((t) => store.plainToken(p, key, t));
@@ -65,13 +65,12 @@ async function runSide(page, key, start, toResult) {
   } catch (e) {
     store.plainSide(p, key, { error: `No ${key === "plain" ? "continuation" : "reply"}: ${e.message}` });
   } finally {
-    setBusy(false);
+    setBusy(page, false);
   }
 }
 
-let busy = false;
-function setBusy(on) {
-  busy = on;
+function setBusy(page, on) {
+  page.store.plainWriting(on);
   $("plain-run").disabled = on;
   $("plain-as-chat").disabled = on;
   $("plain-stop").hidden = !on;
@@ -80,7 +79,7 @@ function setBusy(on) {
 /** The next-token distribution and the greedy continuation of the text, with no template. */
 export function continuePlain(page) {
   const { api } = page;
-  if (busy) return;
+  if (page.state.writing) return;
   return runSide(page, "plain",
     (onToken) => api.complete({ text: $("plain-text").value, topK: api.settings.top_k, maxTokens: maxTokens() }, { onToken }),
     (out) => ({ result: out }));
@@ -91,8 +90,8 @@ export function continuePlain(page) {
  * its own, so the template's default applies, as in the lesson's run. */
 export function sendAsChat(page, { asLesson = false } = {}) {
   const { api } = page;
-  if (busy) return;
-  const args = callArgs([{ role: "user", content: $("plain-text").value }], api.settings);
+  if (page.state.writing) return;
+  const args = callArgs([{ role: "user", content: $("plain-text").value }], api.settings, readControls());
   if (asLesson) {
     args.preset = api.settings.default_preset; // "none": the template's default system prompt
     delete args.custom;

@@ -2,7 +2,7 @@
 // lesson's five messages, one conversation per system prompt preset and window. Recorded mode
 // needs no download and no Python: every turn record is in the file.
 
-import { controls } from "../page/controls.mjs";
+import { readControls } from "../page/controls.mjs";
 import { recordedTarget } from "../lesson/suggestions.mjs";
 import { drawRecordedSuggestions } from "../views/challenges.mjs";
 import { drawChat, droppedOf } from "../views/chat.mjs";
@@ -65,21 +65,20 @@ async function ensureRecorded(store) {
 function drawTryThis(page) {
   const { state } = page;
   const jump = (s) => {
-    const t = recordedTarget(s, state.recorded, controls());
+    const t = recordedTarget(s, state.recorded, readControls());
     if (!t) return;
     if (Number($("window").value) !== t.window) $("window").value = String(t.window);
     page.store.stepped(t.step);
   };
-  drawRecordedSuggestions(jump, (s) => recordedTarget(s, state.recorded, controls()) !== null);
+  drawRecordedSuggestions(jump, (s) => recordedTarget(s, state.recorded, readControls()) !== null);
 }
 
 // -- the windows the recording has ------------------------------------------------------------------
 
-let otherWindow = null; // the window chosen in another mode, given back when Recorded mode is left
-
 /** In Recorded mode the window select offers only the recorded windows; a window chosen in Live
- * (the model's whole context, say) waits, said in a line, and comes back on leaving the mode. */
-function offerRecordedWindows(doc, preset) {
+ * (the model's whole context, say) waits (the store's windowAside), said in a line, and comes
+ * back on leaving the mode. */
+function offerRecordedWindows({ state, store }, doc, preset) {
   const select = $("window");
   const have = [...new Set(doc.conversations.filter((c) => c.preset === preset).map((c) => Number(c.window)))].sort((a, b) => a - b);
   if (!have.length) return;
@@ -87,53 +86,54 @@ function offerRecordedWindows(doc, preset) {
   const chosen = Number(select.value);
   const note = $("rec-window-note");
   if (!have.includes(chosen)) {
-    otherWindow ??= chosen;
+    if (state.windowAside === null) store.windowAside(chosen);
     select.value = String(have.filter((w) => w <= chosen).pop() ?? have[0]);
   }
-  if (otherWindow !== null) {
-    note.textContent = `The recording has windows of ${have.join(", ")} tokens; your window of ${otherWindow} comes back in Live mode.`;
+  if (state.windowAside !== null) {
+    note.textContent = `The recording has windows of ${have.join(", ")} tokens; your window of ${state.windowAside} comes back in Live mode.`;
   }
-  note.hidden = otherWindow === null;
+  note.hidden = state.windowAside === null;
 }
 
-function leftRecorded() {
+function leftRecorded({ state, store }) {
   const select = $("window");
   for (const o of select.options) o.disabled = false;
   $("rec-window-note").hidden = true;
-  if (otherWindow === null) return;
-  const back = String(otherWindow);
-  otherWindow = null;
+  if (state.windowAside === null) return;
+  const back = String(state.windowAside);
+  store.windowAside(null);
   if ([...select.options].some((o) => o.value === back) && select.value !== back) {
     select.value = back;
     select.dispatchEvent(new Event("change")); // the page reads the turn again under it
   }
 }
 
-let shownDoc = null; // the recording, once Recorded mode has shown it
-new MutationObserver(() => {
-  if (document.body.dataset.mode !== "recorded") leftRecorded();
-}).observe(document.body, { attributes: true, attributeFilter: ["data-mode"] });
-// The model's whole context joins the select once Python has read it (and a ?window= of that
-// size is chosen then): in Recorded mode it waits like any window the recording lacks.
-new MutationObserver(() => {
-  if (document.body.dataset.mode === "recorded" && shownDoc) offerRecordedWindows(shownDoc, controls().preset);
-}).observe($("window"), { childList: true });
+/** Watch the mode and the window select (once). */
+export function setUpRecorded(page) {
+  new MutationObserver(() => {
+    if (document.body.dataset.mode !== "recorded") leftRecorded(page);
+  }).observe(document.body, { attributes: true, attributeFilter: ["data-mode"] });
+  // The model's whole context joins the select once Python has read it (and a ?window= of that
+  // size is chosen then): in Recorded mode it waits like any window the recording lacks.
+  new MutationObserver(() => {
+    if (document.body.dataset.mode === "recorded" && page.state.recorded) offerRecordedWindows(page, page.state.recorded, readControls().preset);
+  }).observe($("window"), { childList: true });
+}
 
-export async function showRecorded(page) {
+/** Draw Recorded mode: the recorded conversation for the preset and window of `controls` (the
+ * snapshot of the controls, page/controls.mjs readControls), to the turn asked for. */
+export async function showRecorded(page, controls) {
   const { state, store } = page;
   await ensureRecorded(store);
   if (state.mode !== "recorded") return;
-  if (state.recorded) {
-    shownDoc = state.recorded;
-    offerRecordedWindows(state.recorded, controls().preset);
-  }
+  if (state.recorded) offerRecordedWindows(page, state.recorded, controls.preset);
   const chat = $("chat");
   const reads = $("reads");
   if (state.recordedError) {
     fill(chat, el("p", { class: "error", text: state.recordedError }));
     return renderMessage(reads, state.recordedError, "error");
   }
-  const { preset, window } = controls();
+  const { preset, window } = readControls(); // the recorded windows offered may have changed the window
   const conv = findConversation(state.recorded, preset, window);
   if (!conv) {
     const have = presetsIn(state.recorded).join(", ");

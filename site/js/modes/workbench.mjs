@@ -2,7 +2,9 @@
 // messages edited as rows or as JSON, add_generation_prompt, continue_final_message, tools,
 // documents and extra variables, rendered by the worker's `render` request with transformers'
 // apply_chat_template semantics (py/chatlens/template.py). Every edit renders again, after a
-// short pause; only the newest answer is drawn.
+// short pause; only the newest answer is drawn. What it keeps is the store's `workbench`: the
+// model's template ({source, names, special_tokens}), how the messages are edited ("rows" |
+// "json") and the newest render's number.
 
 import { $, debounce, el, fill } from "../views/dom.mjs";
 import { renderWorkbench } from "../views/workbench.mjs";
@@ -43,10 +45,6 @@ const EXAMPLES = {
   },
 };
 
-let model = null; // {source, names, special_tokens} of the model's template
-let mode = "rows"; // how the messages are edited: "rows" | "json"
-let seq = 0;
-
 /** The messages as the rows hold them. */
 function rowMessages() {
   return [...$("wb-rows").querySelectorAll(".wb-row")].map((r) => ({
@@ -55,7 +53,7 @@ function rowMessages() {
   }));
 }
 
-function drawRows(messages) {
+function drawRows(messages, changed) {
   fill($("wb-rows"), ...messages.map((m, i) => {
     const roles = ROLES.includes(m.role) ? ROLES : [...ROLES, m.role];
     return el(
@@ -65,7 +63,7 @@ function drawRows(messages) {
         roles.map((r) => el("option", { value: r, text: r, selected: r === m.role }))),
       el("textarea", { rows: 2, dir: "auto", "aria-label": `message ${i + 1}: content`, oninput: changed, text: m.content }),
       el("button", { type: "button", class: "wb-remove", "aria-label": `remove message ${i + 1}`, text: "×",
-                     onclick: () => { drawRows(rowMessages().filter((_, k) => k !== i)); changed(); } }),
+                     onclick: () => { drawRows(rowMessages().filter((_, k) => k !== i), changed); changed(); } }),
     );
   }));
 }
@@ -75,8 +73,8 @@ const rowsCanShow = (messages) =>
   Array.isArray(messages) && messages.every((m) => m && typeof m === "object" && typeof m.role === "string" &&
     typeof m.content === "string" && Object.keys(m).every((k) => k === "role" || k === "content"));
 
-function setMode(next) {
-  if (next === mode) return;
+function setMode({ state, store }, next, changed) {
+  if (next === state.workbench.editing) return;
   if (next === "json") {
     $("wb-json").value = JSON.stringify(rowMessages(), null, 2);
   } else {
@@ -87,14 +85,14 @@ function setMode(next) {
       return note(`The JSON cannot be read (${e.message}): fix it to edit the messages as rows.`);
     }
     if (!rowsCanShow(messages)) return note("These messages have more than a role and text (tool calls, content parts…): edit them as JSON.");
-    drawRows(messages);
+    drawRows(messages, changed);
   }
   note("");
-  mode = next;
-  $("wb-mode-rows").setAttribute("aria-pressed", String(mode === "rows"));
-  $("wb-mode-json").setAttribute("aria-pressed", String(mode === "json"));
-  $("wb-rows-box").hidden = mode !== "rows";
-  $("wb-json").hidden = mode !== "json";
+  store.workbenchEditing(next);
+  $("wb-mode-rows").setAttribute("aria-pressed", String(next === "rows"));
+  $("wb-mode-json").setAttribute("aria-pressed", String(next === "json"));
+  $("wb-rows-box").hidden = next !== "rows";
+  $("wb-json").hidden = next !== "json";
 }
 
 const note = (text) => {
@@ -116,8 +114,8 @@ function jsonField(id, what) {
 }
 
 /** The render request the inputs make. */
-export function request() {
-  const messages = mode === "rows" ? rowMessages() : jsonField("wb-json", "the messages");
+function request({ template: model, editing }) {
+  const messages = editing === "rows" ? rowMessages() : jsonField("wb-json", "the messages");
   const args = {
     messages,
     add_generation_prompt: $("wb-gen").checked,
@@ -134,33 +132,32 @@ export function request() {
   return args;
 }
 
-let api = null;
-async function renderNow() {
-  const mine = ++seq;
+async function renderNow({ api, state, store }) {
+  const mine = store.workbenchAsked();
+  const newest = () => mine === state.workbench.seq;
   const template = $("wb-template").value;
   let args;
   try {
-    args = request();
+    args = request(state.workbench);
   } catch (e) {
     return renderWorkbench($("wb-output"), { error: { name: "Input", message: e.message } });
   }
   $("wb-output").setAttribute("aria-busy", "true");
   try {
     const out = await api.render(args);
-    if (mine !== seq) return;
+    if (!newest()) return;
     renderWorkbench($("wb-output"), { out, masked: args.assistant_mask, hasGeneration: /\{%-?\s*generation\s*-?%\}/.test(template) });
   } catch (e) {
-    if (mine !== seq) return;
+    if (!newest()) return;
     renderWorkbench($("wb-output"), { error: { name: e.name, message: e.message }, template });
   } finally {
-    if (mine === seq) $("wb-output").removeAttribute("aria-busy");
+    if (newest()) $("wb-output").removeAttribute("aria-busy");
   }
 }
-const changed = debounce(renderNow, 250);
 
-function useExample() {
+function useExample({ state }, changed) {
   const key = $("wb-example").value;
-  $("wb-template").value = key === "model" ? model?.source ?? "" : EXAMPLES[key].template;
+  $("wb-template").value = key === "model" ? state.workbench.template?.source ?? "" : EXAMPLES[key].template;
   if (key === "tools" && !$("wb-tools").value.trim()) $("wb-tools").value = JSON.stringify(TOOLS, null, 2);
   if (key === "documents" && !$("wb-documents").value.trim()) $("wb-documents").value = JSON.stringify(DOCUMENTS, null, 2);
   if (key === "generation") $("wb-mask").checked = true;
@@ -168,22 +165,23 @@ function useExample() {
 }
 
 /** Wire the workbench; it asks for the model's template the first time it is opened. */
-export function setUpWorkbench(theApi) {
-  api = theApi;
+export function setUpWorkbench(page) {
+  const { api, store } = page;
+  const changed = debounce(() => renderNow(page), 250);
   fill($("wb-example"), 
     el("option", { value: "model", text: "The model's own template" }),
     ...Object.entries(EXAMPLES).map(([value, ex]) => el("option", { value, text: ex.label })),
   );
-  drawRows(START);
-  $("wb-mode-rows").addEventListener("click", () => setMode("rows"));
-  $("wb-mode-json").addEventListener("click", () => setMode("json"));
+  drawRows(START, changed);
+  $("wb-mode-rows").addEventListener("click", () => setMode(page, "rows", changed));
+  $("wb-mode-json").addEventListener("click", () => setMode(page, "json", changed));
   $("wb-add").addEventListener("click", () => {
     const rows = rowMessages();
-    drawRows([...rows, { role: rows.at(-1)?.role === "user" ? "assistant" : "user", content: "" }]);
+    drawRows([...rows, { role: rows.at(-1)?.role === "user" ? "assistant" : "user", content: "" }], changed);
     $("wb-rows").querySelector(".wb-row:last-child textarea").focus();
     changed();
   });
-  $("wb-example").addEventListener("change", useExample);
+  $("wb-example").addEventListener("change", () => useExample(page, changed));
   for (const id of ["wb-template", "wb-json", "wb-tools", "wb-documents", "wb-variables"]) $(id).addEventListener("input", changed);
   for (const id of ["wb-gen", "wb-continue", "wb-mask"]) $(id).addEventListener("change", changed);
   let opened = false;
@@ -192,11 +190,11 @@ export function setUpWorkbench(theApi) {
     opened = true;
     renderWorkbench($("wb-output"), { error: { name: "Waiting", message: "Python is starting: the render follows." } });
     try {
-      model = await api.chatTemplate();
-      if (!$("wb-template").value) $("wb-template").value = model.source;
+      store.workbenchTemplate(await api.chatTemplate());
+      if (!$("wb-template").value) $("wb-template").value = page.state.workbench.template.source;
     } catch (e) {
       return renderWorkbench($("wb-output"), { error: { name: e.name, message: e.message } });
     }
-    renderNow();
+    renderNow(page);
   });
 }

@@ -4,13 +4,13 @@
 
 import { createApi } from "./api.mjs";
 import * as challenges from "../lesson/challenges.mjs";
-import { addFullContext, buildControls } from "./controls.mjs";
+import { addFullContext, buildControls, readControls } from "./controls.mjs";
 import { setUpByHand } from "../modes/byhand.mjs";
 import { liveChanged, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
 import { drawPlain, setUpPlain, tokenizePlain } from "../modes/plain.mjs";
-import { showRecorded } from "../modes/recorded.mjs";
+import { setUpRecorded, showRecorded } from "../modes/recorded.mjs";
 import * as prefs from "./prefs.mjs";
 import { createStore } from "./state.mjs";
 import { drawChallenges, drawSuggestions } from "../views/challenges.mjs";
@@ -32,7 +32,7 @@ const page = {
   state,
   /** Draw a record in the panel; extra: {prediction} (live previews). */
   draw(record, caption, extra = {}) {
-    page.drawn = [record, caption, extra];
+    store.panelDrawn([record, caption, extra]);
     renderRecord($("reads"), record, {
       caption,
       view: state.view,
@@ -52,19 +52,26 @@ const page = {
   },
 };
 
-const refresh = () => {
-  remember();
+const refresh = (controls) => {
+  remember(controls);
   if (state.mode === "plain") return tokenizePlain(page);
-  return state.mode === "live" ? showLive(page) : showRecorded(page);
+  return state.mode === "live" ? showLive(page, controls) : showRecorded(page, controls);
 };
 
-/** Save what survives a reload: the mode, the system prompt, the window, the live conversation. */
-function remember() {
+/** Save what survives a reload: the mode, the system prompt, the window, the live conversation.
+ * (The custom prompt is saved even when another preset is chosen: it is there to come back to.) */
+function remember(controls) {
   if (!api.settings) return;
-  prefs.saveConversationPrefs(prefs.conversationToSave(state, {
-    preset: $("preset").value, custom: $("custom-system").value, window: Number($("window").value),
-    specialInText: $("special-in-text").checked }));
+  prefs.saveConversationPrefs(prefs.conversationToSave(state, { ...controls, custom: $("custom-system").value }));
   prefs.saveLive(state.live.turns);
+}
+
+/** The send and stop buttons say whether a reply is being written (the store's `writing`): Stop
+ * once the reply has begun (its record read, or its first token). */
+function drawWriting() {
+  $("send").disabled = state.writing;
+  $("stop").hidden = !(state.writing && state.live.turns.at(-1)?.streaming);
+  if (!state.writing) $("next-message-note").hidden = true; // the next message is read under them
 }
 
 function showNotes(notes) {
@@ -104,24 +111,28 @@ function showMode(mode) {
 // The one subscriber: a transition of the store (page/state.mjs) names what changed, and this
 // draws it; what survives a reload is saved when it changes.
 store.subscribe((change) => {
+  if (change.type === "sent" && change.current) $("draft").value = ""; // text typed while it waits is the next message
+  if (change.type === "unsent" && change.current && !$("draft").value.trim()) $("draft").value = change.turn.user; // nothing new typed: given back
+  if (change.type === "cleared" && change.mode === "live") $("draft").value = "";
+  drawWriting();
+  const controls = readControls(); // the snapshot this change is drawn from
   switch (change.type) {
     case "mode":
       showMode(change.mode);
-      return refresh();
+      return refresh(controls);
     case "setting":
-      if (api.writing) $("next-message-note").hidden = false; // a reply keeps the settings it was sent with
-      return refresh();
+      if (state.writing) $("next-message-note").hidden = false; // a reply keeps the settings it was sent with
+      return refresh(controls);
     case "cleared":
-      if (change.mode === "live") $("draft").value = "";
-      return refresh();
+      return refresh(controls);
     case "view":
-      return page.drawn && page.draw(...page.drawn);
+      return state.drawn && page.draw(...state.drawn);
     case "why":
-      if (state.mode === "live") return showLive(page);
+      if (state.mode === "live") return showLive(page, controls);
       if (state.mode === "plain") return drawPlain(page);
-      return page.drawn && page.draw(...page.drawn);
+      return state.drawn && page.draw(...state.drawn);
     case "step":
-      return showRecorded(page);
+      return showRecorded(page, controls);
     case "plain":
       return drawPlain(page);
     case "challenges":
@@ -138,37 +149,37 @@ store.subscribe((change) => {
       if (change.current !== false) prefs.saveLive(state.live.turns);
       break;
   }
-  liveChanged(page, change);
+  liveChanged(page, change, controls);
 });
 
 // -- status ---------------------------------------------------------------------------------------
 api.onStatus(({ state: s }) => {
   drawStatus(api);
-  if (!api.writing) $("next-message-note").hidden = true; // the next message is read under them
   // The chat's banner when replies cannot be had (views/chat.mjs liveBanner).
   if (api.model?.backend) store.repliesKnown({ state: "ready", why: "" });
   else if (api.model?.error) store.repliesKnown({ state: "none", why: api.model.error, offer: api.model.offer ?? null });
   else if (s === "text") store.repliesKnown({ state: "none", why: "replies need the model's weights: the box above downloads them" });
   else store.repliesKnown({ state: "unknown", why: "" });
-  if (s === "error") showLive(page);
+  if (s === "error") showLive(page, readControls());
   if (state.mode === "plain" && !state.plain?.tokens) tokenizePlain(page); // Python is up: the text's tokens
   // The model came in (downloaded now) on a visit that landed in Recorded mode: Live has replies.
-  if (api.model?.backend && !state.modeChosen && state.mode === "recorded" && landed) setMode("live");
+  if (api.model?.backend && !state.modeChosen && state.mode === "recorded" && state.start.landed) setMode("live");
 });
 api.ready
   .then(({ info }) => {
     addFullContext(info.n_ctx);
-    const [window, note] = prefs.checkWindow(pendingWindow, info.n_ctx);
+    const [window, note] = prefs.checkWindow(state.start.pendingWindow, info.n_ctx);
     if (window !== undefined) $("window").value = String(window);
-    if (note) showNotes([...api.notes, ...startNotes, note]);
-    if (state.mode === "live") showLive(page);
+    if (note) showNotes([...api.notes, ...state.start.notes, note]);
+    if (state.mode === "live") showLive(page, readControls());
     modelBox.refresh();
   })
   .catch(() => {
     modelBox.refresh(); // the status line shows the error
     // the model's context stays unknown, so a window beyond the lab's cannot be offered
+    const { pendingWindow } = state.start;
     if (pendingWindow !== undefined) {
-      showNotes([...api.notes, ...startNotes, `Ignored the window ${pendingWindow}: the model could not be read, so only the lab's windows are offered.`]);
+      showNotes([...api.notes, ...state.start.notes, `Ignored the window ${pendingWindow}: the model could not be read, so only the lab's windows are offered.`]);
     }
   });
 
@@ -199,16 +210,16 @@ $("why").addEventListener("change", () => store.whyChosen($("why").checked));
 $("rec-prev").addEventListener("click", () => store.stepped(state.step - 1));
 $("rec-next").addEventListener("click", () => store.stepped(state.step + 1));
 
-$("draft").addEventListener("input", debounce(() => showLive(page), 120));
+$("draft").addEventListener("input", debounce(() => showLive(page, readControls()), 120));
 $("draft").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
-    send(page);
+    send(page, readControls());
   }
 });
 $("composer").addEventListener("submit", (e) => {
   e.preventDefault();
-  send(page);
+  send(page, readControls());
 });
 $("stop").addEventListener("click", () => stop(page));
 
@@ -246,14 +257,12 @@ drawSuggestions((text, suggestion) => stopFirst(() => {
   if (suggestion?.fresh && state.live.turns.length) store.cleared();
   $("draft").value = text;
   $("draft").focus();
-  showLive(page);
+  showLive(page, readControls());
 }));
 drawChallenges(state.progress);
-let pendingWindow;
-let startNotes = [];
-let landed = false; // the landing mode was chosen by landingMode()
-setUpWorkbench(api);
-setUpByHand(api);
+setUpWorkbench(page);
+setUpByHand(page);
+setUpRecorded(page);
 api.settingsReady.then(() => {
   buildControls(api.settings);
   store.settingsRead(api.settings);
@@ -263,9 +272,8 @@ api.settingsReady.then(() => {
   if (p.custom !== undefined) $("custom-system").value = p.custom;
   $("custom-row").hidden = $("preset").value !== "custom";
   if (p.window) $("window").value = String(p.window);
-  pendingWindow = p.pendingWindow;
-  startNotes = p.notes;
-  showNotes([...api.notes, ...startNotes]);
+  store.startRead(p);
+  showNotes([...api.notes, ...state.start.notes]);
   if (p.specialInText !== undefined) $("special-in-text").checked = p.specialInText;
   store.restored(prefs.loadLive());
   // A message a reload cut off before its reply began: back in the box, to send again.
@@ -273,7 +281,7 @@ api.settingsReady.then(() => {
   if (cut?.saved?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;
   if (p.mode) return setMode(p.mode, { chosen: true });
   return landingMode().then((mode) => {
-    landed = true;
+    store.landed();
     setMode(mode);
   });
 }, () => drawStatus(api)); // the status line says why build.json could not be read

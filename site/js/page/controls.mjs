@@ -23,16 +23,24 @@ export function addFullContext(nCtx) {
   select.append(el("option", { value: String(nCtx), text: `${nCtx} tokens (the model's whole context)` }));
 }
 
-export const controls = () => ({
-  preset: $("preset").value,
-  custom: $("preset").value === "custom" ? $("custom-system").value : undefined,
-  window: Number($("window").value),
-  specialInText: $("special-in-text").checked,
-});
+/** The controls as they are now, read from the page in one place: a plain snapshot that a change's
+ * handler takes once and passes down, so the modes' logic runs on plain values (in node too).
+ * {preset, custom (the custom system prompt, when that preset is chosen), window,
+ * specialInText, draft (the message being typed)}. */
+export function readControls() {
+  const preset = $("preset").value;
+  return {
+    preset,
+    custom: preset === "custom" ? $("custom-system").value : undefined,
+    window: Number($("window").value),
+    specialInText: $("special-in-text").checked,
+    draft: $("draft").value,
+  };
+}
 
-/** The arguments of a preview or run call for `messages`, from the controls. */
-export function callArgs(messages, settings) {
-  const { preset, custom, window, specialInText } = controls();
+/** The arguments of a preview or run call for `messages`, from a snapshot of the controls
+ * (readControls). */
+export function callArgs(messages, settings, { preset, custom, window, specialInText }) {
   const system = preset === "custom" ? { preset: "custom", custom } : { preset };
   // specialInText only when off: the worker's default reads special tokens written in a message as tokens
   return { ...system, messages, window, reserve: settings.reply_limit, ...(specialInText ? {} : { specialInText }) };
