@@ -302,3 +302,27 @@ def test_each_reply_is_transformers_greedy_reply_on_the_same_weights(key, model,
             assert abs(p - probs[i]) < TOL and abs(logit - logits[i]) < TOL, (key, layout, i)
         kth = sorted(probs)[-len(cell["top_k"])]
         assert all(probs[i] >= kth - 2 * TOL for i, _, _ in cell["top_k"])  # the reference's best, up to the tolerance
+
+
+def test_a_host_that_pulls_each_reply_answers_as_compare_does(tiny):
+    """The worker's way (chatlens.pull, one Pull a reply, each from an empty cache) with the plan
+    gives compare's answer."""
+    from chatlens.compare import cell, plan
+    from chatlens.pull import Pull
+
+    instruct, base = tiny
+    p = plan(instruct, base, FRANCE, max_tokens=5, top_k=3)
+    assert [(k, layout) for k, layout, _ in p.replies] == [(k, layout) for k in MODELS for layout in LAYOUTS]
+    cells = {}
+    for key, layout, ids in p.replies[:3]:  # the last one never started: a stop came first
+        cache = PromptCache({"instruct": instruct, "base": base}[key].backend(p.capacity))
+        pull = Pull(cache, ids, eos_id=p.eos_id, max_new_tokens=p.max_tokens, top_k=p.top_k)
+        while not pull.done:
+            pull.pull()
+        cells[key, layout] = cell(p.tokenizer, p.eos_id, 0, pull.generation, cache.backend.name, p.top_k)
+    got = p.answer(cells)
+    want = compare(instruct, base, FRANCE, max_tokens=5, top_k=3)
+    for key, layout, _ in p.replies[:3]:
+        assert got[key][layout]["reply_ids"] == want[key][layout]["reply_ids"]
+        assert got[key][layout]["top_k"] == want[key][layout]["top_k"]
+    assert got["base"]["template"]["stop_reason"] == "stopped" and got["prompt"] == want["prompt"]

@@ -14,9 +14,14 @@ of turn (<|im_end|>) or at the cap (defaults.COMPARE_LIMIT, the lab's 48). The b
 chat template and its own end token is <|endoftext|>: the experiment holds it to the instruct
 model's layout and end of turn, which is the point (it was never trained to write one).
 
-One function for the command line (`python -m chatlens compare`) and the page's worker. No numpy
-here: the backends compute.
+`compare` computes the four one after another (the command line, `python -m chatlens compare`).
+A host that drives each reply itself (the page's worker, pulling steps: chatlens.pull) takes
+`plan(...)`, computes plan.replies in order, each from an empty cache, formats each with `cell`
+and answers with plan.answer: the same checks, prompt and shape. No numpy here: the backends
+compute.
 """
+
+from dataclasses import dataclass
 
 from . import defaults
 from .cache import PromptCache
@@ -107,44 +112,69 @@ def stopped_cell() -> dict:
             "top_k_tokens": None, "backend": None, "timings": None}
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A comparison checked and ready to run, for a host that drives each reply itself (the
+    page's worker pulls them, chatlens.pull): the prompt both models read, the four replies to
+    compute in order, and how to answer once they are done."""
+    prompt: dict  # prompts(...)
+    replies: tuple  # ((model key, layout, prompt ids), ...) in MODELS x LAYOUTS order
+    capacity: int  # the cache each model's backend needs: the longer prompt and the cap
+    max_tokens: int
+    top_k: int
+    eos_id: int  # the instruct model's end of turn: every reply stops there
+    tokenizer: object  # the instruct model's (the base model's reads the same ids)
+
+    def answer(self, cells: dict) -> dict:
+        """{"prompt", "instruct": {"plain", "template"}, "base": {...}, "max_tokens", "top_k",
+        "eos_id"}; cells: {(model key, layout): cell}; a reply missing from it never started
+        (stopped_cell)."""
+        out = {"prompt": self.prompt, "max_tokens": self.max_tokens, "top_k": self.top_k, "eos_id": self.eos_id}
+        for key in MODELS:
+            out[key] = {layout: cells.get((key, layout)) or stopped_cell() for layout in LAYOUTS}
+        return out
+
+
+def plan(instruct, base, text, *, max_tokens=defaults.COMPARE_LIMIT, top_k=defaults.COMPARE_TOP_K) -> Plan:
+    """Check the models and the settings (ChatlensError in a sentence) and lay out the four."""
+    check_same_tokenizer(instruct.tokenizer, base.tokenizer)
+    max_tokens, top_k = check_limits(max_tokens, top_k)
+    context = min(instruct.config.n_ctx, base.config.n_ctx)
+    prompt = prompts(instruct.tokenizer, instruct.template, text)
+    longest = max(len(prompt["plain_ids"]), len(prompt["template_ids"]))
+    if longest + max_tokens > context:
+        raise ChatlensError(f"{longest} tokens of prompt + {max_tokens} new tokens exceed the models' context of "
+                            f"{context}")
+    replies = tuple((key, layout, tuple(prompt[f"{layout}_ids"])) for key in MODELS for layout in LAYOUTS)
+    return Plan(prompt, replies, longest + max_tokens, max_tokens, top_k, instruct.eos_id, instruct.tokenizer)
+
+
 def compare(instruct, base, text, *, max_tokens=defaults.COMPARE_LIMIT, top_k=defaults.COMPARE_TOP_K,
             on_token=None, should_stop=None) -> dict:
-    """The four replies: {"prompt": prompts(...), "instruct": {"plain": cell, "template": cell},
-    "base": {...}, "max_tokens", "top_k", "eos_id"}.
+    """The four replies, computed here one after another: Plan.answer's dict.
 
     instruct, base: loaded models (chatlens.source.Model: tokenizer, template, eos_id, config,
     backend(n)). on_token(model_key, layout, id) is called as each id is chosen; should_stop() is
     asked between steps, and a stop ends the reply under way and every one after it ("stopped").
     Each reply starts from an empty cache, as `complete` and `run` do."""
-    check_same_tokenizer(instruct.tokenizer, base.tokenizer)
-    max_tokens, top_k = check_limits(max_tokens, top_k)
-    tok, eos_id = instruct.tokenizer, instruct.eos_id
-    context = min(instruct.config.n_ctx, base.config.n_ctx)
-    prompt = prompts(tok, instruct.template, text)
-    longest = max(len(prompt["plain_ids"]), len(prompt["template_ids"]))
-    if longest + max_tokens > context:
-        raise ChatlensError(f"{longest} tokens of prompt + {max_tokens} new tokens exceed the models' context of "
-                            f"{context}")
-    out = {"prompt": prompt, "max_tokens": max_tokens, "top_k": top_k, "eos_id": eos_id}
-    stopped = False
-    for key, model in (("instruct", instruct), ("base", base)):
-        out[key] = {}
-        cache = None
-        for layout in LAYOUTS:
-            if stopped or (should_stop is not None and should_stop()):
-                stopped = True
-                out[key][layout] = stopped_cell()
-                continue
-            if cache is None:
-                cache = PromptCache(model.backend(longest + max_tokens))
-            cache.reset()  # from nothing, as `complete` and `run` read each prompt
+    p = plan(instruct, base, text, max_tokens=max_tokens, top_k=top_k)
+    models = dict(zip(MODELS, (instruct, base)))
+    caches, cells = {}, {}
+    for key, layout, ids in p.replies:
+        if should_stop is not None and should_stop():
+            break
+        if key not in caches:
+            caches[key] = PromptCache(models[key].backend(p.capacity))
+        cache = caches[key]
+        cache.reset()  # from nothing, as `complete` and `run` read each prompt
 
-            def each(i, key=key, layout=layout):
-                if on_token is not None:
-                    on_token(key, layout, i)
+        def each(i, key=key, layout=layout):
+            if on_token is not None:
+                on_token(key, layout, i)
 
-            reused, gen = cache.generate(prompt[f"{layout}_ids"], eos_id=eos_id, max_new_tokens=max_tokens,
-                                         on_token=each, should_stop=should_stop, top_k=top_k)
-            out[key][layout] = cell(tok, eos_id, reused, gen, cache.backend.name, top_k)
-            stopped = gen.stop_reason == "stopped"
-    return out
+        reused, gen = cache.generate(list(ids), eos_id=p.eos_id, max_new_tokens=p.max_tokens, on_token=each,
+                                     should_stop=should_stop, top_k=p.top_k)
+        cells[key, layout] = cell(p.tokenizer, p.eos_id, reused, gen, cache.backend.name, p.top_k)
+        if gen.stop_reason == "stopped":
+            break
+    return p.answer(cells)
