@@ -69,9 +69,9 @@ test("the mirror's manifest gives sizes, sha256 and chunk hashes", () => {
   assert.equal(hf.id, "hf:org/m@r1");
   // no generation_config.json in this mirror: not asked for; the GGUF is not part of an hf source
   assert.deepEqual(hf.files.map((f) => f.name), ["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]);
-  // no names given: every file the mirror lists but its GGUF
+  // no names given: every file the mirror lists but its GGUF, the weights last
   const all = modelSpec({ kind: "hf", url: "http://127.0.0.1:9/models/org/m/resolve/r1/", manifest });
-  assert.deepEqual(all.files.map((f) => f.name), ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]);
+  assert.deepEqual(all.files.map((f) => f.name), ["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]);
   const st = hf.files.find((f) => f.name === "model.safetensors");
   assert.deepEqual([st.size, st.sha256, st.chunkSize, st.chunks.length], [25, H("d"), 10, 3]);
   const tok = hf.files.find((f) => f.name === "tokenizer.json");

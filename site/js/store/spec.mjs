@@ -75,7 +75,7 @@ export function modelSpec(source, { chunkSize = DEFAULT_CHUNK_SIZE } = {}) {
 
 /** The mirror's manifest (models/manifest.json) as a file list, or null when the source has none:
  * the files the source names (an optional one only where the mirror has it), else all the
- * manifest's files but the GGUF. */
+ * manifest's files but the GGUF, the weights last. */
 export function filesFromManifest(source, kind = source.kind) {
   const m = source.manifest;
   if (!m?.files) return null;
@@ -93,7 +93,9 @@ export function filesFromManifest(source, kind = source.kind) {
     if (!(name in m.files)) throw new TypeError(`the mirror's manifest does not list ${name}`);
     return [entry(name)];
   }
-  const wanted = source.files ?? Object.keys(m.files).filter((n) => n !== m.gguf).map((name) => ({ name }));
+  // (the weights last, as build.json lists them: the worker reads the text side first)
+  const wanted = source.files ?? Object.keys(m.files).filter((n) => n !== m.gguf)
+    .sort((a, b) => WEIGHTS.test(a) - WEIGHTS.test(b)).map((name) => ({ name }));
   return wanted.filter((f) => !f.optional || f.name in m.files).map((f) => {
     if (!(f.name in m.files)) throw new TypeError(`the mirror's manifest does not list ${f.name}`);
     return entry(f.name, f.optional ? { optional: true } : {});
