@@ -179,3 +179,42 @@ def test_a_page_visited_once_without_the_model_previews_offline(playwright, buil
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "offline-text-side.png"), full_page=True)
     visit.close()
+
+
+def test_the_base_model_alone_is_kept_for_offline_use(playwright, built, tmp_path):
+    """Only the base model stored (a tiny random stand-in, served as `serve --base-model` serves
+    one): with the server gone and the browser restarted, the page names the same base model (the
+    mirror's manifest is cached), finds it complete in the store, and reads its files back."""
+    import hashlib
+
+    from chatlens.host.mirror import base_mirror
+    from tiny_model import write_tiny_model
+
+    mirror = prepare_mirror(quiet=True)
+    folder = write_tiny_model(tmp_path / "standin", mirror.files["config.json"].parent, seed=9)
+    (folder / "README.md").write_text("# A stand-in for SmolLM2-135M: a tiny random model (test_offline_browser)\n")
+    mirror.base_model = base_mirror(folder)
+    srv = SiteServer(built, mirror=mirror).start()
+    profile = tmp_path / "profile"
+    visit = Visit(playwright, profile, srv.url)
+    page = visit.open()
+    visit.cached()
+    summary = page.evaluate("chatlens.downloads.downloadModel({model: 'base'})")
+    assert summary["complete"] and summary["source"]["model"] == "base"
+    visit.close()
+
+    visit = offline_again(playwright, profile, srv)
+    page = visit.open()
+    got = page.evaluate("""async () => {
+        const base = await chatlens.downloads.base();
+        const { openModelStore } = await import('./js/store/models.mjs');
+        const store = await openModelStore();
+        const bytes = await store.read(base.source, 'config.json');
+        const digest = await crypto.subtle.digest('SHA-256', bytes);
+        return {base, sha256: [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')};
+    }""")
+    assert got["base"]["source"]["origin"] == "mirror"
+    assert got["base"]["status"]["id"] == summary["id"] and got["base"]["status"]["complete"]
+    assert got["sha256"] == hashlib.sha256((folder / "config.json").read_bytes()).hexdigest()
+    assert [s["id"] for s in page.evaluate("chatlens.storedModels()")] == [summary["id"]]
+    visit.close()
