@@ -213,33 +213,47 @@ function cannotSend(page, turn, args, error) {
 // One message at a time: a second Enter while the first waits (for Python to boot, or for its
 // reply) sends nothing (the store's `writing`). The draft is cleared at once (app.mjs's
 // subscriber, on "sent"), so text typed during the wait is kept for the next message; the sent
-// text lives in its turn, shown before Python has read it. What each step changes goes through
-// the store; app.mjs's subscriber draws it (liveChanged).
+// text lives in its turn, shown before Python has read it.
+//
+// A send is one request, the run: it answers the turn's record (onRecord) before its first token,
+// and the record with the reply at its end. What each step changes goes through the store;
+// app.mjs's subscriber draws it (liveChanged).
 export async function send(page, controls) {
   const { api, state, store } = page;
   const text = controls.draft;
   if (state.writing || !text.trim() || state.mode !== "live") return;
   const args = callArgs(liveMessages({ live: { turns: draftTurns(state, text) } }, text), api.settings, controls);
   const turn = store.sent(text, settingsKey(args));
-  let record;
+  let read = false;
+  const readNow = (record) => {
+    if (read) return;
+    read = true;
+    if (state.live.turns.includes(turn)) store.observed(record, { live: true }); // not a conversation cleared since
+    store.read(turn, record);
+  };
+  let full;
   try {
-    record = await api.preview(args);
-  } catch (e) {
-    return cannotSend(page, turn, args, e);
-  }
-  if (!state.live.turns.includes(turn)) return store.failed(turn, "a new conversation started"); // not drawn: not current
-  store.observed(record, { live: true });
-  store.read(turn, record);
-  try {
-    const full = await api.run(runArgs(page, args), {
+    full = await api.run(runArgs(page, args), {
+      onRecord: readNow,
       onToken: (t) => store.tokenArrived(turn, t),
       onProgress: (p) => store.progressed(turn, p),
     });
-    store.observed(full, { live: true });
-    store.replied(turn, full);
   } catch (e) {
-    store.failed(turn, e.message);
+    if (read) return store.failed(turn, e.message);
+    if (e.name === "WindowError") return cannotSend(page, turn, args, e);
+    // The run failed before it said what the model reads (no weights, most often): the preview
+    // says it for the turn, or why the message cannot be read at all.
+    let record;
+    try {
+      record = await api.preview(args);
+    } catch (error) {
+      return cannotSend(page, turn, args, error);
+    }
+    return store.failed(turn, e.message, record);
   }
+  readNow(full); // an API that does not answer the record first: the reply's record is the read too
+  if (state.live.turns.includes(turn)) store.observed(full, { live: true });
+  store.replied(turn, full);
 }
 
 /** Stop the reply being written: it keeps what it has, marked stopped. */
