@@ -479,7 +479,7 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
     by the mirror as `serve --base-model FOLDER` serves one (host/mirror.py's base_mirror)."""
     from chatlens.host.mirror import base_mirror
     from tiny_model import write_tiny_model
-    from webapp import App
+    from webapp import SHOTS, App
 
     tokenizers = server.mirror.files["config.json"].parent
     write_tiny_model(server.root / "tiny-two" / "instruct", tokenizers, seed=7)
@@ -521,6 +521,9 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
         a.wait_ready()
         page.click("#base-model summary")
         assert "the download goes on from there" in page.text_content("#base-partial")
+        box = lambda name: page.locator("#model-box").screenshot(path=str(SHOTS / f"{name}.png"))  # noqa: E731
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        box("base-model-partial")
         before = len(a.requests)
         page.click("#download-base")
         page.wait_for_selector("#base-stored", timeout=120_000)
@@ -540,6 +543,11 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
         row = page.wait_for_selector(f'#manage-body tr[data-model="{base_id}"] .which')
         which = row.text_content()
         assert "the base model (SmolLM2-135M)" in which and f"revision {base.revision}" in which and "this site's mirror" in which
+        page.click("#base-model summary")
+        box("base-model-stored-1400")
+        page.set_viewport_size({"width": 390, "height": 844})
+        box("base-model-stored-390")
+        page.set_viewport_size({"width": 1400, "height": 1000})
         assert not [u for u in a.urls() if u.endswith("/README.md")]  # in the mirror, not among the files kept
 
         # deleting the instruct (loaded: the page starts again without it) leaves the base whole

@@ -136,10 +136,11 @@ export function createDownloads(currentSource, build = siteBuild) {
       }
     },
     /** Every stored model, each saying which of the page's it is (source.model: "instruct", "base"
-     * or null), also where it was stored before the store kept that. */
+     * or null: a model given by URL), also where it was stored before the store kept that. */
     storedModels: async () => {
       const [models, ids] = await Promise.all([(await manage).storedModels(), storedIds()]);
-      const which = (id) => MODELS.find((m) => ids[m] === id) ?? null;
+      const roles = { instruct: currentSource()?.model ?? null, base: "base" }; // a URL's model is neither
+      const which = (id) => roles[MODELS.find((m) => ids[m] === id)] ?? null;
       return models.map((s) => ({ ...s, source: { ...s.source, model: s.source?.model ?? which(s.id) } }));
     },
     deleteModel: async (id) => {
