@@ -14,7 +14,7 @@ from chatlens.backend import Backend, Step
 from chatlens.cache import PromptCache
 from chatlens.config import ModelConfig
 from chatlens.errors import ChatlensError
-from chatlens.generate import greedy
+from chatlens.pull import greedy
 from chatlens.model import NumpyBackend
 from chatlens.pull import Pull
 

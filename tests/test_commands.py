@@ -45,7 +45,7 @@ def test_tokenize_matches_hf_tokenizers(gguf_path, hf_dir, tokenizer_json, model
 
 
 def test_generate_prints_ids_stop_reason_and_top5(gguf_path):
-    from chatlens.generate import greedy
+    from chatlens.pull import greedy
     from chatlens.source import load_model
 
     model = load_model(gguf_path)

@@ -10,7 +10,7 @@ import pytest
 import torch
 import transformers
 
-from chatlens.generate import greedy
+from chatlens.pull import greedy
 from chatlens.host.reference import reference_model as hf_model
 from chatlens.model import EINSUM, EinsumProducts, NumpyBackend
 from chatlens.source import load_model

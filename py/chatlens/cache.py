@@ -92,7 +92,7 @@ class PromptCache:
     def generate(self, prompt_ids, *, eos_id, max_new_tokens, on_token=None, should_stop=None,
                  top_k=0) -> tuple[int, Generation]:
         """Reuse the cached prefix of `prompt_ids`, compute the rest, then reply greedily
-        (chatlens.generate.greedy). Returns (reused token count, the Generation)."""
+        (chatlens.pull.greedy). Returns (reused token count, the Generation)."""
         reuse = self.reusable(prompt_ids)
         self.truncate(reuse)
         gen = greedy(self, prompt_ids[reuse:], eos_id=eos_id, max_new_tokens=max_new_tokens,

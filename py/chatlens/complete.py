@@ -30,7 +30,7 @@ def complete(tokenizer, eos_id, cache: PromptCache, text, *, max_new_tokens, top
              should_stop=None) -> dict:
     """Continue `text` greedily with the model behind `cache` (reusing what it holds of the
     prompt). Returns `continuation`'s JSON-able data. on_token(id) is called as each id is chosen;
-    should_stop() is asked between steps, as chatlens.generate.greedy asks it."""
+    should_stop() is asked between steps, as chatlens.pull.greedy asks it."""
     out = prepared(tokenizer, cache, text, max_new_tokens)
     reused, gen = cache.generate(out["prompt_ids"], eos_id=eos_id, max_new_tokens=max_new_tokens, on_token=on_token,
                                  should_stop=should_stop, top_k=top_k)
