@@ -27,14 +27,10 @@ from . import defaults
 from .cache import PromptCache
 from .chat import preview
 from .complete import continuation, tokenized
-from .errors import ChatlensError
+from .errors import ChatlensError, TokenizerMismatchError
 
 MODELS = ("instruct", "base")  # the answer's keys, in the order the replies are computed
 LAYOUTS = ("plain", "template")
-
-
-class TokenizerMismatchError(ChatlensError):
-    """The base model's tokenizer is not the instruct model's: the two would not read the same ids."""
 
 
 def check_same_tokenizer(instruct_tokenizer, base_tokenizer) -> None:

@@ -16,13 +16,19 @@ class TemplateError(ChatlensError):
 class WindowError(ChatlensError):
     """The conversation cannot fit the context window. `data`, where the counts are known (the
     system prompt and the new message alone overflow): {"needed": tokens they need, "window",
-    "reserve": kept free for the reply, "pieces": [{"label", "count"}, ...], "at_least": true when
-    `needed` is a bound counted before tokenizing, and from the worker "context": the model's
-    whole context}; the page draws the overflow from it."""
+    "reserve": kept free for the reply, "pieces": [{"kind", "label", "count"}, ...] (kind as the
+    turn record's pieces name it: "system", "default_system", "new", "header" or "prompt"),
+    "at_least": true when `needed` is a bound counted before tokenizing, and from the worker
+    "context": the model's whole context}; the page draws the overflow from it."""
 
     def __init__(self, message, data=None):
         super().__init__(message)
         self.data = data
+
+
+class TokenizerMismatchError(ChatlensError):
+    """A base model whose tokenizer is not the instruct model's: the two would not read the same
+    ids, which the comparison (chatlens.compare) needs."""
 
 
 class FetchError(ChatlensError):
