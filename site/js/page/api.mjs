@@ -215,7 +215,7 @@ export function createApi() {
   api.chatTemplate = textRequest("chat_template");
   api.labSource = textRequest("lab_source");
   api.runPython = textRequest("run_python");
-  const downloads = createDownloads(() => api.source);
+  const downloads = createDownloads(() => api.source, () => api.settingsReady.then(() => api.build)); // build.json read once
   /** Store the current source (verified), then have the worker load its weights. */
   api.downloadModel = async (options) => {
     await api.ready;
