@@ -14,7 +14,7 @@ import pytest
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
-from chatlens.host import build as site  # noqa: E402
+from chatlens import hub as chatlens_hub  # noqa: E402
 from chatlens.host.serve import SiteServer  # noqa: E402
 from webapp import BOOT_MS, App, cli_run  # noqa: E402
 
@@ -430,7 +430,7 @@ def test_without_a_mirror_the_page_reads_the_pinned_revision_on_the_hub(browser,
     the pinned revision. The Hub is played here by a route that answers from the local export."""
     bare = SiteServer(server.root).start()  # the same build, no mirror
     folder = server.mirror.files["tokenizer.json"].parent
-    hub = f"https://huggingface.co/{site.HF_REPO}/resolve/{site.HF_REVISION}/"
+    hub = f"https://huggingface.co/{chatlens_hub.INSTRUCT.repo}/resolve/{chatlens_hub.INSTRUCT.revision}/"
     asked = []
 
     def answer(route):

@@ -54,23 +54,24 @@ def test_build_holds_everything_the_page_loads(built):
                      f"markupsafe-{site.MARKUPSAFE_VERSION}-py3-none-any.whl", "chatlens-0.1.0-py3-none-any.whl"]
     for w in manifest["wheels"]:
         assert (built / w).is_file(), w
-    assert manifest["model"] == {"repo": site.HF_REPO, "revision": site.HF_REVISION, "files": site.HF_FILES}
-    # both models' pins, from their one definition; "model" (the instruct's) stays until the page reads "models"
+    # both models' pins, from their one definition (chatlens.hub)
+    assert "model" not in manifest
     assert manifest["models"] == hub.for_page() and set(manifest["models"]) == {"instruct", "base"}
-    assert manifest["models"]["instruct"] == {**manifest["model"], "verified": hub.INSTRUCT.verified}
+    instruct = manifest["models"]["instruct"]
+    assert instruct["repo"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and instruct["verified"] == hub.INSTRUCT.verified
     base = manifest["models"]["base"]
     assert base["repo"] == "HuggingFaceTB/SmolLM2-135M" and re.fullmatch(r"[0-9a-f]{40}", base["revision"])
-    assert {f["name"] for f in base["files"]} == {f["name"] for f in manifest["model"]["files"]}
+    assert {f["name"] for f in base["files"]} == {f["name"] for f in instruct["files"]}
     assert all(re.fullmatch(r"[0-9a-f]{64}", f["sha256"]) and f["size"] > 0 for f in base["files"])
     # the two models read the same tokenizer file (chatlens.compare refuses any other)
     assert hub.BASE.file("tokenizer.json")["sha256"] == hub.INSTRUCT.file("tokenizer.json")["sha256"]
     assert all(isinstance(m["verified"], str) and m["verified"].endswith(".") for m in manifest["models"].values())
-    pinned = {f["name"]: f.get("sha256") for f in manifest["model"]["files"]}
+    pinned = {f["name"]: f.get("sha256") for f in instruct["files"]}
     assert pinned["model.safetensors"] == "5af571cbf074e6d21a03528d2330792e532ca608f24ac70a143f6b369968ab8c"
     assert pinned["tokenizer.json"] == "9ca9acddb6525a194ec8ac7a87f24fbba7232a9a15ffa1af0c1224fcd888e47c"
     # the store's hash library, where site/js/store/sha256.mjs imports it from
     assert all((built / "js" / "vendor" / "noble-hashes" / n).is_file() for n in site.NOBLE_FILES)
-    assert re.fullmatch(r"[0-9a-f]{40}", site.HF_REVISION)
+    assert re.fullmatch(r"[0-9a-f]{40}", instruct["revision"])
     # Only NumPy comes from a CDN, at run time: the pinned version's.
     assert manifest["pyodide"]["packages"] == "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/"
     assert manifest["pyodide"]["self_hosted"] is False

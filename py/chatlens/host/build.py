@@ -70,12 +70,6 @@ class Checkout:
     def recorded(self) -> Path:
         return self.site / "recorded.json"
 
-# The instruct model's pins, as build.json's older "model" key states them (chatlens.hub defines
-# both models' pins; the page is moving to build.json's "models", after which "model" goes).
-HF_REPO = hub.INSTRUCT.repo
-HF_REVISION = hub.INSTRUCT.revision
-HF_FILES = [dict(f) for f in hub.INSTRUCT.files]
-
 # Pure-Python wheels from PyPI (py3-none-any), and MarkupSafe built pure from its sdist.
 PYPI_WHEELS = {"micropip": "0.11.1", "jinja2": "3.1.6"}
 MARKUPSAFE_VERSION = "3.0.3"
@@ -317,7 +311,6 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
             "self_hosted": self_hosted,
         },
         "wheels": wheel_urls,
-        "model": {"repo": HF_REPO, "revision": HF_REVISION, "files": HF_FILES},
         "models": hub.for_page(),  # {"instruct": ..., "base": ...}: repo, revision, files, verified
         "settings": defaults.for_page(),
         "protocol": protocol.describe(),  # the worker's requests and their arguments (chatlens.protocol)

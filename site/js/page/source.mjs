@@ -42,7 +42,7 @@ export function shortened(text, most = 120) {
  * optional?}], verified: how its files are verified, in a sentence} (null where the build has none;
  * a build.json older than `models` names the instruct alone, as `model`). */
 export function modelsOf(build) {
-  return { instruct: build?.models?.instruct ?? build?.model ?? null, base: build?.models?.base ?? null };
+  return { instruct: build?.models?.instruct ?? null, base: build?.models?.base ?? null };
 }
 
 /** The configured source: ?model=, then the saved setting, then the mirror, then the Hub.
