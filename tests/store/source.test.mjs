@@ -11,7 +11,6 @@ const location = { href: "http://127.0.0.1:8000/index.html" };
 // build.json's shape (py/chatlens/host/build.py writes it): the pins here are stand-ins, the test
 // is about which pins reach the store, not their values.
 const BUILD = {
-  model: { repo: "HuggingFaceTB/SmolLM2-135M-Instruct", revision: "12fd25f77366fa6b3b4b768ec3050bf629380bac", files: [] },
   models: {
     instruct: {
       repo: "HuggingFaceTB/SmolLM2-135M-Instruct", revision: "12fd25f77366fa6b3b4b768ec3050bf629380bac",
@@ -49,9 +48,10 @@ const mirrorBaseUnderBase = () => {
   return { ...rest, base };
 };
 
-test("build.json's two models, and the instruct of a build.json older than `models`", () => {
+test("build.json's two models; a build without them has neither", () => {
   assert.equal(modelsOf(BUILD).base.repo, "HuggingFaceTB/SmolLM2-135M");
-  assert.deepEqual(modelsOf({ model: BUILD.model }), { instruct: BUILD.model, base: null });
+  assert.equal(modelsOf(BUILD).instruct.repo, "HuggingFaceTB/SmolLM2-135M-Instruct");
+  assert.deepEqual(modelsOf({}), { instruct: null, base: null });
 });
 
 test("from the Hub: two sources, two store ids, each file checked against build.json's pins", async () => {
@@ -124,7 +124,7 @@ test("a base that cannot be told from the instruct, or none at all, is refused i
   await assert.rejects(resolveBaseSource({ location, build: BUILD, manifest: m }), /instruct model's repo and revision/);
   const same = { models: { instruct: BUILD.models.instruct, base: BUILD.models.instruct } };
   await assert.rejects(resolveBaseSource({ location, build: same, manifest: null }), /base model is the instruct model/);
-  await assert.rejects(resolveBaseSource({ location, build: { model: BUILD.model }, manifest: null }), /names no base model/);
+  await assert.rejects(resolveBaseSource({ location, build: { models: { instruct: BUILD.models.instruct } }, manifest: null }), /names no base model/);
 });
 
 test("a Hugging Face folder given by URL keeps the instruct's file names, without its pins", async () => {
