@@ -27,7 +27,6 @@ const BUILD = {
     },
   },
 };
-BUILD.model.files = BUILD.models.instruct.files;
 
 // The mirror's manifest as host/mirror.py's Mirror.manifest() writes it, with the base beside it.
 const entry = (repo, revision, names, extra = {}) => ({
