@@ -48,6 +48,10 @@ function initial(progress) {
     start: record({ pendingWindow: undefined, notes: [], landed: false }),
     workbench: record({ template: null, editing: "rows", seq: 0 }), // modes/workbench.mjs
     byHand: record({ source: null }), // the lab's hand-written Python as the package has it (modes/byhand.mjs)
+    // The comparison (modes/compare.mjs): which models are stored (true, false, or null before
+    // the store answers; baseSource: the base's source, for the note on its weights), and the
+    // newest run (compareRunOf). A new message stops the run before it: only the newest is drawn.
+    compare: record({ stored: record({ instruct: null, base: null, baseSource: null }), run: null, seq: 0 }),
   };
 }
 
@@ -73,6 +77,18 @@ export function newTurn({ user, settings, record = null, reply = undefined, note
 }
 const streamingOf = () => Object.seal({ text: "", ids: [], tokens: [], bytes: [], progress: null });
 
+/** The comparison's four, keyed model then layout (the answer's shape). */
+export const COMPARE_MODELS = ["instruct", "base"];
+export const COMPARE_LAYOUTS = ["plain", "template"];
+/** One of the four as it streams: its ids, tokens and text so far; `cell`: the answer's, once ended. */
+const compareCellOf = () => Object.seal({ ids: [], tokens: [], text: "", cell: null });
+/** A comparison run: its message, the prompt both read (once onPrompt answers), the four, and
+ * how it ended (`answer`, or `error`: a sentence). */
+const compareRunOf = (seq, text, controller) => Object.seal({
+  seq, text, controller, prompt: null, answer: null, error: null,
+  cells: Object.fromEntries(COMPARE_MODELS.map((m) => [m, Object.fromEntries(COMPARE_LAYOUTS.map((l) => [l, compareCellOf()]))])),
+});
+
 /** The store: {state, subscribe(fn) -> unsubscribe, ...transitions}. `progress`: the challenges
  * as saved (challenges.load() on the page). */
 export function createStore(progress = {}) {
@@ -91,6 +107,13 @@ export function createStore(progress = {}) {
   const begun = (turn) => {
     if (!turn.streaming && turn.reply === undefined && !turn.note && state.writing) turn.streaming = streamingOf();
     return turn.streaming;
+  };
+  // A comparison ended, however: the newest one ending ends the writing.
+  const compareSettled = (run) => {
+    run.controller = null;
+    const current = state.compare.run === run;
+    if (current) state.writing = false;
+    emit("compare", { run, current });
   };
 
   return {
@@ -332,6 +355,46 @@ export function createStore(progress = {}) {
       if (id >= 0) s.ids.push(id), s.tokens.push(token), s.bytes.push(bytes);
       s.text += text;
       if (state.plain === p) emit("plain");
+    },
+
+    // -- the comparison ---------------------------------------------------------------------------
+    /** The store said which models it holds: {instruct, base} (booleans), baseSource. */
+    compareStored({ instruct, base, baseSource = null }) {
+      Object.assign(state.compare.stored, { instruct, base, baseSource });
+      emit("compare-stored");
+    },
+    /** A comparison of `text` starts (its AbortController): the run before it is no longer drawn. */
+    compareStarted(text, controller) {
+      const run = compareRunOf(++state.compare.seq, text, controller);
+      state.compare.run = run;
+      state.writing = true;
+      emit("compare", { run, current: true });
+      return run;
+    },
+    /** What both models read came back (before any token). */
+    comparePrompt(run, prompt) {
+      run.prompt = prompt;
+      emit("compare", { run, current: state.compare.run === run });
+    },
+    /** A token of one of the four: appended (the view appends it, no redraw). */
+    compareToken(run, { model, layout, token }) {
+      const c = run.cells[model]?.[layout];
+      if (!c || c.cell) return;
+      if (token.id >= 0) c.ids.push(token.id), c.tokens.push(token.token);
+      c.text += token.text;
+      emit("compare-token", { run, model, layout, token, current: state.compare.run === run });
+    },
+    /** The four ended (end_turn, max_tokens or stopped each): the answer. */
+    compareEnded(run, answer) {
+      run.answer = answer;
+      run.prompt ??= answer.prompt;
+      for (const m of COMPARE_MODELS) for (const l of COMPARE_LAYOUTS) run.cells[m][l].cell = answer[m]?.[l] ?? null;
+      compareSettled(run);
+    },
+    /** The comparison failed: why, in a sentence. */
+    compareFailed(run, message) {
+      run.error = message;
+      compareSettled(run);
     },
 
     // -- the workbench and the hand-written Python -----------------------------------------------

@@ -1,0 +1,205 @@
+// The comparison (modes/compare.mjs, views/compare.mjs's pure parts, the store's transitions),
+// played in node with a fake chatlens that answers as chatlens.compare does: the prompt first
+// (onPrompt), then each reply's tokens (onToken), then the four; its signal stops all four.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { checkStored, compareMessage, compareView, stopCompare } from "../../site/js/modes/compare.mjs";
+import { LESSON_TEXT } from "../../site/js/modes/plain.mjs";
+import { createStore } from "../../site/js/page/state.mjs";
+import { weightsOf } from "../../site/js/page/weights.mjs";
+import { firstStep, lessonFigure, missingModels, stopSentence, whoseWeights } from "../../site/js/views/compare.mjs";
+import { LESSON_SHARES } from "../../site/js/views/plain.mjs";
+import { percent } from "../../site/js/views/why.mjs";
+
+const settings = { compare_limit: 48, compare_top_k: 5 };
+const PROMPT = { text: "Hi", plain_ids: [12], plain_tokens: ["Hi"], template_text: "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+                 template_ids: [1, 4093, 198, 12, 2, 198, 1, 520, 198], template_tokens: ["<|im_start|>", "user", "\n", "Hi", "<|im_end|>", "\n", "<|im_start|>", "assistant", "\n"],
+                 special_ids: [1, 2] };
+const ORDER = [["instruct", "plain"], ["instruct", "template"], ["base", "plain"], ["base", "template"]];
+
+/** A fake chatlens. Each reply writes `script[model][layout]` (tokens), one at a time, each after
+ * `gate()` resolves; a stop (the signal) ends the reply under way and the ones after it. */
+function fakeApi({ stored = { instruct: true, base: true }, script = null, gate = () => Promise.resolve(), error = null } = {}) {
+  const calls = [];
+  const tok = (id, text) => ({ id, text, token: text, bytes: "" });
+  const plan = script ?? Object.fromEntries(["instruct", "base"].map((m) => [m, { plain: [tok(7, "A"), tok(8, "B")], template: [tok(9, "C")] }]));
+  const api = {
+    settings,
+    calls,
+    source: { origin: "mirror", manifest: { gguf: "SmolLM2-135M-Instruct-Q4_1.gguf" }, label: "local mirror" },
+    model: null,
+    downloads: {
+      status: async () => ({ complete: stored.instruct }),
+      base: async () => (stored.base === "error" ? { error: "no base here" } : { source: { label: "a stand-in", manifest: { stand_in: true } }, status: { complete: stored.base } }),
+    },
+    async compare(args, { onToken, onPrompt, signal }) {
+      calls.push(["compare", args, signal]);
+      if (error) throw error;
+      onPrompt(PROMPT);
+      const out = { prompt: PROMPT, max_tokens: args.maxTokens, top_k: args.topK, eos_id: 2 };
+      let stopped = false;
+      for (const [model, layout] of ORDER) {
+        const cell = { reply_ids: [], reply_tokens: [], reply_text: "", stop_reason: "end_turn", top_k: [[3, 2, 0.6], [4, 1, 0.4]], top_k_tokens: ["x", "y"] };
+        for (const t of stopped ? [] : plan[model][layout]) {
+          await gate();
+          if (signal.aborted) {
+            stopped = true;
+            break;
+          }
+          onToken({ model, layout, token: t });
+          cell.reply_ids.push(t.id), cell.reply_tokens.push(t.token), (cell.reply_text += t.text);
+        }
+        if (stopped) cell.stop_reason = "stopped";
+        (out[model] ??= {})[layout] = cell;
+      }
+      return out;
+    },
+  };
+  return api;
+}
+
+const pageOf = (api) => {
+  const store = createStore();
+  return { api, store, state: store.state };
+};
+
+test("the store: the comparison's fields are declared, a run streams into its cells and ends", () => {
+  const store = createStore();
+  const seen = [];
+  store.subscribe((c) => seen.push(c.type));
+  assert.throws(() => store.state.compare.running, /no field running/);
+  const run = store.compareStarted("Hi", null);
+  assert.equal(store.state.writing, true);
+  store.comparePrompt(run, PROMPT);
+  store.compareToken(run, { model: "base", layout: "template", token: { id: 5, text: "Hel", token: "Hel" } });
+  store.compareToken(run, { model: "base", layout: "template", token: { id: 6, text: "lo", token: "lo" } });
+  assert.deepEqual([run.cells.base.template.text, run.cells.base.template.ids], ["Hello", [5, 6]]);
+  assert.equal(run.cells.instruct.plain.text, "");
+  const cell = { reply_ids: [5, 6], stop_reason: "max_tokens" };
+  store.compareEnded(run, { prompt: PROMPT, instruct: {}, base: { template: cell } });
+  assert.equal(run.cells.base.template.cell, cell);
+  assert.equal(store.state.writing, false);
+  assert.deepEqual(seen, ["compare", "compare", "compare-token", "compare-token", "compare"]);
+});
+
+test("the view's sentences: why each stopped, the first step's candidates", () => {
+  assert.match(stopSentence("base", { reply_ids: new Array(48).fill(1), stop_reason: "max_tokens" }, 48), /never wrote <\|im_end\|>.*cap of 48/);
+  assert.match(stopSentence("instruct", { reply_ids: [2], stop_reason: "end_turn" }, 48), /first token was <\|im_end\|>/);
+  assert.match(stopSentence("instruct", { reply_ids: [5, 6, 2], stop_reason: "end_turn" }, 48), /after 3 tokens/);
+  assert.match(stopSentence("base", { reply_ids: [5], stop_reason: "stopped" }, 48), /Stopped after 1 token,/);
+  const cell = { top_k: [[2, 9.1, 0.7312], [504, 7.2, 0.1]], top_k_tokens: ["<|im_end|>", "The"] };
+  assert.deepEqual(firstStep(cell), [{ id: 2, token: "<|im_end|>", p: 0.7312, percent: percent(0.7312) },
+                                     { id: 504, token: "The", p: 0.1, percent: percent(0.1) }]);
+  assert.deepEqual(firstStep({ top_k: null }), []);
+});
+
+test("the lesson's figures beside this copy's: said only for the lesson's text, with why they differ", () => {
+  const copy = whoseWeights("instruct", { instruct: weightsOf({ origin: "mirror", manifest: { gguf: "x-Q4_1.gguf" } }) });
+  assert.equal(copy.kind, "copy");
+  assert.match(copy.says, /4-bit copy of the weights \(Q4_1\)/);
+  const want = LESSON_SHARES.plain;
+  const cell = { reply_ids: [2], stop_reason: "end_turn", top_k: [[2, 9, 0.61], [504, 7, 0.2]], top_k_tokens: [want.token, "The"] };
+  const f = lessonFigure("instruct", "plain", cell, { lesson: true, weights: copy, cap: 48 });
+  assert.ok(f.lesson.includes(`${want.percent}%`) && f.lesson.includes(want.token));
+  assert.ok(f.here.includes(percent(0.61)) && f.here.includes("first"));
+  assert.match(f.differs, /4-bit copy/);
+  const same = { ...cell, top_k: [[2, 9, want.percent / 100], [504, 7, 0.2]] };
+  assert.equal(lessonFigure("instruct", "plain", same, { lesson: true, weights: copy, cap: 48 }).differs, null);
+  assert.equal(lessonFigure("instruct", "plain", cell, { lesson: false, weights: copy, cap: 48 }), null);
+  // the chat template's figure is the other token's
+  const tpl = lessonFigure("instruct", "template", cell, { lesson: true, weights: copy, cap: 48 });
+  assert.ok(tpl.lesson.includes(`${LESSON_SHARES.chat.percent}%`) && tpl.here.includes("ranked 2"));
+  // the base: the lesson says it never ends; a stand-in says so when it does
+  const standIn = whoseWeights("base", { base: { label: "local mirror of a stand-in", manifest: { stand_in: true } } });
+  assert.equal(standIn.kind, "stand-in");
+  const ran = lessonFigure("base", "template", { reply_ids: new Array(48).fill(1), stop_reason: "max_tokens" }, { lesson: true, weights: standIn, cap: 48 });
+  assert.match(ran.lesson, /cap of 48/);
+  assert.equal(ran.differs, null);
+  const ended = lessonFigure("base", "template", { reply_ids: [1, 2], stop_reason: "end_turn" }, { lesson: true, weights: standIn, cap: 48 });
+  assert.match(ended.differs, /stand-in/);
+  assert.equal(lessonFigure("base", "plain", cell, { lesson: true, weights: standIn, cap: 48 }), null);
+});
+
+test("a missing model is asked for, and nothing is run without it", async () => {
+  assert.deepEqual(missingModels({ instruct: true, base: true }), []);
+  assert.deepEqual(missingModels({ instruct: null, base: null }), []); // unknown: tried, its error shown
+  for (const stored of [{ instruct: true, base: false }, { instruct: false, base: true }]) {
+    const api = fakeApi({ stored });
+    const page = pageOf(api);
+    assert.equal(await compareMessage(page, "Hi"), null);
+    assert.deepEqual(api.calls, []);
+    const missing = compareView(page).missing;
+    assert.deepEqual(missing.map((m) => m.model), Object.keys(stored).filter((k) => !stored[k]));
+    assert.equal(page.state.writing, false);
+  }
+  // the store cannot say (no base in this build): the comparison is tried and its error shown
+  const api = fakeApi({ stored: { instruct: true, base: "error" }, error: new Error("the base model is not stored") });
+  const page = pageOf(api);
+  const run = await compareMessage(page, "Hi");
+  assert.equal(run.error, "the base model is not stored");
+  assert.equal(page.state.writing, false);
+});
+
+test("a comparison: the settings' cap and top-k, the prompt before any token, four cells filled", async () => {
+  const api = fakeApi();
+  const page = pageOf(api);
+  const order = [];
+  page.store.subscribe((c) => order.push(c.type === "compare" ? (c.run.prompt ? "prompt" : "start") : c.type));
+  const run = await compareMessage(page, LESSON_TEXT);
+  assert.deepEqual(api.calls[0][1], { text: LESSON_TEXT, maxTokens: settings.compare_limit, topK: settings.compare_top_k });
+  assert.deepEqual(order.slice(0, 3), ["compare-stored", "start", "prompt"]);
+  assert.ok(order.indexOf("compare-token") > order.indexOf("prompt"));
+  for (const [m, l] of ORDER) {
+    const c = run.cells[m][l];
+    assert.equal(c.text, c.cell.reply_text);
+    assert.deepEqual(c.ids, c.cell.reply_ids);
+  }
+  const view = compareView(page);
+  assert.equal(view.lesson, true);
+  assert.equal(view.weights.base.kind, "stand-in"); // the fake's base says it is one
+  assert.equal(page.state.writing, false);
+});
+
+test("Stop ends all four; a new message stops the old one and only the new is drawn", async () => {
+  let release = [];
+  const gate = () => new Promise((r) => release.push(r));
+  const step = async () => {
+    while (!release.length) await new Promise((r) => setImmediate(r));
+    release.shift()();
+    await new Promise((r) => setImmediate(r));
+  };
+  const api = fakeApi({ gate });
+  const page = pageOf(api);
+  const first = compareMessage(page, "one");
+  await step(); // one token of the first reply
+  stopCompare(page);
+  await step();
+  const run = await first;
+  assert.ok(api.calls[0][2].aborted);
+  assert.deepEqual(ORDER.map(([m, l]) => run.cells[m][l].cell.stop_reason), ["stopped", "stopped", "stopped", "stopped"]);
+  assert.equal(run.cells.instruct.plain.text, "A");
+  assert.equal(page.state.writing, false);
+
+  let oldDone = false;
+  const a = compareMessage(page, "old").then((r) => ((oldDone = true), r));
+  await step();
+  const b = compareMessage(page, "new");
+  while (api.calls.length < 3) await step(); // the new one starts once the store has answered
+  assert.ok(api.calls[1][2].aborted, "the old comparison was stopped");
+  while (!oldDone) await step(); // its reply under way sees the stop at its next step
+  const old = await a;
+  assert.notEqual(page.state.compare.run, old);
+  assert.equal(page.state.writing, true); // the old one ending does not end the new one's writing
+  while (!page.state.compare.run.answer) await step();
+  const now = await b;
+  assert.equal(page.state.compare.run, now);
+  assert.equal(now.text, "new");
+  assert.equal(page.state.writing, false);
+});
+
+test("which models are stored: the worker's instruct counts, a store that cannot say is unknown", async () => {
+  const api = fakeApi({ stored: { instruct: false, base: "error" } });
+  api.model = { backend: "webgpu" };
+  const stored = await checkStored(pageOf(api));
+  assert.deepEqual([stored.instruct, stored.base], [true, null]);
+});
