@@ -8,7 +8,7 @@
 // the store and the API only: tests/page/compare.test.mjs plays it with a fake API, no DOM.
 
 import { LESSON_TEXT } from "./plain.mjs";
-import { appendToken, missingModels, renderCompare, whoseWeights } from "../views/compare.mjs";
+import { appendToken, missingModels, renderCompare, renderMissing, whoseWeights } from "../views/compare.mjs";
 import { $, debounce } from "../views/dom.mjs";
 import { weightsOf } from "../page/weights.mjs";
 
@@ -68,13 +68,12 @@ export function stopCompare(page) {
 }
 
 /** The view's inputs from the store and the API. */
-export function compareView(page, onGet = () => {}) {
+export function compareView(page) {
   const { api, state } = page;
   const run = state.compare.run;
   return {
     run,
     missing: missingModels(state.compare.stored),
-    onGet,
     limit: api.settings?.compare_limit,
     lesson: (run?.text ?? "").trim() === LESSON_TEXT,
     weights: { instruct: whoseWeights("instruct", { instruct: weightsOf(api.source) }),
@@ -101,9 +100,10 @@ function getModel(model) {
 /** Draw the comparison's panel (the subscriber calls it on "compare" and "compare-stored"). */
 export function drawCompare(page) {
   if (page.state.mode !== "compare") return;
-  renderCompare($("reads"), compareView(page, getModel));
-  const writing = Boolean(page.state.compare.run?.controller);
-  $("compare-stop").hidden = !writing;
+  const view = compareView(page);
+  renderCompare($("reads"), view);
+  renderMissing($("compare-ask"), view.missing, getModel);
+  $("compare-stop").hidden = !page.state.compare.run?.controller;
 }
 
 /** A token of one of the four: appended where it is drawn (the whole panel only when it is not). */

@@ -6,6 +6,7 @@ import { createApi } from "./api.mjs";
 import * as challenges from "../lesson/challenges.mjs";
 import { addFullContext, buildControls, readControls } from "./controls.mjs";
 import { setUpByHand } from "../modes/byhand.mjs";
+import { compareTokenDrawn, drawCompare, setUpCompare, showCompare } from "../modes/compare.mjs";
 import { liveChanged, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
@@ -55,6 +56,7 @@ const page = {
 const refresh = (controls) => {
   remember(controls);
   if (state.mode === "plain") return tokenizePlain(page);
+  if (state.mode === "compare") return showCompare(page);
   return state.mode === "live" ? showLive(page, controls) : showRecorded(page, controls);
 };
 
@@ -90,6 +92,7 @@ function showMode(mode) {
   $("mode-live").setAttribute("aria-pressed", String(mode === "live"));
   $("mode-recorded").setAttribute("aria-pressed", String(mode === "recorded"));
   $("mode-plain").setAttribute("aria-pressed", String(mode === "plain"));
+  $("mode-compare").setAttribute("aria-pressed", String(mode === "compare"));
   $("composer").hidden = mode !== "live";
   $("suggestions-box").hidden = mode !== "live";
   $("recorded-controls").hidden = mode !== "recorded";
@@ -130,11 +133,17 @@ store.subscribe((change) => {
     case "why":
       if (state.mode === "live") return showLive(page, controls);
       if (state.mode === "plain") return drawPlain(page);
+      if (state.mode === "compare") return;
       return state.drawn && page.draw(...state.drawn);
     case "step":
       return showRecorded(page, controls);
     case "plain":
       return drawPlain(page);
+    case "compare":
+    case "compare-stored":
+      return drawCompare(page);
+    case "compare-token":
+      return compareTokenDrawn(page, change);
     case "challenges":
       challenges.save(state.progress);
       return drawChallenges(state.progress);
@@ -204,6 +213,7 @@ $("new-conversation").addEventListener("click", () => stopFirst(() => store.clea
 $("mode-live").addEventListener("click", () => stopFirst(() => setMode("live", { chosen: true })));
 $("mode-recorded").addEventListener("click", () => stopFirst(() => setMode("recorded", { chosen: true })));
 $("mode-plain").addEventListener("click", () => stopFirst(() => setMode("plain", { chosen: true })));
+$("mode-compare").addEventListener("click", () => stopFirst(() => setMode("compare", { chosen: true })));
 $("special-in-text").addEventListener("change", settingChanged);
 $("why").checked = state.why; // off at every visit: a form the browser restores would say otherwise
 $("why").addEventListener("change", () => store.whyChosen($("why").checked));
@@ -267,6 +277,7 @@ api.settingsReady.then(() => {
   buildControls(api.settings);
   store.settingsRead(api.settings);
   setUpPlain(page);
+  setUpCompare(page);
   const p = prefs.conversationPrefs(api.settings);
   if (p.preset) $("preset").value = p.preset;
   if (p.custom !== undefined) $("custom-system").value = p.custom;

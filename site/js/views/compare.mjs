@@ -141,6 +141,8 @@ function candidates(rows) {
       el("td", { class: "num", text: r.percent })))));
 }
 
+const countLine = (n) => el("p", { class: "compare-count", dataset: { n } }, count(n, "token"));
+
 /** One of the four. c: the run's cell ({ids, tokens, text, cell}); ctx: {limit, cap, lesson, weights, special, writing}. */
 function cellView(model, layout, c, ctx) {
   const done = c?.cell;
@@ -148,7 +150,7 @@ function cellView(model, layout, c, ctx) {
   const parts = [
     el("h3", {}, el("span", { class: `compare-model model-${model}`, text: MODEL_NAMES[model] }), ` · ${LAYOUT_NAMES[layout]}`),
     reply,
-    el("p", { class: "compare-count" }, el("b", { class: "n", text: String(done ? done.reply_ids.length : c?.ids.length ?? 0) }), " tokens"),
+    countLine(done ? done.reply_ids.length : c?.ids.length ?? 0),
   ];
   if (done) {
     parts.push(el("p", { class: `compare-stop stop-${done.stop_reason}`, dataset: { stop: done.stop_reason } }, stopSentence(model, done, ctx.limit)));
@@ -161,18 +163,12 @@ function cellView(model, layout, c, ctx) {
 }
 
 /**
- * Draw the comparison into `root`. view: {run (the store's compare.run, or null), missing
- * (missingModels), onGet(model), limit (build.json's compare_limit), lesson (the message is the
+ * Draw the comparison into `root`. view: {run (the store's compare.run, or null), limit (build.json's compare_limit), lesson (the message is the
  * lesson's), weights: {instruct, base} (whoseWeights), eosId}.
  */
 export function renderCompare(root, view) {
   const { run } = view;
   const parts = [el("p", { class: "about compare-about", text: "One message, two models, two layouts: the base model (pretraining only) and the instruct model read exactly the same ids, first the text as it is, then inside the chat template. Each writes greedily, up to the same cap." })];
-  if (view.missing.length) {
-    parts.push(el("div", { class: "compare-missing", id: "compare-missing", role: "status" }, view.missing.map((m) =>
-      el("p", { dataset: { model: m.model } }, `${m.text} `,
-        el("button", { type: "button", id: `compare-get-${m.model}`, onclick: () => view.onGet(m.model), text: m.button })))));
-  }
   if (run?.error) parts.push(el("p", { class: "error", id: "compare-error", role: "alert", text: `No comparison: ${run.error}` }));
   if (run?.prompt) parts.push(bothRead(run.prompt));
   if (run && !run.error) {
@@ -184,11 +180,19 @@ export function renderCompare(root, view) {
   fill(root, ...parts);
 }
 
+/** Beside the message: the models the comparison still needs (missingModels), each with a
+ * button to where it is downloaded (onGet(model)); nothing when both are there. */
+export function renderMissing(root, missing, onGet) {
+  fill(root, missing.length ? el("div", { class: "compare-missing", id: "compare-missing" }, missing.map((m) =>
+    el("p", { dataset: { model: m.model } }, `${m.text} `,
+      el("button", { type: "button", id: `compare-get-${m.model}`, onclick: () => onGet(m.model), text: m.button })))) : null);
+}
+
 /** A token of one cell arrived: its text appended to the reply, its count raised (no redraw). */
 export function appendToken(root, { model, layout, token }, n) {
   const cell = root.querySelector(`.compare-cell[data-model="${model}"][data-layout="${layout}"]`);
   if (!cell) return false;
   cell.querySelector(".compare-reply").append(token.text);
-  cell.querySelector(".compare-count .n").textContent = String(n);
+  cell.querySelector(".compare-count").replaceWith(countLine(n));
   return true;
 }
