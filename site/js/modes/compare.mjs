@@ -97,13 +97,19 @@ function getModel(model) {
   ($("download") || $("model-title")).focus?.();
 }
 
-/** Draw the comparison's panel (the subscriber calls it on "compare" and "compare-stored"). */
+/** Draw the comparison's panel and its ask (the subscriber calls it on "compare"). */
 export function drawCompare(page) {
   if (page.state.mode !== "compare") return;
-  const view = compareView(page);
-  renderCompare($("reads"), view);
-  renderMissing($("compare-ask"), view.missing, getModel);
+  renderCompare($("reads"), compareView(page));
+  drawAsk(page);
   $("compare-stop").hidden = !page.state.compare.run?.controller;
+}
+
+/** Only the ask for a missing model (on "compare-stored": the store was read again, and the 2x2
+ * streaming below is left as it is). */
+export function drawAsk(page) {
+  if (page.state.mode !== "compare") return;
+  renderMissing($("compare-ask"), missingModels(page.state.compare.stored), getModel);
 }
 
 /** A token of one of the four: appended where it is drawn (the whole panel only when it is not). */
@@ -113,7 +119,7 @@ export function compareTokenDrawn(page, change) {
   if (!appendToken($("reads"), change, c.ids.length)) drawCompare(page);
 }
 
-/** The mode shown: the store read again (a model may have come or gone), then drawn. */
+/** The mode shown: drawn, and the store read again (a model may have come or gone). */
 export function showCompare(page) {
   drawCompare(page);
   return checkStored(page);

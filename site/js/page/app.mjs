@@ -6,7 +6,7 @@ import { createApi } from "./api.mjs";
 import * as challenges from "../lesson/challenges.mjs";
 import { addFullContext, buildControls, readControls } from "./controls.mjs";
 import { setUpByHand } from "../modes/byhand.mjs";
-import { compareTokenDrawn, drawCompare, setUpCompare, showCompare } from "../modes/compare.mjs";
+import { compareTokenDrawn, drawAsk, drawCompare, setUpCompare, showCompare } from "../modes/compare.mjs";
 import { liveChanged, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
@@ -140,8 +140,9 @@ store.subscribe((change) => {
     case "plain":
       return drawPlain(page);
     case "compare":
-    case "compare-stored":
       return drawCompare(page);
+    case "compare-stored":
+      return drawAsk(page);
     case "compare-token":
       return compareTokenDrawn(page, change);
     case "challenges":
