@@ -116,7 +116,8 @@ export function drawAsk(page) {
 export function compareTokenDrawn(page, change) {
   if (page.state.mode !== "compare" || !change.current) return;
   const c = change.run.cells[change.model][change.layout];
-  if (!appendToken($("reads"), change, c.ids.length)) drawCompare(page);
+  const special = new Set(change.run.prompt?.special_ids);
+  if (!appendToken($("reads"), change, c.ids.length, special)) drawCompare(page);
 }
 
 /** The mode shown: drawn, and the store read again (a model may have come or gone). */

@@ -49,12 +49,12 @@ export function whoseWeights(model, { instruct = null, base = null } = {}) {
   if (model === "base") {
     if (!base) return { kind: "other", says: "the base model's weights here are not known to be the lesson's" };
     if (base.manifest?.stand_in) return { kind: "stand-in", says: `the base here is a stand-in (${base.label}), not SmolLM2-135M's weights, so its figures say nothing about the real base model` };
-    if (base.origin === "hub") return { kind: "original", says: "on the same original weights only the arithmetic's rounding differs" };
+    if (base.origin === "hub") return { kind: "original", says: "the weights are the same original ones, and only the arithmetic's rounding differs" };
     return { kind: "other", says: `the base here comes from ${base.label || "another copy"}, which may not be the original weights` };
   }
   const w = instruct || { kind: "unknown" };
   if (w.kind === "copy") return { kind: "copy", says: `this copy runs ${w.bits ? `a ${w.bits}-bit` : "a quantized"} copy of the weights (${w.quant || w.name}), and rounding the weights shifts every probability` };
-  if (w.kind === "original") return { kind: "original", says: "on the same original weights only the arithmetic's rounding differs" };
+  if (w.kind === "original") return { kind: "original", says: "the weights are the same original ones, and only the arithmetic's rounding differs" };
   return { kind: "other", says: "other weights give other probabilities" };
 }
 
@@ -97,8 +97,7 @@ export function missingModels(stored) {
 // -- the DOM -----------------------------------------------------------------------------------------
 
 /** A text with its special tokens (the strings of `specials`) drawn as chips, the rest as it is. */
-function textWithSpecials(text, specials) {
-  const pre = el("pre", { class: "prompt-text compare-read", dir: "auto" });
+function textWithSpecials(text, specials, pre = el("pre", { class: "prompt-text compare-read", dir: "auto" })) {
   const names = [...specials].filter(Boolean).sort((a, b) => b.length - a.length);
   if (!names.length) return fill(pre, text);
   const re = new RegExp(names.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g");
@@ -146,7 +145,11 @@ const countLine = (n) => el("p", { class: "compare-count", dataset: { n } }, cou
 /** One of the four. c: the run's cell ({ids, tokens, text, cell}); ctx: {limit, cap, lesson, weights, special, writing}. */
 function cellView(model, layout, c, ctx) {
   const done = c?.cell;
-  const reply = el("pre", { class: "compare-reply", dir: "auto" }, c?.text ?? "");
+  // the reply with the special tokens it wrote as chips (the base writes <|im_start|> as a word)
+  const ids = done ? done.reply_ids : c?.ids ?? [];
+  const tokens = done ? done.reply_tokens ?? [] : c?.tokens ?? [];
+  const names = new Set(ids.map((id, i) => (ctx.special.has(id) ? tokens[i] : null)));
+  const reply = textWithSpecials(done ? done.reply_text : c?.text ?? "", names, el("pre", { class: "compare-reply", dir: "auto" }));
   const parts = [
     el("h3", {}, el("span", { class: `compare-model model-${model}`, text: MODEL_NAMES[model] }), ` · ${LAYOUT_NAMES[layout]}`),
     reply,
@@ -188,11 +191,12 @@ export function renderMissing(root, missing, onGet) {
       el("button", { type: "button", id: `compare-get-${m.model}`, onclick: () => onGet(m.model), text: m.button })))) : null);
 }
 
-/** A token of one cell arrived: its text appended to the reply, its count raised (no redraw). */
-export function appendToken(root, { model, layout, token }, n) {
+/** A token of one cell arrived: its text appended to the reply (a special token's as a chip),
+ * its count raised (no redraw). special: the special ids (the prompt's). */
+export function appendToken(root, { model, layout, token }, n, special = new Set()) {
   const cell = root.querySelector(`.compare-cell[data-model="${model}"][data-layout="${layout}"]`);
   if (!cell) return false;
-  cell.querySelector(".compare-reply").append(token.text);
+  cell.querySelector(".compare-reply").append(special.has(token.id) ? el("span", { class: "special", text: token.text }) : token.text);
   cell.querySelector(".compare-count").replaceWith(countLine(n));
   return true;
 }
