@@ -171,7 +171,8 @@ function cellView(model, layout, c, ctx) {
  */
 export function renderCompare(root, view) {
   const { run } = view;
-  const parts = [el("p", { class: "about compare-about", text: "One message, two models, two layouts: the base model (pretraining only) and the instruct model read exactly the same ids, first the text as it is, then inside the chat template. Each writes greedily, up to the same cap." })];
+  const parts = [el("p", { class: "about compare-about", text: "One message, two models, two layouts: the base model (pretraining only) and the instruct model read exactly the same ids, first the text as it is, then inside the chat template. Each writes greedily (the most likely token at every step), " +
+    `and stops at <|im_end|> or at the cap of ${view.limit ?? "the site's"} tokens.` })];
   if (run?.error) parts.push(el("p", { class: "error", id: "compare-error", role: "alert", text: `No comparison: ${run.error}` }));
   if (run?.prompt) parts.push(bothRead(run.prompt));
   if (run && !run.error) {
