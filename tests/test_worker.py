@@ -320,3 +320,115 @@ def test_render_requests_give_what_transformers_gives(loaded, hf_smol):
 def test_render_requests_that_fail_are_template_errors(loaded, request_args, message):
     name, got = error_of("render", json.dumps(request_args))
     assert name == "TemplateError" and message in got and "Traceback" not in got
+
+
+# -- the comparison: both models held, four replies pulled as one job ------------------------------------------------
+def ask(w, name, args=None, *extra):
+    """A request to a worker of the test's own, read through the contract as `call` reads it."""
+    from chatlens import protocol
+
+    return getattr(w, name)(protocol.parse(protocol.REQUESTS[name][0], args or {}), *extra)
+
+
+@pytest.fixture(scope="module")
+def two_tiny(tmp_path_factory):
+    """Two tiny models with the real tokenizer: the instruct's files, and the stand-in base's."""
+    from standin_base import instruct_folder, standin_base
+    from tiny_model import write_tiny_model
+
+    root = tmp_path_factory.mktemp("tiny-worker-compare")
+    return (write_tiny_model(root / "instruct", instruct_folder(), seed=0),
+            write_tiny_model(root / "base", standin_base(), seed=1))
+
+
+def both_loaded(two_tiny):
+    w = worker._Worker()
+    ask(w, "load", {"path": str(two_tiny[0])})
+    ask(w, "load_base", {"path": str(two_tiny[1])})
+    ask(w, "use_numpy", {})
+    ask(w, "use_numpy", {"model": "base"})
+    return w
+
+
+def pulled_compare(w, args, stop_after=None):
+    """A compare job pulled as the page pulls it: (start's answer, the tokens, done)."""
+    out = first = ask(w, "start", {"kind": "compare", "args": args})
+    tokens, steps = [], 0
+    while True:
+        tokens += out["tokens"]
+        if out["done"] is not None:
+            return first, tokens, out["done"]
+        steps += 1
+        out = ask(w, "stop") if stop_after is not None and steps > stop_after else ask(w, "step")
+
+
+FRANCE = "What is the capital of France?"
+
+
+def test_a_compare_job_answers_the_prompt_first_then_the_four_replies_compare_gives(two_tiny):
+    from chatlens.compare import LAYOUTS, MODELS, compare
+
+    w = both_loaded(two_tiny)
+    first, tokens, done = pulled_compare(w, {"text": FRANCE, "max_tokens": 4, "top_k": 3})
+    want = compare(load_model(two_tiny[0]), load_model(two_tiny[1]), FRANCE, max_tokens=4, top_k=3)
+    assert first["prompt"] == want["prompt"] and first["tokens"] == [] and first["done"] is None
+    assert done["prompt"] == want["prompt"]
+    for key in MODELS:
+        for layout in LAYOUTS:
+            got, ref = done[key][layout], want[key][layout]
+            assert got["reply_ids"] == ref["reply_ids"] and got["stop_reason"] == ref["stop_reason"], (key, layout)
+            assert got["reply_text"] == ref["reply_text"]
+            # the page reads the prompt a chunk at a time (protocol.READ_CHUNK): the same ids, sums in another order
+            assert [r[0] for r in got["top_k"]] == [r[0] for r in ref["top_k"]]
+            for (_, logit, prob), (_, ref_logit, ref_prob) in zip(got["top_k"], ref["top_k"]):
+                assert abs(logit - ref_logit) < 1e-3 and abs(prob - ref_prob) < 1e-4, (key, layout)
+            streamed = [t["id"] for t in tokens if (t["model"], t["layout"]) == (key, layout) and t["id"] >= 0]
+            assert streamed == got["reply_ids"], (key, layout)
+    # in the plan's order: every token of a reply before the next reply's
+    order = [(t["model"], t["layout"]) for t in tokens]
+    assert order == sorted(order, key=[(k, l) for k in MODELS for l in LAYOUTS].index)
+
+
+def test_a_stopped_compare_stops_the_reply_under_way_and_every_one_after(two_tiny):
+    w = both_loaded(two_tiny)
+    _, tokens, done = pulled_compare(w, {"text": FRANCE, "max_tokens": 8, "top_k": 0}, stop_after=3)
+    assert done["instruct"]["plain"]["stop_reason"] == "stopped"
+    for key, layout in [("instruct", "template"), ("base", "plain"), ("base", "template")]:
+        assert done[key][layout]["stop_reason"] == "stopped" and done[key][layout]["reply_ids"] == []
+    assert w.job is None
+    # the chat goes on after it: the instruct's cache was the comparison's, and is read again
+    rec = ask(w, "run", {"messages": [{"role": "user", "content": "Hi"}], "window": 256, "max_tokens": 2})
+    assert rec["reused_tokens"] == 0 and len(rec["reply_ids"]) == 2
+
+
+def test_a_compare_needs_both_models_and_says_which_is_missing(two_tiny):
+    from chatlens.errors import ChatlensError
+
+    w = worker._Worker()
+    ask(w, "load", {"path": str(two_tiny[0])})
+    ask(w, "use_numpy", {})
+    with pytest.raises(ChatlensError, match="needs the base model, which is not loaded"):
+        ask(w, "start", {"kind": "compare", "args": {"text": FRANCE}})
+    ask(w, "load_base", {"path": str(two_tiny[1])})
+    with pytest.raises(ChatlensError, match="needs the base model's weights"):
+        ask(w, "start", {"kind": "compare", "args": {"text": FRANCE}})
+    w2 = worker._Worker()
+    ask(w2, "load", {"path": str(two_tiny[0])})
+    ask(w2, "load_base", {"path": str(two_tiny[1])})
+    ask(w2, "use_numpy", {"model": "base"})
+    with pytest.raises(ChatlensError, match="needs the instruct model's weights"):
+        ask(w2, "start", {"kind": "compare", "args": {"text": FRANCE}})
+    with pytest.raises(ChatlensError, match="model must be instruct or base"):
+        ask(w2, "use_numpy", {"model": "other"})
+
+
+def test_a_base_with_another_tokenizer_is_refused_with_the_sentence(two_tiny, tmp_path):
+    from chatlens.compare import TokenizerMismatchError
+    from standin_base import mismatched_tokenizer
+
+    w = worker._Worker()
+    ask(w, "load", {"path": str(two_tiny[0])})
+    other = mismatched_tokenizer(tmp_path / "other")
+    with pytest.raises(TokenizerMismatchError, match="needs both models to read exactly the same ids"):
+        ask(w, "load_base", {"path": str(other)})
+    assert w.base_text is None

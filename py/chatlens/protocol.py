@@ -42,6 +42,21 @@ class Load:
     path: str = doc("the model's files in the worker's file system: a .gguf file or a Hugging Face folder")
 
 
+MODELS = ("instruct", "base")  # the two models the worker holds (chatlens.compare.MODELS)
+
+
+@dataclass(frozen=True)
+class LoadBase:
+    """Read the base model's text side beside the instruct model's: refused when its tokenizer differs."""
+    path: str = doc("the base model's files in the worker's file system: a .gguf file or a Hugging Face folder")
+
+
+@dataclass(frozen=True)
+class UseNumpy:
+    """Compute one model's replies with NumPy."""
+    model: str = doc("instruct or base", "instruct")
+
+
 @dataclass(frozen=True)
 class Turn:
     """A chat turn: the conversation, the window it must fit, the system prompt."""
@@ -65,6 +80,14 @@ class Text:
     top_k: int = doc("candidates each new token records (0: none)", 0)
 
 
+@dataclass(frozen=True)
+class Compare:
+    """The comparison: one message read as plain text and in the chat template, by the base and the instruct model."""
+    text: str = doc("the message")
+    max_tokens: int = doc("new tokens at most, each reply", defaults.COMPARE_LIMIT)
+    top_k: int = doc("candidates the first step of each reply records (0: none)", defaults.COMPARE_TOP_K)
+
+
 # The prompt ids a NumPy step of a page's reply reads: Pyodide's NumPy (no BLAS) reads 10 to 30
 # tokens a second, so a chunk takes a second or two: the page's progress moves that often and a
 # stop answers within it. A larger chunk saves little (the prefill's cost is per token).
@@ -74,9 +97,9 @@ READ_CHUNK = 16
 @dataclass(frozen=True)
 class Start:
     """Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count."""
-    kind: str = doc("chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token) or count "
-                    "(a Turn's overflow, counted exactly)")
-    args: dict = doc("the arguments of that kind: a Turn, or a Text")
+    kind: str = doc("chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count "
+                    "(a Turn's overflow, counted exactly) or compare (a Compare's four replies)")
+    args: dict = doc("the arguments of that kind: a Turn, a Text or a Compare")
     depth: int = doc("GPU steps to keep in flight", defaults.IN_FLIGHT)
     chunk: int = doc("the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls "
                      "between chunks (0: the backend's own; a GPU step reads the program's chunk)", READ_CHUNK)
@@ -91,16 +114,18 @@ class Step:
 
 @dataclass(frozen=True)
 class GpuProgram:
-    """Build the GPU program of the forward pass for this source and adapter."""
+    """Build the GPU program of the forward pass for one model's source and this adapter."""
     n_ctx: int = doc("the context the program's KV cache holds")
     features: list = doc("the adapter's features", factory=list)
     limits: dict = doc("the adapter's limits, by WebGPU's names", factory=dict)
+    model: str = doc("instruct or base", "instruct")
 
 
 @dataclass(frozen=True)
 class UseGpu:
     """Compute replies with the program gpu_program built; the page's executor runs its steps."""
     name: str = doc("the adapter's name, for the record's backend", "adapter")
+    model: str = doc("instruct or base: the model whose program gpu_program built last", "instruct")
 
 
 @dataclass(frozen=True)
@@ -222,12 +247,37 @@ class Counted:
 
 
 @dataclass(frozen=True)
+class Compared:
+    """A compare job's done (chatlens.compare.Plan.answer): the prompt, and the four replies, each
+    {reply_ids, reply_tokens, reply_text, stop_reason, top_k (the first step's rows), top_k_tokens,
+    backend, timings}."""
+    prompt: dict = doc("{text, plain_ids, plain_tokens, template_text, template_ids, template_tokens, special_ids}: "
+                       "what both models read")
+    instruct: dict = doc("{plain, template}: the instruct model's replies")
+    base: dict = doc("{plain, template}: the base model's replies")
+    max_tokens: int = doc("the cap each reply had")
+    top_k: int = doc("K")
+    eos_id: int = doc("the instruct model's end of turn, where every reply stops")
+
+
+@dataclass(frozen=True)
 class Token:
     """A reply id as a step chose it (a PullAnswer's tokens, the page's token event)."""
     id: int = doc("the token id (-1: no id, only text ending a character the last ids left split)")
     text: str = doc("what it adds to the reply, decoded incrementally so no character is ever split")
     token: str = doc("the id's token as text, as the record's reply_tokens writes it")
     bytes: str = doc("its bytes, as hex, as reply_bytes writes them")
+
+
+@dataclass(frozen=True)
+class CellToken:
+    """A compare job's token: a Token's fields, and the reply it belongs to."""
+    id: int = doc("as Token's")
+    text: str = doc("as Token's")
+    token: str = doc("as Token's")
+    bytes: str = doc("as Token's")
+    model: str = doc("instruct or base")
+    layout: str = doc("plain or template")
 
 
 @dataclass(frozen=True)
@@ -243,7 +293,8 @@ class GpuRun:
 @dataclass(frozen=True)
 class PullAnswer:
     """start's, step's and stop's answer: where the job is."""
-    tokens: list = doc("Token objects: the ids this step chose (a reply), in order; [] for a count")
+    tokens: list = doc("Token objects (a compare job's: CellToken objects): the ids this step chose (a reply), in "
+                       "order; [] for a count")
     runs: list = doc("GpuRun objects to submit now, in order; the page gives each one's bytes to a step, oldest "
                      "first (Python's Pull books the runs in flight)")
     read: int = doc("the prompt read so far: tokens (a reply), characters (a count)")
@@ -252,8 +303,14 @@ class PullAnswer:
     record: dict | None = doc("a chat job's start only: the TurnRecord (chatlens.record) the reply will fill, "
                               "as a preview answers it, before any step; null otherwise")
     done: object = doc("null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation "
-                       "(text), a Prediction (predict), Counted (count); a stopped count answers "
-                       "{stopped: true}")
+                       "(text), a Prediction (predict), Counted (count), Compared (compare); a stopped count "
+                       "answers {stopped: true}")
+    prompt: dict | None = doc("a compare job's start only: what both models read (Compared's prompt), before any "
+                              "step; null otherwise", None)
+    model: str = doc("the model whose backend computes the runs (a compare job: the current reply's; its tokens "
+                     "also carry their model and layout)", "instruct")
+    cell: int | None = doc("a compare job: the reply under way (0 to 3, in Compared's order); runs of an earlier "
+                           "one still in flight are not needed; null otherwise", None)
 
 
 @dataclass(frozen=True)
@@ -307,8 +364,9 @@ class GpuProgramAnswer:
 # Each request: its arguments, and what it answers.
 REQUESTS = {
     "load": (Load, Loaded),
+    "load_base": (LoadBase, Loaded),
     "preview": (Turn, TurnRecordAnswer),
-    "use_numpy": (Empty, BackendInfo),
+    "use_numpy": (UseNumpy, BackendInfo),
     "gpu_program": (GpuProgram, GpuProgramAnswer),
     "use_gpu": (UseGpu, BackendInfo),
     "start": (Start, PullAnswer),
@@ -323,7 +381,7 @@ REQUESTS = {
     "lab_source": (Empty, LabSource),
     "run_python": (RunPython, PythonRun),
 }
-KINDS = {"chat": Turn, "text": Text, "predict": Turn, "count": Turn}  # start's kinds and their arguments
+KINDS = {"chat": Turn, "text": Text, "predict": Turn, "count": Turn, "compare": Compare}  # start's kinds and their arguments
 
 
 # -- the page <-> worker messages (site/js/page/connection.mjs <-> site/js/worker/worker.mjs) -----
@@ -362,6 +420,15 @@ class ModelInfo:
     n_ctx: int = doc("the most tokens its cache holds")
     kind: str = doc('"webgpu" or "numpy"')
     why: str = doc("why that backend")
+    model: str = doc("instruct or base: whose weights these are", "instruct")
+    note: str | None = doc("a sentence when the two models cannot both be on the device (one at a time then)", None)
+
+
+@dataclass(frozen=True)
+class AttachBase:
+    """Put the base model beside the instruct: its text side read (refused when its tokenizer
+    differs) and its weights on the same device, from the store only once it holds the whole model."""
+    source: dict = doc("the base model's source, as the page resolves it (page/downloads.mjs baseSource())")
 
 
 @dataclass(frozen=True)
@@ -400,10 +467,17 @@ class RecordEvent:
 
 
 @dataclass(frozen=True)
+class PromptEvent:
+    """A compare request's prompt (PullAnswer's prompt), before any of its tokens."""
+    id: int = doc("the request's id")
+    prompt: dict = doc("what both models read (Compared's prompt)")
+
+
+@dataclass(frozen=True)
 class TokenEvent:
     """A reply id, as it is chosen."""
     id: int = doc("the request's id (the token's own id is token.id)")
-    token: dict = doc("a Token")
+    token: dict = doc("a Token (a compare request's: a CellToken)")
 
 
 @dataclass(frozen=True)
@@ -432,6 +506,8 @@ class Answer:
 PAGE_REQUESTS = {
     "init": (Init, Booted),
     "attach": (Empty, ModelInfo),
+    "attachBase": (AttachBase, ModelInfo),
+    "compare": (Compare, Compared),
     "debug": (Empty, DebugInfo),
     "preview": (Turn, TurnRecordAnswer),
     "run": (Turn, TurnRecordAnswer),
@@ -445,8 +521,8 @@ PAGE_REQUESTS = {
     "run_python": (RunPython, PythonRun),
 }
 SIGNALS = {"stop": StopSignal, "loseGpu": Empty}  # loseGpu (tests): the GPU device goes, as a driver reset takes it
-EVENTS = {"status": StatusEvent, "model": ModelEvent, "record": RecordEvent, "token": TokenEvent,
-          "progress": ProgressEvent}
+EVENTS = {"status": StatusEvent, "model": ModelEvent, "record": RecordEvent, "prompt": PromptEvent,
+          "token": TokenEvent, "progress": ProgressEvent}
 GENERATED = "site/js/worker/protocol.gen.mjs"  # javascript()'s file, in the checkout
 
 
@@ -512,7 +588,7 @@ def _all_types():
     for args, answer in [*REQUESTS.values(), *PAGE_REQUESTS.values()]:
         out.setdefault(args.__name__, args)
         out.setdefault(answer.__name__, answer)
-    for cls in [Reply, Token, GpuRun, *KINDS.values(), *SIGNALS.values(), *EVENTS.values(), Answer]:
+    for cls in [Reply, Token, CellToken, GpuRun, *KINDS.values(), *SIGNALS.values(), *EVENTS.values(), Answer]:
         out.setdefault(cls.__name__, cls)
     return out
 

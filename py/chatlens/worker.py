@@ -6,8 +6,8 @@ Python exception's type and message (and its numbers where it has them: a Window
 the page raises as an Error of that name. The requests, their arguments (validated here from
 those types) and their answers are chatlens.protocol's: the contract, written once.
 
-Jobs. The page's JavaScript pulls one job at a time: `start(kind)` (chat, text, predict or
-count), then `step` until the answer's done is set (or `stop`); each answer is a
+Jobs. The page's JavaScript pulls one job at a time: `start(kind)` (chat, text, predict, count
+or compare), then `step` until the answer's done is set (or `stop`); each answer is a
 protocol.PullAnswer. A chat's start answers the turn's record before any step, so a send is one
 request. On the GPU the page submits a reply's runs and gives each one's bytes to `step`, oldest
 first; with NumPy, `step` computes the next step itself; a count's step counts for a few
@@ -15,6 +15,13 @@ milliseconds. Between two steps the worker answers previews and the text side's 
 `start` ends the job before (stopped). `run`, `predict` and `complete` pull a job to its end
 here (NumPy: the tests' way in); run and complete take on_token(id, text, token) and
 should_stop() as extra arguments.
+
+Two models. `load` reads the instruct model's text side, `load_base` the base model's beside it
+(refused when its tokenizer differs: chatlens.compare); `use_numpy`, `gpu_program` and `use_gpu`
+take `model` (instruct or base), each model its own backend and cache. A compare job
+(chatlens.compare.plan) answers what both models read in its start, then pulls the four replies
+in the plan's order, each from an empty cache over its model's backend; each answer names the
+model whose runs it plans, and each token its reply's model and layout.
 
 The history is the page's: each request carries the whole conversation, and the cache reuses
 whatever prefix it still holds, so a new worker (after a crash) only recomputes.
@@ -36,51 +43,89 @@ _RENDER_ARGUMENTS = ("messages", "tools", "documents", "add_generation_prompt", 
                      "template_name")
 
 
-class _Worker:
+class _Side:
+    """One model's weights: how to make its backend, and the cache over it. Each model has its
+    own (the GPU: its own program and executor), so both stay loaded at once."""
+
     def __init__(self):
-        self.path = None
-        self.text = None  # chatlens.source.TextSide
         self.new_backend = None  # n_ctx -> Backend, once weights are there
         self.capacity = None  # the most tokens a backend from new_backend can hold
         self.cache = None  # a PromptCache over the current backend
         self.program = None  # the GPU program last built (gpu_program), for use_gpu
-        self.job = None  # the job being pulled (a _Reply or a _Count), if any
+
+
+class _Worker:
+    def __init__(self):
+        self.path = None
+        self.text = None  # chatlens.source.TextSide
+        self.base_path = None
+        self.base_text = None  # the base model's TextSide, its tokenizer checked to be the instruct's
+        self.sides = {model: _Side() for model in protocol.MODELS}
+        self.job = None  # the job being pulled (a _Reply, a _Count or a _Compare), if any
 
     def load(self, a: protocol.Load):
         self.path = a.path
         self.text = load_text_side(self.path)
-        self.new_backend = self.capacity = self.cache = self.program = self.job = None
+        self.job = None
+        self.sides["instruct"] = _Side()
         cfg = self.text.config
         return {"eos_token": self.text.eos_token, "n_ctx": cfg.n_ctx, "vocab_size": cfg.vocab_size,
                 "source": self.path}
 
-    def use_numpy(self, a):
+    def load_base(self, a: protocol.LoadBase):
+        from .compare import check_same_tokenizer
+
+        self._loaded()
+        text = load_text_side(a.path)
+        check_same_tokenizer(self.text.tokenizer, text.tokenizer)  # the comparison needs the same ids
+        if self.job is not None:
+            self.stop(None)
+        self.base_path, self.base_text = a.path, text
+        self.sides["base"] = _Side()
+        cfg = text.config
+        return {"eos_token": text.eos_token, "n_ctx": cfg.n_ctx, "vocab_size": cfg.vocab_size, "source": a.path}
+
+    def _path_of(self, model):
+        if model not in protocol.MODELS:
+            raise ChatlensError(f"model must be {' or '.join(protocol.MODELS)}, not {model!r}")
+        if model == "base":
+            if self.base_text is None:
+                raise ChatlensError("the base model is not loaded yet: load_base reads it first")
+            return self.base_path
+        return self._loaded()
+
+    def use_numpy(self, a: protocol.UseNumpy):
         from .source import load_model
 
-        model = load_model(self._loaded())
-        self._use(model.backend, model.config.n_ctx)
+        model = load_model(self._path_of(a.model))
+        self._use(a.model, model.backend, model.config.n_ctx)
         return {"backend": "numpy", "n_ctx": model.config.n_ctx}
 
-    def gpu_program(self, a):
+    def gpu_program(self, a: protocol.GpuProgram):
         from .gpu import build_program, weight_plan
 
-        self.program = build_program(weight_plan(self._loaded()), a.n_ctx, a.features, a.limits)
-        return self.program
+        side = self.sides[a.model] if a.model in self.sides else None
+        path = self._path_of(a.model)
+        side.program = build_program(weight_plan(path), a.n_ctx, a.features, a.limits)
+        return side.program
 
     def use_gpu(self, a: protocol.UseGpu):
         from .gpu.backend import WebGPUBackend
 
-        if self.program is None:
+        self._path_of(a.model)
+        side = self.sides[a.model]
+        if side.program is None:
             raise ChatlensError("use_gpu needs the program gpu_program built")
         name = a.name
         # One backend: its cache lives in the GPU's buffers, which the page's executor holds.
-        backend = WebGPUBackend(self.program, None, name=f"webgpu: {name}")
-        self._use(lambda n_ctx: backend, self.program["meta"]["n_ctx"])
+        backend = WebGPUBackend(side.program, None, name=f"webgpu: {name}")
+        self._use(a.model, lambda n_ctx: backend, side.program["meta"]["n_ctx"])
         return {"backend": backend.name, "n_ctx": backend.capacity}
 
-    def _use(self, new_backend, capacity):
+    def _use(self, model, new_backend, capacity):
         self.job = None
-        self.new_backend, self.capacity, self.cache = new_backend, capacity, None
+        side = self.sides[model]
+        side.new_backend, side.capacity, side.cache = new_backend, capacity, None
 
     def preview(self, a):
         return self._record(a).to_json()
@@ -145,6 +190,20 @@ class _Worker:
 
         return _Reply(self.text, cache, data["prompt_ids"], r.max_tokens, top_k, depth, finish, chunk)
 
+    def _compare_job(self, r: protocol.Compare, depth, chunk):
+        from .compare import plan
+
+        if self.base_text is None:
+            raise ChatlensError("the comparison needs the base model, which is not loaded: download it first")
+        missing = [m for m in protocol.MODELS if self.sides[m].new_backend is None]
+        if missing:
+            raise ChatlensError(f"the comparison needs the {' and the '.join(missing)} model's weights, which are not "
+                                "loaded yet")
+        p = plan(self.text, self.base_text, r.text, max_tokens=r.max_tokens, top_k=r.top_k)
+        for m in protocol.MODELS:
+            self._cache_for(p.capacity, f"the comparison's {p.capacity} tokens", m)
+        return _Compare(self, p, depth, chunk)
+
     def _count_job(self, r: protocol.Turn, depth, chunk):
         """Count exactly what a Turn's system prompt and new message need (the figures a bound
         could only put a floor under), a time-sliced step at a time."""
@@ -170,6 +229,9 @@ class _Worker:
         return self._answered(job.answer([], None))
 
     def _answered(self, out):
+        out.setdefault("prompt", None)
+        out.setdefault("model", "instruct")
+        out.setdefault("cell", None)
         if out["done"] is not None:
             self.job = None
         return out
@@ -233,18 +295,20 @@ class _Worker:
         except ValueError as e:
             raise ChatlensError(str(e)) from None
 
-    def _cache_for(self, n: int, what: str) -> PromptCache:
-        """The cache over the loaded backend, one that holds at least n tokens."""
-        if self.new_backend is None:
-            raise ChatlensError("the model's weights are not loaded yet: replies need them")
-        if n > self.capacity:
-            raise ChatlensError(f"{what} is larger than the {self.capacity} the loaded backend was built for")
-        if self.cache is None or n > self.cache.capacity:
-            self.cache = PromptCache(self.new_backend(n))
-        return self.cache
+    def _cache_for(self, n: int, what: str, model="instruct") -> PromptCache:
+        """The cache over `model`'s loaded backend, one that holds at least n tokens."""
+        side = self.sides[model]
+        if side.new_backend is None:
+            raise ChatlensError(f"the {'base ' if model == 'base' else ''}model's weights are not loaded yet: "
+                                "replies need them")
+        if n > side.capacity:
+            raise ChatlensError(f"{what} is larger than the {side.capacity} the loaded backend was built for")
+        if side.cache is None or n > side.cache.capacity:
+            side.cache = PromptCache(side.new_backend(n))
+        return side.cache
 
     def render(self, a: protocol.Render):
-        from .record import token_bytes
+        from .record import token_lists
         from .template import ChatTemplate, assistant_mask
 
         self._loaded()
@@ -271,9 +335,7 @@ class _Worker:
         else:
             text = template.render(a.messages, continue_final_message=continue_final, **options)
             out = {"text": text, "ids": tok.encode(text)}
-        out["tokens"] = [tok.token_text(i) for i in out["ids"]]
-        out["vocab"] = [tok.id_to_token(i) for i in out["ids"]]
-        out["bytes"] = token_bytes(tok, out["ids"])  # as the turn record's: the page lays tokens on the text
+        out.update(token_lists(tok, out["ids"]))  # as the turn record's: the page lays tokens on the text
         out["special_ids"] = sorted(set(out["ids"]) & tok.special_ids)
         return out
 
@@ -305,8 +367,9 @@ class _Worker:
             if e.data is not None:  # the overflow's window is drawn as a record's: beside the model's context
                 e.data["context"] = self.text.config.n_ctx
             raise
-        if self.cache is not None:
-            record.reused_tokens = self.cache.reusable(record.prompt_ids)
+        cache = self.sides["instruct"].cache
+        if cache is not None:
+            record.reused_tokens = cache.reusable(record.prompt_ids)
             record.computed_tokens = record.used - record.reused_tokens
         return record
 
@@ -356,6 +419,81 @@ class _Reply:
                 "in_flight": pull.in_flight, "record": record, "done": done}
 
 
+class _Compare:
+    """A comparison being pulled (chatlens.compare.plan): the four replies in the plan's order,
+    each a _Reply over its model's backend from an empty cache, the tokens tagged with their
+    reply's model and layout. A stop ends the reply under way and every one after it."""
+
+    def __init__(self, worker, plan, depth, chunk):
+        self.worker, self.plan, self.depth, self.chunk = worker, plan, depth, chunk
+        # Every reply stops at the instruct model's end of turn, read with its tokenizer (compare.plan).
+        self.reading = _Reading(plan.tokenizer, plan.eos_id)
+        self.cells = {}
+        self.stopped = False
+        self.at = -1
+        self.prompt = plan.prompt  # the first answer's only: what both models read, before any step
+        self.reply = None
+        self._next(depth)
+
+    def _next(self, depth):
+        from .compare import cell
+
+        self.at += 1
+        if self.at >= len(self.plan.replies):
+            self.reply = None
+            return
+        key, layout, ids = self.plan.replies[self.at]
+        cache = self.worker.sides[key].cache
+        cache.reset()  # from nothing, as `complete` and `run` read each prompt
+        p = self.plan
+
+        def finish(reused, gen, key=key, layout=layout):
+            self.cells[key, layout] = cell(p.tokenizer, p.eos_id, reused, gen, cache.backend.name, p.top_k)
+            return self.cells[key, layout]
+
+        self.reply = _Reply(self.reading, cache, list(ids), p.max_tokens, p.top_k,
+                            self.depth if depth is None else depth, finish, self.chunk)
+
+    @property
+    def key(self):
+        return self.plan.replies[self.at][:2] if self.reply is not None else None
+
+    def advance(self, raw, ms) -> list:
+        return self.reply.advance(raw, ms)
+
+    def stop(self):
+        if self.reply is not None:
+            self.reply.stop()
+        self.stopped = True
+
+    def answer(self, chosen, depth) -> dict:
+        key, layout = self.key
+        out = self.reply.answer(chosen, depth)
+        tokens = [{**t, "model": key, "layout": layout} for t in out["tokens"]]
+        prompt, self.prompt = self.prompt, None
+        if out["done"] is not None:  # this reply has ended: the next starts in the same answer
+            if self.stopped:
+                self.reply = None
+            else:
+                self._next(depth)
+            if self.reply is not None:
+                nxt = self.answer([], depth)
+                nxt["tokens"] = tokens + nxt["tokens"]
+                nxt["prompt"] = prompt
+                return nxt
+            return {"tokens": tokens, "runs": [], "read": out["read"], "of": out["of"], "in_flight": 0,
+                    "record": None, "done": self.plan.answer(self.cells), "prompt": prompt, "model": key,
+                    "cell": len(self.plan.replies) - 1}
+        return {**out, "tokens": tokens, "prompt": prompt, "model": key, "cell": self.at}
+
+
+class _Reading:
+    """What a _Reply reads a reply with: a tokenizer and the end-of-turn id that stops it."""
+
+    def __init__(self, tokenizer, eos_id):
+        self.tokenizer, self.eos_id = tokenizer, eos_id
+
+
 class _Count:
     """A count being pulled (chatlens.window.counting): each step counts slices for at most `ms`."""
 
@@ -395,7 +533,7 @@ def _top_k(k, default):
 
 
 _worker = _Worker()
-REQUESTS = {"load": _worker.load, "preview": _worker.preview, "run": _worker.run, "use_numpy": _worker.use_numpy,
+REQUESTS = {"load": _worker.load, "load_base": _worker.load_base, "preview": _worker.preview, "run": _worker.run, "use_numpy": _worker.use_numpy,
             "start": _worker.start, "step": _worker.step, "stop": _worker.stop,
             "gpu_program": _worker.gpu_program, "use_gpu": _worker.use_gpu,
             "render": _worker.render, "predict": _worker.predict, "tokenize": _worker.tokenize,

@@ -27,6 +27,17 @@
 //        a newer count, a new preview or a reply end it, and it rejects with an Error named AbortError
 //   await chatlens.complete({text, topK, maxTokens}, {onToken, onProgress, signal}) -> plain text
 //        continued with no template: {prompt_ids, ids, tokens, bytes, text, stop_reason, top_k, ...}, as run
+//   await chatlens.compare({text, maxTokens, topK}, {onPrompt, onToken, signal}) -> the lesson's
+//        experiment: the message read as plain text and in the chat template, by the base and the
+//        instruct model: {prompt: {text, plain_ids, plain_tokens, template_text, template_ids,
+//        template_tokens, special_ids}, base: {plain, template}, instruct: {plain, template},
+//        max_tokens, top_k, eos_id}, each cell {reply_ids, reply_tokens, reply_text, stop_reason,
+//        top_k (the first step's [id, logit, probability] rows), top_k_tokens, backend, timings}.
+//        Both models must be stored (the base attaches on the first compare); onPrompt(prompt)
+//        once, before any token; onToken({model, layout, token: {id, text, token, bytes}}) as
+//        each reply id is chosen; signal or chatlens.stop() stops all four (stop_reason
+//        "stopped"); a new compare stops the one before. maxTokens, topK: the site's
+//        compare_limit and compare_top_k by default
 //   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, prompt_vocab, prompt_bytes,
 //                                                  special_ids}: no template
 //   await chatlens.render({messages, template, tools, documents, add_generation_prompt,
@@ -38,9 +49,13 @@
 //   chatlens.stop()                             -> stop the reply being written (stop_reason "stopped"):
 //                                                  a promise of true once it has ended (false: none was)
 //   chatlens.writing                            -> true while a reply (or a continuation) is being written
-//   await chatlens.downloadModel({onProgress, signal}) -> the stored model once the current source is
-//        stored and verified (then the worker loads its weights: chatlens.model, status "ready")
-//   await chatlens.storedModels()               -> [{id, source, files, bytes, total, complete, verified, stored_at}]
+//   await chatlens.downloadModel({model, onProgress, signal}) -> the stored model once the current source is
+//        stored and verified (then the worker loads its weights: chatlens.model, status "ready");
+//        model: "instruct" (the default: the current source) or "base" (the comparison's base
+//        model, stored beside it; the instruct's weights stay as they are)
+//   await chatlens.storedModels()               -> [{id, source, files, bytes, total, complete, verified, stored_at,
+//                                                  model}]: model "instruct", "base" or null (a model
+//                                                  given by URL); verified: how its bytes were checked
 //   await chatlens.deleteModel(id), chatlens.deleteAllModels(), chatlens.storageEstimate()
 //   chatlens.model                              -> what computes replies once the weights are in:
 //                                                  {backend, n_ctx, kind: "webgpu"|"numpy", why} or {error, offer}
@@ -157,9 +172,10 @@ export function createApi() {
     return call("preview", plain(args, api.settings)).answer;
   };
   /** A reply request (run, complete): streamed, stoppable by chatlens.stop() or its signal. */
-  async function reply(type, request, { onRecord, onToken, onProgress, signal } = {}) {
+  async function reply(type, request, { onRecord, onPrompt, onToken, onProgress, signal, started } = {}) {
     if (signal?.aborted) throw new DOMException("the reply was stopped before it started", "AbortError");
-    const { id, answer } = call(type, request, { record: onRecord, token: onToken, progress: onProgress });
+    const { id, answer } = call(type, request, { record: onRecord, prompt: onPrompt, token: onToken, progress: onProgress });
+    started?.(id);
     const stop = () => conn.signal("stop", { id });
     signal?.addEventListener("abort", stop, { once: true });
     const me = { id, ended: answer.then(() => true, () => true) };
@@ -205,6 +221,29 @@ export function createApi() {
     if (args.topK !== undefined) request.top_k = args.topK;
     return reply("complete", request, options);
   };
+  let comparing = null; // the comparison in progress: a new one stops it
+  api.compare = async (args, { onPrompt, onToken, signal } = {}) => {
+    if (!args || typeof args.text !== "string") throw new TypeError("chatlens: compare needs {text}");
+    if (comparing) conn.signal("stop", { id: comparing });
+    await api.ready;
+    const found = await downloads.base();
+    if (found.error) throw new Error(`the comparison needs the base model: ${found.error}`);
+    if (!found.status?.complete) {
+      throw new Error("the comparison needs the base model, which is not stored" +
+        `${found.status?.bytes ? " whole yet" : ""}: download it first (its box in Manage downloads)`);
+    }
+    await call("attachBase", { source: found.source }).answer;
+    const request = { text: args.text, max_tokens: args.maxTokens ?? api.settings.compare_limit,
+                      top_k: args.topK ?? api.settings.compare_top_k }; // a Compare
+    const token = onToken && ((t) => onToken({ model: t.model, layout: t.layout,
+                                                token: { id: t.id, text: t.text, token: t.token, bytes: t.bytes } }));
+    let mine = null;
+    try {
+      return await reply("compare", request, { onPrompt, onToken: token, signal, started: (id) => (comparing = mine = id) });
+    } finally {
+      if (comparing === mine) comparing = null;
+    }
+  };
   // The text side's requests: the tokenizer and the template, no weights needed.
   const textRequest = (type) => async (args = {}) => {
     await api.ready;
@@ -218,6 +257,7 @@ export function createApi() {
   const downloads = createDownloads(() => api.source, () => api.settingsReady.then(() => api.build)); // build.json read once
   /** Store the current source (verified), then have the worker load its weights. */
   api.downloadModel = async (options) => {
+    if (options?.model === "base") return downloads.downloadModel(options); // the instruct's weights stay
     await api.ready;
     const summary = await downloads.downloadModel(options);
     api.modelReady = call("attach").answer;

@@ -66,9 +66,10 @@ async function fetchKept(url, init, key = url) {
   }
 }
 
-/** The text side's files in Pyodide's file system; returns the path chatlens reads. */
-export function mountTextFiles(py, source, files) {
-  return source.kind === "gguf" ? mountGguf(py, source.url, files) : writeFolder(py, files);
+/** The text side's files in Pyodide's file system, under `root` (the base model has its own);
+ * returns the path chatlens reads. */
+export function mountTextFiles(py, source, files, root = "/models") {
+  return source.kind === "gguf" ? mountGguf(py, source.url, files, `${root}/gguf`) : writeFolder(py, files, `${root}/hf`);
 }
 
 /** A Hugging Face folder's weights file, for the weight plan: its header in memory, the rest of
@@ -172,8 +173,7 @@ async function folderFiles(base) {
   return got.filter(Boolean);
 }
 
-function writeFolder(py, files) {
-  const dir = "/models/hf";
+function writeFolder(py, files, dir) {
   py.FS.mkdirTree(dir);
   for (const [name, data] of files) py.FS.writeFile(`${dir}/${name}`, data);
   return dir;
@@ -205,8 +205,7 @@ async function ggufHead(url) {
 
 // The GGUF as a file of its full size in Pyodide's file system (see mountPartial). The metadata
 // reader rarely needs more than the head.
-function mountGguf(py, url, { head, total, stored }) {
-  const dir = "/models/gguf";
+function mountGguf(py, url, { head, total, stored }, dir) {
   const name = decodeURIComponent(new URL(url).pathname.split("/").pop()) || "model.gguf";
   mountPartial(py, dir, name, { head, total, url: stored ? null : url });
   return `${dir}/${name}`;

@@ -19,6 +19,12 @@
  */
 
 /**
+ * Read the base model's text side beside the instruct model's: refused when its tokenizer differs.
+ * @typedef {object} LoadBase
+ * @property {string} path the base model's files in the worker's file system: a .gguf file or a Hugging Face folder
+ */
+
+/**
  * A chat turn: the conversation, the window it must fit, the system prompt.
  * @typedef {object} Turn
  * @property {Array} messages [{role, content}, ...]: the history, then the new user message last
@@ -38,8 +44,9 @@
  */
 
 /**
- * No arguments.
- * @typedef {object} Empty
+ * Compute one model's replies with NumPy.
+ * @typedef {object} UseNumpy
+ * @property {string} [model="instruct"] instruct or base
  */
 
 /**
@@ -50,11 +57,12 @@
  */
 
 /**
- * Build the GPU program of the forward pass for this source and adapter.
+ * Build the GPU program of the forward pass for one model's source and this adapter.
  * @typedef {object} GpuProgram
  * @property {number} n_ctx the context the program's KV cache holds
  * @property {Array} [features=[]] the adapter's features
  * @property {object} [limits={}] the adapter's limits, by WebGPU's names
+ * @property {string} [model="instruct"] instruct or base
  */
 
 /**
@@ -66,13 +74,14 @@
  * Compute replies with the program gpu_program built; the page's executor runs its steps.
  * @typedef {object} UseGpu
  * @property {string} [name="adapter"] the adapter's name, for the record's backend
+ * @property {string} [model="instruct"] instruct or base: the model whose program gpu_program built last
  */
 
 /**
  * Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count.
  * @typedef {object} Start
- * @property {string} kind chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token) or count (a Turn's overflow, counted exactly)
- * @property {object} args the arguments of that kind: a Turn, or a Text
+ * @property {string} kind chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count (a Turn's overflow, counted exactly) or compare (a Compare's four replies)
+ * @property {object} args the arguments of that kind: a Turn, a Text or a Compare
  * @property {number} [depth=2] GPU steps to keep in flight
  * @property {number} [chunk=16] the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls between chunks (0: the backend's own; a GPU step reads the program's chunk)
  */
@@ -80,13 +89,16 @@
 /**
  * start's, step's and stop's answer: where the job is.
  * @typedef {object} PullAnswer
- * @property {Array} tokens Token objects: the ids this step chose (a reply), in order; [] for a count
+ * @property {Array} tokens Token objects (a compare job's: CellToken objects): the ids this step chose (a reply), in order; [] for a count
  * @property {Array} runs GpuRun objects to submit now, in order; the page gives each one's bytes to a step, oldest first (Python's Pull books the runs in flight)
  * @property {number} read the prompt read so far: tokens (a reply), characters (a count)
  * @property {number} of all of it, in the same unit
  * @property {number} in_flight runs submitted whose bytes are not given yet
  * @property {object|null} record a chat job's start only: the TurnRecord (chatlens.record) the reply will fill, as a preview answers it, before any step; null otherwise
- * @property {*} done null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation (text), a Prediction (predict), Counted (count); a stopped count answers {stopped: true}
+ * @property {*} done null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation (text), a Prediction (predict), Counted (count), Compared (compare); a stopped count answers {stopped: true}
+ * @property {object|null} [prompt=null] a compare job's start only: what both models read (Compared's prompt), before any step; null otherwise
+ * @property {string} [model="instruct"] the model whose backend computes the runs (a compare job: the current reply's; its tokens also carry their model and layout)
+ * @property {number|null} [cell=null] a compare job: the reply under way (0 to 3, in Compared's order); runs of an earlier one still in flight are not needed; null otherwise
  */
 
 /**
@@ -94,6 +106,11 @@
  * @typedef {object} Step
  * @property {number|null} [depth=null] GPU steps to keep in flight (default: as started)
  * @property {number} [ms=20] a count's step: how long it may count, in milliseconds, before it answers
+ */
+
+/**
+ * No arguments.
+ * @typedef {object} Empty
  */
 
 /**
@@ -241,6 +258,33 @@
  * @property {number} n_ctx the most tokens its cache holds
  * @property {string} kind "webgpu" or "numpy"
  * @property {string} why why that backend
+ * @property {string} [model="instruct"] instruct or base: whose weights these are
+ * @property {string|null} [note=null] a sentence when the two models cannot both be on the device (one at a time then)
+ */
+
+/**
+ * Put the base model beside the instruct: its text side read (refused when its tokenizer differs) and its weights on the same device, from the store only once it holds the whole model.
+ * @typedef {object} AttachBase
+ * @property {object} source the base model's source, as the page resolves it (page/downloads.mjs baseSource())
+ */
+
+/**
+ * The comparison: one message read as plain text and in the chat template, by the base and the instruct model.
+ * @typedef {object} Compare
+ * @property {string} text the message
+ * @property {number} [max_tokens=48] new tokens at most, each reply
+ * @property {number} [top_k=10] candidates the first step of each reply records (0: none)
+ */
+
+/**
+ * A compare job's done (chatlens.compare.Plan.answer): the prompt, and the four replies, each {reply_ids, reply_tokens, reply_text, stop_reason, top_k (the first step's rows), top_k_tokens, backend, timings}.
+ * @typedef {object} Compared
+ * @property {object} prompt {text, plain_ids, plain_tokens, template_text, template_ids, template_tokens, special_ids}: what both models read
+ * @property {object} instruct {plain, template}: the instruct model's replies
+ * @property {object} base {plain, template}: the base model's replies
+ * @property {number} max_tokens the cap each reply had
+ * @property {number} top_k K
+ * @property {number} eos_id the instruct model's end of turn, where every reply stops
  */
 
 /**
@@ -289,6 +333,17 @@
  */
 
 /**
+ * A compare job's token: a Token's fields, and the reply it belongs to.
+ * @typedef {object} CellToken
+ * @property {number} id as Token's
+ * @property {string} text as Token's
+ * @property {string} token as Token's
+ * @property {string} bytes as Token's
+ * @property {string} model instruct or base
+ * @property {string} layout plain or template
+ */
+
+/**
  * A GPU run the page submits (chatlens.gpu.backend.Run's to_json).
  * @typedef {object} GpuRun
  * @property {Array} sequences the program's sequences to dispatch, in order
@@ -325,10 +380,17 @@
  */
 
 /**
+ * A compare request's prompt (PullAnswer's prompt), before any of its tokens.
+ * @typedef {object} PromptEvent
+ * @property {number} id the request's id
+ * @property {object} prompt what both models read (Compared's prompt)
+ */
+
+/**
  * A reply id, as it is chosen.
  * @typedef {object} TokenEvent
  * @property {number} id the request's id (the token's own id is token.id)
- * @property {object} token a Token
+ * @property {object} token a Token (a compare request's: a CellToken)
  */
 
 /**
@@ -355,8 +417,9 @@
 /** Python's requests (chatlens.worker): the arguments and the answer, typedefs above. */
 export const REQUESTS = {
   load: { args: "Load", answers: "Loaded" },
+  load_base: { args: "LoadBase", answers: "Loaded" },
   preview: { args: "Turn", answers: "TurnRecordAnswer" },
-  use_numpy: { args: "Empty", answers: "BackendInfo" },
+  use_numpy: { args: "UseNumpy", answers: "BackendInfo" },
   gpu_program: { args: "GpuProgram", answers: "GpuProgramAnswer" },
   use_gpu: { args: "UseGpu", answers: "BackendInfo" },
   start: { args: "Start", answers: "PullAnswer" },
@@ -373,7 +436,7 @@ export const REQUESTS = {
 };
 
 /** start's kinds: the arguments each takes. */
-export const KINDS = {"chat": "Turn", "text": "Text", "predict": "Turn", "count": "Turn"};
+export const KINDS = {"chat": "Turn", "text": "Text", "predict": "Turn", "count": "Turn", "compare": "Compare"};
 
 /** The page<->worker messages, by type: requests (page -> worker: [args, answer]), signals
  * (page -> worker, never answered), events (worker -> page) and the answer envelope. */
@@ -381,6 +444,8 @@ export const MESSAGES = {
   requests: {
     init: { args: "Init", answers: "Booted" },
     attach: { args: "Empty", answers: "ModelInfo" },
+    attachBase: { args: "AttachBase", answers: "ModelInfo" },
+    compare: { args: "Compare", answers: "Compared" },
     debug: { args: "Empty", answers: "DebugInfo" },
     preview: { args: "Turn", answers: "TurnRecordAnswer" },
     run: { args: "Turn", answers: "TurnRecordAnswer" },
@@ -394,7 +459,7 @@ export const MESSAGES = {
     run_python: { args: "RunPython", answers: "PythonRun" },
   },
   signals: {"stop": "StopSignal", "loseGpu": "Empty"},
-  events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "token": "TokenEvent", "progress": "ProgressEvent"},
+  events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "prompt": "PromptEvent", "token": "TokenEvent", "progress": "ProgressEvent"},
   answer: "Answer",
 };
 
@@ -402,16 +467,18 @@ export const MESSAGES = {
 export const FIELDS = {
   Load: ["path"],
   Loaded: ["eos_token", "n_ctx", "vocab_size", "source"],
+  LoadBase: ["path"],
   Turn: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k"],
   TurnRecordAnswer: [],
-  Empty: [],
+  UseNumpy: ["model"],
   BackendInfo: ["backend", "n_ctx"],
-  GpuProgram: ["n_ctx", "features", "limits"],
+  GpuProgram: ["n_ctx", "features", "limits", "model"],
   GpuProgramAnswer: [],
-  UseGpu: ["name"],
+  UseGpu: ["name", "model"],
   Start: ["kind", "args", "depth", "chunk"],
-  PullAnswer: ["tokens", "runs", "read", "of", "in_flight", "record", "done"],
+  PullAnswer: ["tokens", "runs", "read", "of", "in_flight", "record", "done", "prompt", "model", "cell"],
   Step: ["depth", "ms"],
+  Empty: [],
   Prediction: ["top_k", "top_k_tokens", "top_k_bytes", "used", "reused_tokens", "backend"],
   Text: ["text", "max_tokens", "top_k"],
   Continuation: ["prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "ids", "text", "tokens", "vocab", "bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "backend", "timings", "eos_id"],
@@ -425,16 +492,21 @@ export const FIELDS = {
   PythonRun: ["stdout", "stderr", "error", "timed_out", "seconds", "results"],
   Init: ["source", "build", "backend", "lock", "hideJspi"],
   Booted: ["source", "info", "pyodide", "stored", "snapshot", "device"],
-  ModelInfo: ["backend", "n_ctx", "kind", "why"],
+  ModelInfo: ["backend", "n_ctx", "kind", "why", "model", "note"],
+  AttachBase: ["source"],
+  Compare: ["text", "max_tokens", "top_k"],
+  Compared: ["prompt", "instruct", "base", "max_tokens", "top_k", "eos_id"],
   DebugInfo: ["wasm_heap", "last_reply"],
   Counted: ["needed", "window", "reserve", "at_least", "pieces", "message", "context"],
   Reply: ["reply_ids", "reply_text", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "backend", "timings"],
   Token: ["id", "text", "token", "bytes"],
+  CellToken: ["id", "text", "token", "bytes", "model", "layout"],
   GpuRun: ["sequences", "params", "readback", "tokens", "chooses"],
   StopSignal: ["id"],
   StatusEvent: ["state", "detail"],
   ModelEvent: ["model"],
   RecordEvent: ["id", "record"],
+  PromptEvent: ["id", "prompt"],
   TokenEvent: ["id", "token"],
   ProgressEvent: ["id", "read", "of", "ms", "parts"],
   Answer: ["id", "ok", "result", "error", "name", "data"],

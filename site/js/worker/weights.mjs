@@ -12,7 +12,7 @@ import { WEIGHTS_FILE, mountWeightsHeader, storedReader } from "./files.mjs";
  * chose the GPU falls back to NumPy when the GPU fails.
  * m: {py, call, store, source, path (the text side's mount), nCtx (the GPU program's context),
  * packages (where Pyodide's packages come from), asked (the backend asked for), say(detail),
- * onCorrupt(error)}. Returns {backend, n_ctx, kind, why, executor?}; throws an Error saying why
+ * onCorrupt(error), model ("instruct" or "base": whose weights, each its own backend in Python)}. Returns {backend, n_ctx, kind, why, executor?}; throws an Error saying why
  * no backend could be had.
  */
 export async function attachWeights(device, m) {
@@ -45,16 +45,16 @@ export async function attachWeights(device, m) {
   throw e;
 }
 
-async function attachGpu(gpu, { py, call, store, source, path, nCtx, say, onCorrupt }) {
+async function attachGpu(gpu, { py, call, store, source, path, nCtx, say, onCorrupt, model = "instruct" }) {
   say(`building the GPU program on ${gpu.name}`);
   if (source.kind === "hf") await mountWeightsHeader(py, store, source, path);
-  const program = call("gpu_program", { n_ctx: nCtx, features: gpu.features, limits: gpu.limits });
+  const program = call("gpu_program", { n_ctx: nCtx, features: gpu.features, limits: gpu.limits, model });
   say(`uploading the weights to ${gpu.name}`);
   const executor = await createExecutor(gpu.adapter, program, storedReader(store, source, { onCorrupt }), { name: gpu.name });
-  return { ...call("use_gpu", { name: gpu.name }), kind: "webgpu", executor };
+  return { ...call("use_gpu", { name: gpu.name, model }), kind: "webgpu", executor };
 }
 
-async function attachNumpy({ py, call, store, source, path, say, packages }) {
+async function attachNumpy({ py, call, store, source, path, say, packages, model = "instruct" }) {
   say("loading NumPy for Python");
   try {
     await py.loadPackage("numpy", { messageCallback: () => {}, errorCallback: () => {} });
@@ -75,7 +75,7 @@ async function attachNumpy({ py, call, store, source, path, say, packages }) {
   } catch {}
   py.FS.writeFile(file, await store.read(source, name));
   try {
-    return { ...call("use_numpy", {}), kind: "numpy" };
+    return { ...call("use_numpy", { model }), kind: "numpy" };
   } finally {
     py.FS.unlink(file); // Python holds the arrays now (the text side was read at boot)
   }

@@ -7,11 +7,15 @@
 // listed in protocol.gen.mjs; tests/page/messages.test.mjs keeps this file to that list.
 //
 // A job is a loop this worker pulls (`pulled` below): Python's `start(kind)` (chat, text,
-// predict or count), then one `step` a token (a count: a few milliseconds of counting). On the
+// predict, count or compare), then one `step` a token (a count: a few milliseconds of counting). On the
 // GPU, this side submits the runs Python plans (several in flight: the GPU never waits for the
 // host) and hands Python each run's bytes; with NumPy, Python computes each step in `step`.
 // Between two steps the worker reads its messages: a stop, a preview. One job at a time in
 // Python: a newer start ends the one before. No JSPI, no SharedArrayBuffer.
+//
+// Two models: the instruct (the page's source) and, for the comparison, the base model beside it
+// (attachBase), each with its own weights in Python and, on the GPU, its own executor; a
+// comparison's step answer names the model whose runs it plans, and they go to that executor.
 
 import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
@@ -27,6 +31,8 @@ let python = null; // chatlens.worker's {call}, once Python is up
 let booting = null;
 let session = null; // {source, build, backend, device, path, info, store}
 let attached = null; // {backend, n_ctx, kind, executor?} once replies can be computed
+let base = null; // the base model beside it (attachBase): {source, path, model: its ModelInfo, executor?}
+let oneAtATime = null; // the sentence saying why only one model's weights fit on the GPU, once they did not
 const jobs = new Map(); // request id -> its job (`pulled`): what a stop signal ends
 const stopsAsked = new Set(); // the ids of jobs asked to stop (a stop may come before its job starts)
 let lastReply = null; // where the last job's time went (the bench's "debug" request)
@@ -134,6 +140,69 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
   return model;
 }
 
+/** The base model beside the instruct (the comparison's): its text side read from the store
+ * (only a complete copy: a half-downloaded base is resumed by the page, never read here) and
+ * refused by Python when its tokenizer differs, then its weights on the same device as the
+ * instruct's. On the GPU a second program and executor, both models at once; when the device
+ * has no room for both, one at a time (`onDevice` swaps them), said in a status note. */
+async function attachBase(source) {
+  const { store } = session;
+  if (base && base.source.id === source.id && base.model) return base.model;
+  const stored = store ? await store.status(source).catch(() => null) : null;
+  if (!stored?.complete) {
+    throw new Error(`the base model (${source.label}) is not stored ${stored?.bytes ? "whole yet" : "yet"}: ` +
+      "download it first; a download cut short goes on where it stopped");
+  }
+  status("weights", `reading the base model's tokenizer from ${source.label}`);
+  const path = mountTextFiles(py, source, await textFiles(source, store, stored), "/models/base");
+  python.call("load_base", { path }); // a TokenizerMismatchError's sentence reaches the page as it is
+  base?.executor?.destroy();
+  base = { source, path, model: null, executor: null };
+  base.model = await putBase();
+  self.postMessage({ type: "model", model: base.model });
+  status("ready", `${session.source.label} and the base model on ${base.model.backend}`);
+  return base.model;
+}
+
+/** The base model's weights on the device the instruct's are on (NumPy: loaded beside them). */
+async function putBase() {
+  const one = (m) => attachWeights(session.device, {
+    py, call: python.call, store: session.store, source: base.source, path: base.path, model: "base",
+    nCtx: attached?.n_ctx ?? Math.max(...session.build.settings.windows), asked: attached?.kind ?? session.backend,
+    packages: new URL(session.build.pyodide.packages, SITE).href,
+    say: (detail) => status("weights", `base model: ${detail}`),
+    onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`), ...m,
+  });
+  status("weights", "loading the base model's weights beside the instruct model's");
+  let got;
+  try {
+    got = await one();
+  } catch (e) {
+    if (attached?.kind !== "webgpu") throw e;
+    // No room for a second program beside the first: one model on the GPU at a time.
+    oneAtATime = `the GPU has no room for both models at once (${e.message}): the comparison puts one on it at ` +
+      "a time, which takes longer";
+    status("weights", oneAtATime);
+    attached.executor.destroy();
+    got = await one({ asked: "webgpu" });
+  }
+  const { executor, ...model } = got;
+  base.executor = executor ?? null;
+  return { ...model, model: "base", note: oneAtATime };
+}
+
+/** The executor of `model`'s weights, put back on the GPU first when only one fits at a time. */
+async function onDevice(model) {
+  const mine = model === "base" ? base : attached;
+  if (!mine?.executor || !mine.executor.destroyed) return mine?.executor ?? null;
+  const other = model === "base" ? attached : base;
+  if (other?.executor && !other.executor.destroyed) other.executor.destroy();
+  status("weights", `putting the ${model} model on the GPU (${oneAtATime})`);
+  if (model === "base") base.model = await putBase();
+  else await attach(attached.n_ctx);
+  return (model === "base" ? base : attached).executor;
+}
+
 const requests = {
   /** For scripts/bench_browser.py: the size of Python's wasm memory, in bytes, and where the
    * last job's time went in this thread (`pull`'s figures). */
@@ -154,6 +223,14 @@ const requests = {
   async attach() {
     await booting;
     return attach();
+  },
+  async attachBase({ source }) {
+    await booting;
+    return attachBase(source);
+  },
+  async compare(args, id) {
+    await booting;
+    return pulled("compare", args, id);
   },
   async preview(args) {
     await booting;
@@ -237,7 +314,7 @@ const ENDED = Symbol("ended");
 /** The one loop that drives a job: `start`, then `step` (or `stop`) until its answer is done. */
 async function pull(me, args, streamed) {
   const { id, kind } = me;
-  const gpu = kind !== "count" && attached?.kind === "webgpu" ? attached.executor : null;
+  let gpu = kind !== "count" && attached?.kind === "webgpu" ? attached.executor : null;
   const woken = new Promise((resolve) => (me.wake = () => resolve(ENDED)));
   if (me.ended) me.wake();
   const t0 = performance.now();
@@ -286,11 +363,22 @@ async function pull(me, args, streamed) {
     job = me; // Python's start ends the job before
     let out = ask("start", { kind, args, depth: gpu ? gpu.depth() : 1 });
     if (kind !== "count") lastReply = spent;
+    let cell = out.cell;
     for (;;) {
       if (out.record && !streamed.recorded) {
         streamed.recorded = true;
         self.postMessage({ type: "record", id, record: out.record });
       }
+      if (out.prompt && !streamed.recorded) { // a comparison's: what both models read, before any token
+        streamed.recorded = true;
+        self.postMessage({ type: "prompt", id, prompt: out.prompt });
+      }
+      if (out.cell !== cell) { // a comparison's next reply: the runs still in flight were the last one's
+        for (const f of flight.splice(0)) f.catch(() => {});
+        cell = out.cell;
+      }
+      // A comparison's runs go to the executor of the model whose reply it is.
+      if (gpu && !out.done) gpu = await onDevice(out.model);
       for (const t of out.tokens) {
         if (streamed.skip > 0) streamed.skip -= 1;
         else (streamed.posted += 1), self.postMessage({ type: "token", id, token: t });
