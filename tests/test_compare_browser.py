@@ -1,0 +1,120 @@
+"""chatlens.compare in Chromium (WebGPU forced, as the other browser tests do): the base model
+beside the instruct model, on the same ids, in the page's worker, equal to CPython's
+chatlens.compare.compare on the same weights.
+
+The Hub cannot be reached here: the base model is a stand-in, a tiny random model with SmolLM2's
+tokenizer (tests/tiny_model.py), served by the mirror as `serve --base-model FOLDER` serves one
+(host/mirror.py's base_mirror), beside a tiny instruct model served by URL. Small shapes and few
+tokens: the suite runs on a slow CPU.
+"""
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+TEXT = "What is the capital of France?"
+TURN_MS = 900_000  # a few short replies on SwiftShader, on a busy machine
+TOL = 1e-3
+
+
+@pytest.fixture(scope="module")
+def tiny_two(server):
+    """(instruct folder, base folder, the base's mirror): two tiny models with SmolLM2's tokenizer."""
+    from chatlens.host.mirror import base_mirror
+    from tiny_model import write_tiny_model
+
+    tokenizers = server.mirror.files["config.json"].parent
+    instruct = write_tiny_model(server.root / "tiny-compare" / "instruct", tokenizers, seed=17)
+    folder = write_tiny_model(server.root / "tiny-compare" / "base", tokenizers, seed=18)
+    (folder / "README.md").write_text("# A stand-in for SmolLM2-135M: a tiny random model (test_compare_browser)\n")
+    return instruct, folder, base_mirror(folder)
+
+
+def both_stored(a, server, base):
+    """The page on the tiny instruct, both models stored, the instruct's weights loaded."""
+    server.mirror.base_model = base
+    page = a.open(f"?model={server.url}tiny-compare/instruct/")
+    page.evaluate("chatlens.downloadModel()")
+    assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+    stored = page.evaluate("chatlens.downloadModel({model: 'base'})")
+    assert stored["complete"]
+    return page
+
+
+COMPARE = """([text, maxTokens, topK]) => {
+    const streamed = [], prompts = [];
+    return chatlens.compare({text, maxTokens, topK}, {
+        onPrompt: (p) => prompts.push({p, tokensBefore: streamed.length}),
+        onToken: (t) => streamed.push(t)}).then((out) => ({out, streamed, prompts}));
+}"""
+
+
+def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four(browser, server, tiny_two):
+    from chatlens.compare import LAYOUTS, MODELS, compare
+    from chatlens.source import load_model
+    from webapp import App
+
+    instruct, folder, base = tiny_two
+    a = App(browser, server)
+    try:
+        page = both_stored(a, server, base)
+        got = page.evaluate(COMPARE, [TEXT, 3, 3])
+        want = compare(load_model(instruct), load_model(folder), TEXT, max_tokens=3, top_k=3)
+        out = got["out"]
+        assert out["prompt"]["plain_ids"] == want["prompt"]["plain_ids"]
+        assert out["prompt"]["template_ids"] == want["prompt"]["template_ids"]
+        assert len(got["prompts"]) == 1 and got["prompts"][0]["tokensBefore"] == 0  # before any token
+        assert got["prompts"][0]["p"] == out["prompt"]
+        for key in MODELS:
+            for layout in LAYOUTS:
+                cell, ref = out[key][layout], want[key][layout]
+                assert cell["reply_ids"] == ref["reply_ids"], (key, layout)
+                assert cell["stop_reason"] == ref["stop_reason"] and cell["backend"].startswith("webgpu: ")
+                assert [r[0] for r in cell["top_k"]] == [r[0] for r in ref["top_k"]], (key, layout)
+                for (_, _, p), (_, _, q) in zip(cell["top_k"], ref["top_k"]):
+                    assert abs(p - q) < TOL, (key, layout)
+                ids = [t["token"]["id"] for t in got["streamed"] if (t["model"], t["layout"]) == (key, layout)]
+                assert [i for i in ids if i >= 0] == cell["reply_ids"], (key, layout)
+
+        # Stop: the reply under way and every one after it end "stopped"
+        stopped = page.evaluate("""(text) => {
+            const stop = new AbortController();
+            let n = 0;
+            return chatlens.compare({text, maxTokens: 40, topK: 0},
+                                    {onToken: () => { if (++n === 2) stop.abort(); }, signal: stop.signal});
+        }""", TEXT)
+        cells = [stopped[k][layout] for k in MODELS for layout in LAYOUTS]
+        assert [c["stop_reason"] for c in cells] == ["stopped"] * 4, [c["stop_reason"] for c in cells]
+        assert len(cells[0]["reply_ids"]) >= 2 and all(c["reply_ids"] == [] for c in cells[1:])
+        assert page.evaluate("chatlens.writing") is False
+
+        # the base deleted: the comparison asks for it, the instruct's chat still works
+        base_id = page.evaluate("chatlens.downloads.base()")["status"]["id"]
+        page.evaluate("(id) => chatlens.deleteModel(id)", base_id)
+        error = page.evaluate("(text) => chatlens.compare({text}).then(() => null, (e) => e.message)", TEXT)
+        assert "needs the base model" in error and "download it first" in error
+        rec = page.evaluate("chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 256, maxTokens: 2})")
+        assert len(rec["reply_ids"]) == 2 and rec["backend"].startswith("webgpu: ")
+        assert not a.errors, a.errors
+    finally:
+        server.mirror.base_model = None
+        a.close()
+
+
+def test_a_base_with_another_tokenizer_is_refused_with_a_sentence(browser, server, tiny_two, tmp_path):
+    from chatlens.host.mirror import base_mirror
+    from standin_base import mismatched_tokenizer
+    from webapp import App
+
+    _, folder, _ = tiny_two
+    other = mismatched_tokenizer(server.root / "tiny-compare" / "other", folder)
+    a = App(browser, server)
+    try:
+        page = both_stored(a, server, base_mirror(other))
+        error = page.evaluate("(text) => chatlens.compare({text}).then(() => null, (e) => [e.name, e.message])", TEXT)
+        assert error[0] == "TokenizerMismatchError"
+        assert "needs both models to read exactly the same ids" in error[1]
+        assert not a.errors, a.errors
+    finally:
+        server.mirror.base_model = None
+        a.close()
