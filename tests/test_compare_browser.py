@@ -59,6 +59,9 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
     try:
         page = both_stored(a, server, base)
         got = page.evaluate(COMPARE, [TEXT, 3, 3])
+        # the base attached on the first compare, beside the instruct: chatlens.model stays the instruct's
+        assert page.evaluate("chatlens.baseModel")["model"] == "base"
+        assert page.evaluate("chatlens.model")["model"] == "instruct"
         want = compare(load_model(instruct), load_model(folder), TEXT, max_tokens=3, top_k=3)
         out = got["out"]
         assert out["prompt"]["plain_ids"] == want["prompt"]["plain_ids"]

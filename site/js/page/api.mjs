@@ -59,6 +59,9 @@
 //   await chatlens.deleteModel(id), chatlens.deleteAllModels(), chatlens.storageEstimate()
 //   chatlens.model                              -> what computes replies once the weights are in:
 //                                                  {backend, n_ctx, kind: "webgpu"|"numpy", why} or {error, offer}
+//   chatlens.baseModel                          -> the same for the base model, once a comparison has put
+//                                                  its weights beside the instruct's ({..., model: "base",
+//                                                  note: a sentence when only one fits on the GPU at a time})
 //   chatlens.backend                            -> the backend asked for: auto | webgpu | numpy
 //                                                  (?backend= or the saved setting)
 //   chatlens.settings                           -> the site's settings (build.json, from chatlens.defaults):
@@ -86,6 +89,7 @@ export function createApi() {
     settings: null,
     source: null,
     model: null,
+    baseModel: null, // the base model's weights beside the instruct's, once a comparison attached them
     restarts: 0, // workers started again after one died
     notes: [], // page parameters and saved settings that were not valid, and were ignored
     backend: null,
@@ -127,7 +131,8 @@ export function createApi() {
     conn = connect({
       message(data) {
         if (data.type === "model") {
-          api.model = data.model;
+          if (data.model?.model === "base") api.baseModel = data.model; // the comparison's: chatlens.model stays
+          else api.model = data.model;
           return setStatus(api.status.state, api.status.detail);
         }
         setStatus(data.state, data.detail);
@@ -136,7 +141,7 @@ export function createApi() {
         died(error);
         if (!booted) return setStatus("error", error.message);
         api.restarts += 1;
-        api.model = null;
+        api.model = api.baseModel = null;
         setStatus("booting", `${error.message}: starting a new worker (the conversation is kept)`);
         start();
       },

@@ -125,7 +125,8 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
     status("text", e.message);
     throw e;
   }
-  const { executor, ...model } = attached;
+  const { executor, ...rest } = attached;
+  const model = { ...rest, model: "instruct" };
   // A lost GPU (a driver reset, a test's device.destroy()) loses the weights and the cache with
   // it: put them on a new device, and the next run (or the one in flight, retried) goes on there.
   executor?.device.lost.then(() => {
