@@ -146,7 +146,7 @@ def test_record_command(gguf_path, tmp_path, monkeypatch):
     monkeypatch.setattr(chatcli, "LESSON_MESSAGES", ["What year is it?"])
     monkeypatch.setattr(chatcli, "RECORD_REPLY_LIMIT", 4)
     out = tmp_path / "recorded.json"
-    assert chatcli.record(argparse.Namespace(model=str(gguf_path), out=str(out), backend="numpy")) == 0
+    assert chatcli.record(argparse.Namespace(model=str(gguf_path), out=str(out), backend="numpy", base_model=None)) == 0
     doc = json.loads(out.read_text(encoding="utf-8"))
     from chatlens.host import fetch
 
