@@ -437,7 +437,7 @@ def test_a_reload_keeps_each_bubbles_line_and_says_nothing_changed(browser, serv
             const prefs = await import('./js/page/prefs.mjs');
             const controls = await import('./js/page/controls.mjs');
             const state = await import('./js/page/state.mjs');
-            const args = (turns, text) => controls.callArgs(state.liveMessages({ live: { turns } }, text), chatlens.settings);
+            const args = (turns, text) => controls.callArgs(state.liveMessages({ live: { turns } }, text), chatlens.settings, controls.readControls());
             const key = (a) => JSON.stringify({ ...a, messages: undefined });
             const rec = (n, stop) => ({ pieces: [{ kind: 'new', count: 13 }], reply_ids: Array(n).fill(1), stop_reason: stop });
             const one = { user: 'Hi! My name is Priya.', reply: 'Hello', record: rec(5, 'stopped') };
