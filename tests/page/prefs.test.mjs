@@ -34,3 +34,14 @@ test("in Live the control's preset is saved, and the mode only once chosen", () 
   store.modeChosen("live", { chosen: true });
   assert.equal(conversationToSave(store.state, controls).mode, "live");
 });
+
+test("every mode the page has a tab for survives a reload once chosen", () => {
+  for (const mode of ["live", "recorded", "plain", "compare"]) {
+    const storage = memory();
+    const store = createStore();
+    store.modeChosen(mode, { chosen: true });
+    const controls = { preset: "none", custom: "", window: 256, specialInText: true };
+    saveConversationPrefs(conversationToSave(store.state, controls), storage);
+    assert.equal(conversationPrefs(settings, { location: nowhere, storage }).mode, mode);
+  }
+});
