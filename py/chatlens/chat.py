@@ -31,7 +31,7 @@ def preview(tokenizer, template, *, system, messages, window, reserve=defaults.R
     return TurnRecord(
         prompt_text=fitted.text,
         **token_lists(tokenizer, ids, "prompt_"),
-        special_ids=sorted(set(ids) & tokenizer.special_ids),
+        special_ids=tokenizer.specials_in(ids),
         special_in_text=special_in_text,
         pieces=with_content_spans(tokenizer, template, fitted, messages),
         dropped_messages=fitted.dropped,

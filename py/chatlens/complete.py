@@ -23,7 +23,7 @@ def tokenized(tokenizer, text) -> dict:
     if not isinstance(text, str):
         raise ChatlensError(f"the text must be a string, not {type(text).__name__}")
     ids = tokenizer.encode(text)
-    return {**token_lists(tokenizer, ids, "prompt_"), "special_ids": sorted(set(ids) & tokenizer.special_ids)}
+    return {**token_lists(tokenizer, ids, "prompt_"), "special_ids": tokenizer.specials_in(ids)}
 
 
 def complete(tokenizer, eos_id, cache: PromptCache, text, *, max_new_tokens, top_k=0, on_token=None,

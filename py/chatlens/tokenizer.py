@@ -713,6 +713,10 @@ class Tokenizer:
     def incremental_decoder(self) -> IncrementalDecoder:
         return IncrementalDecoder(self)
 
+    def specials_in(self, ids) -> list[int]:
+        """The distinct special ids among `ids`, sorted: the ones the page draws as chips."""
+        return sorted(set(ids) & self.special_ids)
+
     def id_of(self, token: str) -> int | None:
         """The id of a token written as in the vocabulary ("Ġthe", "<|im_end|>"), or None."""
         i = self._added.get(token)

@@ -336,7 +336,7 @@ class _Worker:
             text = template.render(a.messages, continue_final_message=continue_final, **options)
             out = {"text": text, "ids": tok.encode(text)}
         out.update(token_lists(tok, out["ids"]))  # as the turn record's: the page lays tokens on the text
-        out["special_ids"] = sorted(set(out["ids"]) & tok.special_ids)
+        out["special_ids"] = tok.specials_in(out["ids"])
         return out
 
     def _loaded(self):
