@@ -38,26 +38,13 @@ def check_same_tokenizer(instruct_tokenizer, base_tokenizer) -> None:
     model's in what turns text into ids: the vocabulary, the merges and their ranks, the added
     tokens (special or not) or the pre-tokenizer. The end-of-text token each names may differ:
     the experiment stops both at the instruct model's end of turn."""
-    for what, of in _IDENTITY:
-        if of(instruct_tokenizer) != of(base_tokenizer):
+    base = base_tokenizer.identity()
+    for what, mine in instruct_tokenizer.identity().items():
+        if mine != base[what]:
             raise TokenizerMismatchError(
-                f"the base model's tokenizer differs from the instruct model's ({what}): the comparison needs both "
-                "models to read exactly the same ids, so it takes a base model with the instruct model's tokenizer")
-
-
-def _added(tok):
-    """Each added token with what decides where it matches (and whether it is special)."""
-    return [sorted((t.content, t.id, t.special, t.normalized, t.lstrip, t.rstrip, t.single_word)
-                   for t in m.by_content.values()) for m in tok._matchers]
-
-
-# What decides the ids a text becomes (chatlens.tokenizer.Tokenizer's own tables).
-_IDENTITY = (
-    ("its vocabulary", lambda tok: tok._vocab),
-    ("its merges", lambda tok: tok._ranks),
-    ("its added tokens", _added),
-    ("its pre-tokenizer", lambda tok: (tok._pattern.pattern, tok._pattern.flags)),
-)
+                f"the base model's tokenizer differs from the instruct model's (its {what}): the comparison needs "
+                "both models to read exactly the same ids, so it takes a base model with the instruct model's "
+                "tokenizer")
 
 
 def prompts(tokenizer, template, text) -> dict:

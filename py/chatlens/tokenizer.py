@@ -717,6 +717,14 @@ class Tokenizer:
         """The distinct special ids among `ids`, sorted: the ones the page draws as chips."""
         return sorted(set(ids) & self.special_ids)
 
+    def identity(self) -> dict:
+        """What decides the ids a text becomes, by name: two tokenizers whose identities are equal
+        turn every text into the same ids (the end-of-text token each names aside)."""
+        added = [sorted((t.content, t.id, t.special, t.normalized, t.lstrip, t.rstrip, t.single_word)
+                        for t in m.by_content.values()) for m in self._matchers]
+        return {"vocabulary": self._vocab, "merges": self._ranks, "added tokens": added,
+                "pre-tokenizer": (self._pattern.pattern, self._pattern.flags)}
+
     def id_of(self, token: str) -> int | None:
         """The id of a token written as in the vocabulary ("Ġthe", "<|im_end|>"), or None."""
         i = self._added.get(token)
