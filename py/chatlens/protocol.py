@@ -400,6 +400,8 @@ class Init:
     backend: str = doc("auto, webgpu or numpy")
     lock: str | None = doc("a Web Lock the worker holds while it lives (connection.mjs)", None)
     hideJspi: bool = doc("tests: hide JSPI before Python starts, as a browser without it would", False)
+    oneModelOnGpu: bool = doc("tests: the GPU has room for one model's weights only, as a small one may (the "
+                              "comparison then puts one model on it at a time)", False)
 
 
 @dataclass(frozen=True)

@@ -151,9 +151,13 @@ export function createApi() {
       await api.sourceReady;
       setStatus(api.status.state, api.status.detail); // listeners see the source at once
       // ?jspi=off, for tests: the worker hides JSPI, to show that nothing needs it
-      const hideJspi = new URLSearchParams(globalThis.location?.search).get("jspi") === "off";
+      const asked = new URLSearchParams(globalThis.location?.search);
+      const hideJspi = asked.get("jspi") === "off";
+      // ?gpu=one-model, for tests: the GPU takes one model's weights only, so the comparison's
+      // one-at-a-time fallback runs as it would on a GPU with too little memory for both
+      const oneModelOnGpu = asked.get("gpu") === "one-model";
       const info = await c.call("init", { source: api.source, build: api.build, backend: api.backend, lock: c.lock,
-                                          hideJspi }).answer;
+                                          hideJspi, oneModelOnGpu }).answer;
       booted = true;
       c.watch();
       return info;

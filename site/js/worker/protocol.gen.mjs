@@ -238,6 +238,7 @@
  * @property {string} backend auto, webgpu or numpy
  * @property {string|null} [lock=null] a Web Lock the worker holds while it lives (connection.mjs)
  * @property {boolean} [hideJspi=false] tests: hide JSPI before Python starts, as a browser without it would
+ * @property {boolean} [oneModelOnGpu=false] tests: the GPU has room for one model's weights only, as a small one may (the comparison then puts one model on it at a time)
  */
 
 /**
@@ -490,7 +491,7 @@ export const FIELDS = {
   LabSource: ["name", "source"],
   RunPython: ["code", "seconds", "results"],
   PythonRun: ["stdout", "stderr", "error", "timed_out", "seconds", "results"],
-  Init: ["source", "build", "backend", "lock", "hideJspi"],
+  Init: ["source", "build", "backend", "lock", "hideJspi", "oneModelOnGpu"],
   Booted: ["source", "info", "pyodide", "stored", "snapshot", "device"],
   ModelInfo: ["backend", "n_ctx", "kind", "why", "model", "note"],
   AttachBase: ["source"],

@@ -33,6 +33,7 @@ let session = null; // {source, build, backend, device, path, info, store}
 let attached = null; // {backend, n_ctx, kind, executor?} once replies can be computed
 let base = null; // the base model beside it (attachBase): {source, path, model: its ModelInfo, executor?}
 let oneAtATime = null; // the sentence saying why only one model's weights fit on the GPU, once they did not
+let roomForOne = false; // tests (init's oneModelOnGpu): a second model's weights on the GPU fail as on a small GPU
 const jobs = new Map(); // request id -> its job (`pulled`): what a stop signal ends
 const stopsAsked = new Set(); // the ids of jobs asked to stop (a stop may come before its job starts)
 let lastReply = null; // where the last job's time went (the bench's "debug" request)
@@ -177,6 +178,9 @@ async function putBase() {
   status("weights", "loading the base model's weights beside the instruct model's");
   let got;
   try {
+    if (roomForOne && attached?.kind === "webgpu" && !attached.executor.destroyed) {
+      throw new Error("the test asked for room for one model only"); // before anything is allocated
+    }
     got = await one();
   } catch (e) {
     if (attached?.kind !== "webgpu") throw e;
@@ -213,6 +217,7 @@ const requests = {
       delete WebAssembly.Suspending;
       delete WebAssembly.promising;
     }
+    roomForOne = Boolean(args.oneModelOnGpu);
     // Held as long as this worker lives: the page learns it is gone when the lock is free.
     if (args.lock) navigator.locks?.request(args.lock, () => new Promise(() => {}));
     booting ??= boot(args).catch((e) => {
