@@ -218,3 +218,59 @@ def test_the_base_model_alone_is_kept_for_offline_use(playwright, built, tmp_pat
     assert got["sha256"] == hashlib.sha256((folder / "config.json").read_bytes()).hexdigest()
     assert [s["id"] for s in page.evaluate("chatlens.storedModels()")] == [summary["id"]]
     visit.close()
+
+
+def test_both_models_stored_compare_offline_after_a_restart(playwright, built, tmp_path):
+    """The instruct model (a tiny random model given by ?model=) and the base model (a tiny random
+    stand-in for SmolLM2-135M, served as `serve --base-model` serves one) both stored: with the
+    server gone and the browser restarted on the same profile, the page opened at the same address
+    compares the two from the store alone, equal to CPython's chatlens.compare.compare on the same
+    files, and no weight file is asked for."""
+    from chatlens.compare import LAYOUTS, MODELS, compare
+    from chatlens.host.mirror import base_mirror
+    from chatlens.source import load_model
+    from tiny_model import write_tiny_model
+
+    text, tol = "What is the capital of France?", 1e-3
+    mirror = prepare_mirror(quiet=True)
+    tokenizers = mirror.files["config.json"].parent
+    # the instruct by URL: a folder the server serves, beside the site (test-owned name)
+    instruct = write_tiny_model(built / "tiny-offline-compare" / "instruct", tokenizers, seed=27)
+    folder = write_tiny_model(tmp_path / "standin", tokenizers, seed=28)
+    (folder / "README.md").write_text("# A stand-in for SmolLM2-135M: a tiny random model (test_offline_browser)\n")
+    mirror.base_model = base_mirror(folder)
+    srv = SiteServer(built, mirror=mirror).start()
+    query = f"?model={srv.url}tiny-offline-compare/instruct/"
+    profile = tmp_path / "profile"
+    visit = Visit(playwright, profile, srv.url)
+    page = visit.open(query)
+    visit.cached()
+    assert page.evaluate("chatlens.downloadModel()")["complete"]
+    assert page.evaluate("chatlens.downloadModel({model: 'base'})")["complete"]
+    stored = sorted(s["id"] for s in page.evaluate("chatlens.storedModels()"))
+    assert len(stored) == 2
+    visit.close()
+
+    visit = offline_again(playwright, profile, srv)
+    page = visit.open(query)
+    assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu", page.evaluate("chatlens.status")
+    assert page.evaluate("chatlens.source.origin") == "url"  # the ?model= folder, found in the store
+    got = page.evaluate("t => chatlens.compare({text: t, maxTokens: 2, topK: 3})", text)
+    assert page.evaluate("chatlens.model")["model"] == "instruct"
+    assert page.evaluate("chatlens.baseModel")["model"] == "base"
+    assert sorted(s["id"] for s in page.evaluate("chatlens.storedModels()")) == stored
+    want = compare(load_model(instruct), load_model(folder), text, max_tokens=2, top_k=3)
+    assert got["prompt"]["template_ids"] == want["prompt"]["template_ids"]
+    assert got["prompt"]["plain_ids"] == want["prompt"]["plain_ids"]
+    for key in MODELS:
+        for layout in LAYOUTS:
+            cell, ref = got[key][layout], want[key][layout]
+            assert cell["reply_ids"] == ref["reply_ids"], (key, layout)
+            assert cell["stop_reason"] == ref["stop_reason"], (key, layout)
+            assert cell["backend"].startswith("webgpu: "), (key, layout, cell["backend"])
+            assert [r[0] for r in cell["top_k"]] == [r[0] for r in ref["top_k"]], (key, layout)
+            for (_, _, p), (_, _, q) in zip(cell["top_k"], ref["top_k"]):
+                assert abs(p - q) < tol, (key, layout, p, q)
+    # every file read from the store: the browser asked for no weights (nor could it have had them)
+    assert not [u for u in visit.requests if u.endswith(WEIGHTS)], visit.requests
+    visit.close()
