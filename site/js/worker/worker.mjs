@@ -18,11 +18,11 @@
 // comparison's step answer names the model whose runs it plans, and they go to that executor.
 
 import { openModelStore } from "../store/models.mjs";
-import { mountTextFiles, textFiles } from "./files.mjs";
+import { mountTextFiles, storedReader, textFiles } from "./files.mjs";
 import { installChatlens, startPython } from "./python.mjs";
 import { chooseBackend } from "./device.mjs";
 import { attachWeights } from "./weights.mjs";
-import { probe } from "../gpu/executor.mjs";
+import { createExecutor, probe } from "../gpu/executor.mjs";
 
 const SITE = new URL("../../", import.meta.url);
 
@@ -196,16 +196,30 @@ async function putBase() {
   return { ...model, model: "base", note: oneAtATime };
 }
 
-/** The executor of `model`'s weights, put back on the GPU first when only one fits at a time. */
-async function onDevice(model) {
+/** The executor of `model`'s weights, put back on the GPU first when only one fits at a time
+ * (the other's let go first). `starting`: before a job of the instruct's starts, through attach,
+ * whose use_gpu empties Python's cache over them too (what it held went with the device). During
+ * a comparison only the executor is made anew: use_gpu would end the job under way, and the
+ * reply about to start was given an empty cache already (chatlens.worker's _Compare). */
+async function onDevice(model, { starting = false } = {}) {
   const mine = model === "base" ? base : attached;
   if (!mine?.executor || !mine.executor.destroyed) return mine?.executor ?? null;
   const other = model === "base" ? attached : base;
   if (other?.executor && !other.executor.destroyed) other.executor.destroy();
   status("weights", `putting the ${model} model on the GPU (${oneAtATime})`);
-  if (model === "base") base.model = await putBase();
-  else await attach(attached.n_ctx);
-  return (model === "base" ? base : attached).executor;
+  if (starting && model === "instruct") {
+    await attach(attached.n_ctx);
+    return attached.executor;
+  }
+  const gpu = await probe(); // an adapter makes one device
+  // The same program Python plans this model's runs with (its n_ctx kept), built again here.
+  const n_ctx = model === "base" ? base.model.n_ctx : attached.n_ctx;
+  const program = python.call("gpu_program", { n_ctx, features: gpu.features, limits: gpu.limits, model });
+  const source = model === "base" ? base.source : session.source;
+  const reader = storedReader(session.store, source, { onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`) });
+  mine.executor = await createExecutor(gpu.adapter, program, reader, { name: gpu.name });
+  status("ready", `${session.source.label} and the base model on webgpu, one at a time`);
+  return mine.executor;
 }
 
 const requests = {
@@ -283,9 +297,15 @@ async function pulled(kind, args, id) {
   if (stopsAsked.has(id)) me.ended = kind === "count" ? "the count was stopped" : "stopped";
   jobs.set(id, me);
   if (kind === "count") counting = me;
-  const used = attached;
+  let used = attached;
   const streamed = { posted: 0, skip: 0, recorded: false }; // what was posted to the page
   try {
+    // One model on the GPU at a time: the instruct's put back before a job of its own starts (a
+    // comparison swaps its models between its replies, in `pull`).
+    if (kind !== "count" && kind !== "compare" && attached?.kind === "webgpu" && attached.executor.destroyed) {
+      await onDevice("instruct", { starting: true });
+      used = attached;
+    }
     const woken = new Promise((resolve) => (me.wake = resolve)); // a count waiting: an end comes at once
     while (kind === "count" && job && job.kind !== "count" && !me.ended) await Promise.race([job.finished, woken]);
     if (kind === "count" && me.ended) throw abortError(me.ended);
@@ -310,6 +330,7 @@ async function pulled(kind, args, id) {
  * "Buffer was unmapped before mapping was resolved") before `device.lost` settles, so after such
  * a failure the device is given a moment to say it is lost. */
 async function gpuLost(executor, error) {
+  if (executor?.destroyed) return false; // let go on purpose (one model on the GPU at a time): not lost
   if (!executor || executor.lost || !(error instanceof DOMException)) return Boolean(executor?.lost);
   const moment = new Promise((resolve) => setTimeout(() => resolve(false), 1000));
   return Promise.race([executor.device.lost.then(() => true), moment]);
