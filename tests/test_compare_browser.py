@@ -30,10 +30,10 @@ def tiny_two(server):
     return instruct, folder, base_mirror(folder)
 
 
-def both_stored(a, server, base):
+def both_stored(a, server, base, query=""):
     """The page on the tiny instruct, both models stored, the instruct's weights loaded."""
     server.mirror.base_model = base
-    page = a.open(f"?model={server.url}tiny-compare/instruct/")
+    page = a.open(f"?model={server.url}tiny-compare/instruct/{query}")
     page.evaluate("chatlens.downloadModel()")
     assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
     stored = page.evaluate("chatlens.downloadModel({model: 'base'})")
@@ -98,6 +98,66 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
         assert "needs the base model" in error and "download it first" in error
         rec = page.evaluate("chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 256, maxTokens: 2})")
         assert len(rec["reply_ids"]) == 2 and rec["backend"].startswith("webgpu: ")
+        assert not a.errors, a.errors
+    finally:
+        server.mirror.base_model = None
+        a.close()
+
+
+def same_cells(out, want):
+    """A comparison in the page equals CPython's: the same replies, stops and candidates."""
+    from chatlens.compare import LAYOUTS, MODELS
+
+    assert out["prompt"]["template_ids"] == want["prompt"]["template_ids"]
+    for key in MODELS:
+        for layout in LAYOUTS:
+            cell, ref = out[key][layout], want[key][layout]
+            assert cell["reply_ids"] == ref["reply_ids"], (key, layout)
+            assert cell["stop_reason"] == ref["stop_reason"] and cell["backend"].startswith("webgpu: ")
+            assert [r[0] for r in cell["top_k"]] == [r[0] for r in ref["top_k"]], (key, layout)
+            for (_, _, p), (_, _, q) in zip(cell["top_k"], ref["top_k"]):
+                assert abs(p - q) < TOL, (key, layout)
+
+
+def test_a_gpu_with_room_for_one_model_puts_one_on_it_at_a_time(browser, server, tiny_two):
+    """?gpu=one-model (tests only): the base's weights fail to go beside the instruct's, as on a GPU
+    too small for both; the worker then swaps the two onto the GPU, the instruct's put back for
+    the first two replies, the base's for the last two, and the instruct's again for a chat."""
+    import json
+
+    from chatlens.compare import compare
+    from chatlens.source import load_model
+    from conftest import run_cli
+    from webapp import App
+
+    instruct, folder, base = tiny_two
+    a = App(browser, server)
+    try:
+        page = both_stored(a, server, base, "&gpu=one-model")
+        want = compare(load_model(instruct), load_model(folder), TEXT, max_tokens=3, top_k=3)
+        same_cells(page.evaluate(COMPARE, [TEXT, 3, 3])["out"], want)
+        note = page.evaluate("chatlens.baseModel")["note"]
+        assert note and "no room for both models at once" in note and "one on it at a time" in note, note
+        assert "the test asked for room for one model only" in note
+
+        # a chat on the instruct, whose weights the base's replaced: put back, from an empty cache
+        # (the comparison's prompt begins as the chat's does: nothing of it is on the GPU now)
+        system = "You are a helpful assistant."
+        messages = [{"role": "user", "content": TEXT}]
+        run = "([system, messages]) => chatlens.run({system, messages, window: 256, maxTokens: 3})"
+        rec = page.evaluate(run, [system, messages])
+        done = run_cli("run", "--window", "256", "--max-tokens", "3", "--system", system,
+                       stdin=json.dumps({"messages": messages}), model=instruct)
+        assert done.returncode == 0, done.stderr
+        ref = json.loads(done.stdout)
+        assert rec["prompt_ids"] == ref["prompt_ids"] and rec["reply_ids"] == ref["reply_ids"]
+        assert rec["backend"].startswith("webgpu: ")
+
+        # again: the instruct on the GPU now, the base swapped in and out once more
+        same_cells(page.evaluate(COMPARE, [TEXT, 3, 3])["out"], want)
+        again = page.evaluate(run, [system, messages])
+        assert again["reply_ids"] == ref["reply_ids"]
+        assert page.evaluate("chatlens.model")["model"] == "instruct"
         assert not a.errors, a.errors
     finally:
         server.mirror.base_model = None
