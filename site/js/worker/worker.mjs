@@ -112,6 +112,8 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
   const { source, store, path } = session;
   if (!store || !(await store.status(source)).complete) throw new Error("the model is not stored yet: download it first");
   attached?.executor?.destroy();
+  // One model on the GPU at a time: the base's weights let go first (a comparison puts them back).
+  if (oneAtATime && base?.executor && !base.executor.destroyed) base.executor.destroy();
   attached = null;
   status("weights", "loading the model's weights");
   try {
