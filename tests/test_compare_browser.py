@@ -14,7 +14,6 @@ pytestmark = pytest.mark.browser
 
 TEXT = "What is the capital of France?"
 TURN_MS = 900_000  # a few short replies on SwiftShader, on a busy machine
-TOL = 1e-3
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +51,7 @@ COMPARE = """([text, maxTokens, topK]) => {
 def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four(browser, server, tiny_two):
     from chatlens.compare import LAYOUTS, MODELS, compare
     from chatlens.source import load_model
-    from webapp import App
+    from webapp import App, assert_same_comparison
 
     instruct, folder, base = tiny_two
     a = App(browser, server)
@@ -64,20 +63,13 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
         assert page.evaluate("chatlens.model")["model"] == "instruct"
         want = compare(load_model(instruct), load_model(folder), TEXT, max_tokens=3, top_k=3)
         out = got["out"]
-        assert out["prompt"]["plain_ids"] == want["prompt"]["plain_ids"]
-        assert out["prompt"]["template_ids"] == want["prompt"]["template_ids"]
+        assert_same_comparison(out, want)
         assert len(got["prompts"]) == 1 and got["prompts"][0]["tokensBefore"] == 0  # before any token
         assert got["prompts"][0]["p"] == out["prompt"]
-        for key in MODELS:
+        for key in MODELS:  # each token streamed as it came, tagged with its model and layout
             for layout in LAYOUTS:
-                cell, ref = out[key][layout], want[key][layout]
-                assert cell["reply_ids"] == ref["reply_ids"], (key, layout)
-                assert cell["stop_reason"] == ref["stop_reason"] and cell["backend"].startswith("webgpu: ")
-                assert [r[0] for r in cell["top_k"]] == [r[0] for r in ref["top_k"]], (key, layout)
-                for (_, _, p), (_, _, q) in zip(cell["top_k"], ref["top_k"]):
-                    assert abs(p - q) < TOL, (key, layout)
                 ids = [t["token"]["id"] for t in got["streamed"] if (t["model"], t["layout"]) == (key, layout)]
-                assert [i for i in ids if i >= 0] == cell["reply_ids"], (key, layout)
+                assert [i for i in ids if i >= 0] == out[key][layout]["reply_ids"], (key, layout)
 
         # Stop: the reply under way and every one after it end "stopped"
         stopped = page.evaluate("""(text) => {
@@ -104,21 +96,6 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
         a.close()
 
 
-def same_cells(out, want):
-    """A comparison in the page equals CPython's: the same replies, stops and candidates."""
-    from chatlens.compare import LAYOUTS, MODELS
-
-    assert out["prompt"]["template_ids"] == want["prompt"]["template_ids"]
-    for key in MODELS:
-        for layout in LAYOUTS:
-            cell, ref = out[key][layout], want[key][layout]
-            assert cell["reply_ids"] == ref["reply_ids"], (key, layout)
-            assert cell["stop_reason"] == ref["stop_reason"] and cell["backend"].startswith("webgpu: ")
-            assert [r[0] for r in cell["top_k"]] == [r[0] for r in ref["top_k"]], (key, layout)
-            for (_, _, p), (_, _, q) in zip(cell["top_k"], ref["top_k"]):
-                assert abs(p - q) < TOL, (key, layout)
-
-
 def test_a_gpu_with_room_for_one_model_puts_one_on_it_at_a_time(browser, server, tiny_two):
     """?gpu=one-model (tests only): the base's weights fail to go beside the instruct's, as on a GPU
     too small for both; the worker then swaps the two onto the GPU, the instruct's put back for
@@ -128,14 +105,14 @@ def test_a_gpu_with_room_for_one_model_puts_one_on_it_at_a_time(browser, server,
     from chatlens.compare import compare
     from chatlens.source import load_model
     from conftest import run_cli
-    from webapp import App
+    from webapp import App, assert_same_comparison
 
     instruct, folder, base = tiny_two
     a = App(browser, server)
     try:
         page = both_stored(a, server, base, "&gpu=one-model")
         want = compare(load_model(instruct), load_model(folder), TEXT, max_tokens=3, top_k=3)
-        same_cells(page.evaluate(COMPARE, [TEXT, 3, 3])["out"], want)
+        assert_same_comparison(page.evaluate(COMPARE, [TEXT, 3, 3])["out"], want)
         note = page.evaluate("chatlens.baseModel")["note"]
         assert note and "no room for both models at once" in note and "one on it at a time" in note, note
         assert "the test asked for room for one model only" in note
@@ -154,7 +131,7 @@ def test_a_gpu_with_room_for_one_model_puts_one_on_it_at_a_time(browser, server,
         assert rec["backend"].startswith("webgpu: ")
 
         # again: the instruct on the GPU now, the base swapped in and out once more
-        same_cells(page.evaluate(COMPARE, [TEXT, 3, 3])["out"], want)
+        assert_same_comparison(page.evaluate(COMPARE, [TEXT, 3, 3])["out"], want)
         again = page.evaluate(run, [system, messages])
         assert again["reply_ids"] == ref["reply_ids"]
         assert page.evaluate("chatlens.model")["model"] == "instruct"

@@ -121,3 +121,22 @@ def cli_run(messages, window, preset):
         assert proc.wait(timeout=600) == 0, err
         return json.loads(out)
     return result
+
+
+def assert_same_comparison(out, want, tol=1e-3):
+    """chatlens.compare's answer in the page equals CPython's chatlens.compare.compare on the same
+    weights: the ids both read, and each of the four's reply, stop and first candidates (within
+    `tol`), computed on the GPU."""
+    from chatlens.compare import LAYOUTS, MODELS
+
+    assert out["prompt"]["plain_ids"] == want["prompt"]["plain_ids"]
+    assert out["prompt"]["template_ids"] == want["prompt"]["template_ids"]
+    for key in MODELS:
+        for layout in LAYOUTS:
+            cell, ref = out[key][layout], want[key][layout]
+            assert cell["reply_ids"] == ref["reply_ids"], (key, layout)
+            assert cell["stop_reason"] == ref["stop_reason"], (key, layout)
+            assert cell["backend"].startswith("webgpu: "), (key, layout, cell["backend"])
+            assert [r[0] for r in cell["top_k"]] == [r[0] for r in ref["top_k"]], (key, layout)
+            for (_, _, p), (_, _, q) in zip(cell["top_k"], ref["top_k"]):
+                assert abs(p - q) < tol, (key, layout, p, q)
