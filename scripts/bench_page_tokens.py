@@ -31,13 +31,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "py"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-WORKER_URL = "/js/worker/worker.mjs"
+# The worker found among the page's, and its "debug" request asked inside it: as the browser bench does.
+from bench_browser import WORKER_DEBUG, chatlens_worker  # noqa: E402  (scripts/, beside this file)
+
 TOKEN_MARK = "chatlens-bench:token"
 TEXT_SIDE = {"preview", "render", "tokenize", "chat_template", "lab_source", "run_python"}  # one Python call each
 PULLED = {"run", "complete", "predict", "count"}  # pulled: their calls are the worker's `pulls`
@@ -78,21 +79,6 @@ HOOK = """(() => {
   };
 })();""" % TOKEN_MARK
 
-# The worker's "debug" request, asked inside the worker (as scripts/bench_browser.py does): the
-# answer is taken before it would reach the page, which has no request of that id waiting.
-WORKER_DEBUG = """() => new Promise((resolve, reject) => {
-  const id = -1 - Math.floor(Math.random() * 1e9);
-  const post = self.postMessage;
-  self.postMessage = function (m, ...rest) {
-    if (m && m.id === id) {
-      self.postMessage = post;
-      return m.ok ? resolve(m.result) : reject(new Error(m.error));
-    }
-    return post.call(this, m, ...rest);
-  };
-  self.onmessage({ data: { id, type: "debug" } });
-})"""
-
 NODES = """() => {
   const count = (e) => (e ? e.querySelectorAll("*").length + 1 : null);
   const msgs = document.querySelectorAll("#chat .msg.assistant");
@@ -124,16 +110,6 @@ def site_dir(args, tmp):
     mirror = prepare_mirror(quiet=True)
     write_tiny_model(out / "tiny" / "model", mirror.files["config.json"].parent)
     return out, mirror
-
-
-def chatlens_worker(page, timeout_s=60):
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        for w in page.workers:
-            if urlsplit(w.url).path.endswith(WORKER_URL):
-                return w
-        page.wait_for_timeout(100)
-    raise RuntimeError("the page started no chatlens worker")
 
 
 def last_reply(page):
