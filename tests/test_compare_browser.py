@@ -83,6 +83,10 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
         assert len(cells[0]["reply_ids"]) >= 2 and all(c["reply_ids"] == [] for c in cells[1:])
         assert page.evaluate("chatlens.writing") is False
 
+        # a lost GPU (as a driver reset: both models' devices): the next comparison puts both back
+        page.evaluate("chatlens.loseGpu()")
+        assert_same_comparison(page.evaluate(COMPARE, [TEXT, 3, 3])["out"], want)
+
         # the base deleted: the comparison asks for it, the instruct's chat still works
         base_id = page.evaluate("chatlens.downloads.base()")["status"]["id"]
         page.evaluate("(id) => chatlens.deleteModel(id)", base_id)

@@ -151,7 +151,9 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
  * has no room for both, one at a time (`onDevice` swaps them), said in a status note. */
 async function attachBase(source) {
   const { store } = session;
-  if (base && base.source.id === source.id && base.model) return base.model;
+  // A device lost under it (a driver reset; not one let go on purpose, one model at a time): put again.
+  const gone = base?.executor?.lost && !base.executor.destroyed;
+  if (base && base.source.id === source.id && base.model && !gone) return base.model;
   const stored = store ? await store.status(source).catch(() => null) : null;
   if (!stored?.complete) {
     throw new Error(`the base model (${source.label}) is not stored ${stored?.bytes ? "whole yet" : "yet"}: ` +
@@ -470,8 +472,9 @@ const signals = {
     stopped?.end(stopped.kind === "count" ? "the count was stopped" : "stopped");
   },
   /** For tests: the GPU device goes, as it does when a driver resets. */
-  loseGpu() {
+  loseGpu() { // tests: as a driver reset, every device the worker holds is lost
     attached?.executor?.device.destroy();
+    if (base?.executor && !base.executor.destroyed) base.executor.device.destroy();
   },
 };
 
