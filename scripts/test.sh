@@ -10,4 +10,4 @@ bash scripts/setup.sh --test
 node --test tests/store/ tests/page/
 # Every test runs here: a missing reference or a test that skips fails the run (tests/conftest.py).
 export CHATLENS_NO_SKIP=1
-exec "${PYTHON:-python3}" -m pytest -q "$@"
+exec "${PYTHON:-python3}" -m pytest -q --durations=30 "$@"  # the slowest 30: where the 40-minute budget goes
