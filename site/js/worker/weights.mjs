@@ -45,13 +45,22 @@ export async function attachWeights(device, m) {
   throw e;
 }
 
-async function attachGpu(gpu, { py, call, store, source, path, nCtx, say, onCorrupt, model = "instruct" }) {
+async function attachGpu(gpu, m) {
+  const executor = await gpuExecutor(gpu, m);
+  return { ...m.call("use_gpu", { name: gpu.name, model: m.model ?? "instruct" }), kind: "webgpu", executor };
+}
+
+/**
+ * The model's GPU program built on `gpu` (a probed adapter) and its weights uploaded from the
+ * store: an executor, Python's side untouched (attachGpu then points Python's backend at it; a
+ * comparison swapping one model at a time only makes the executor anew). m: attachWeights's.
+ */
+export async function gpuExecutor(gpu, { py, call, store, source, path, nCtx, say, onCorrupt, model = "instruct" }) {
   say(`building the GPU program on ${gpu.name}`);
   if (source.kind === "hf") await mountWeightsHeader(py, store, source, path);
   const program = call("gpu_program", { n_ctx: nCtx, features: gpu.features, limits: gpu.limits, model });
   say(`uploading the weights to ${gpu.name}`);
-  const executor = await createExecutor(gpu.adapter, program, storedReader(store, source, { onCorrupt }), { name: gpu.name });
-  return { ...call("use_gpu", { name: gpu.name, model }), kind: "webgpu", executor };
+  return createExecutor(gpu.adapter, program, storedReader(store, source, { onCorrupt }), { name: gpu.name });
 }
 
 async function attachNumpy({ py, call, store, source, path, say, packages, model = "instruct" }) {

@@ -18,11 +18,11 @@
 // comparison's step answer names the model whose runs it plans, and they go to that executor.
 
 import { openModelStore } from "../store/models.mjs";
-import { mountTextFiles, storedReader, textFiles } from "./files.mjs";
+import { mountTextFiles, textFiles } from "./files.mjs";
 import { installChatlens, startPython } from "./python.mjs";
 import { chooseBackend } from "./device.mjs";
-import { attachWeights } from "./weights.mjs";
-import { createExecutor, probe } from "../gpu/executor.mjs";
+import { attachWeights, gpuExecutor } from "./weights.mjs";
+import { probe } from "../gpu/executor.mjs";
 
 const SITE = new URL("../../", import.meta.url);
 
@@ -215,13 +215,15 @@ async function onDevice(model, { starting = false } = {}) {
     await attach(attached.n_ctx);
     return attached.executor;
   }
-  const gpu = await probe(); // an adapter makes one device
-  // The same program Python plans this model's runs with (its n_ctx kept), built again here.
-  const n_ctx = model === "base" ? base.model.n_ctx : attached.n_ctx;
-  const program = python.call("gpu_program", { n_ctx, features: gpu.features, limits: gpu.limits, model });
-  const source = model === "base" ? base.source : session.source;
-  const reader = storedReader(session.store, source, { onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`) });
-  mine.executor = await createExecutor(gpu.adapter, program, reader, { name: gpu.name });
+  // The same program Python plans this model's runs with (its n_ctx kept), on a new device (an
+  // adapter makes one device).
+  const which = model === "base" ? { source: base.source, path: base.path, nCtx: base.model.n_ctx }
+    : { source: session.source, path: session.path, nCtx: attached.n_ctx };
+  mine.executor = await gpuExecutor(await probe(), {
+    py, call: python.call, store: session.store, ...which, model,
+    say: (detail) => status("weights", `${model} model: ${detail}`),
+    onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`),
+  });
   status("ready", `${session.source.label} and the base model on webgpu, one at a time`);
   return mine.executor;
 }
@@ -471,8 +473,8 @@ const signals = {
     const stopped = jobs.get(id);
     stopped?.end(stopped.kind === "count" ? "the count was stopped" : "stopped");
   },
-  /** For tests: the GPU device goes, as it does when a driver resets. */
-  loseGpu() { // tests: as a driver reset, every device the worker holds is lost
+  /** For tests: the GPU devices go (each model's), as they do when a driver resets. */
+  loseGpu() {
     attached?.executor?.device.destroy();
     if (base?.executor && !base.executor.destroyed) base.executor.device.destroy();
   },
