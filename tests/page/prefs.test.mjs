@@ -2,7 +2,8 @@
 // through the store's transitions, and read back as the next visit reads it (conversationPrefs).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { conversationPrefs, conversationToSave, saveConversationPrefs } from "../../site/js/page/prefs.mjs";
+import { readFileSync } from "node:fs";
+import { MODES, conversationPrefs, conversationToSave, saveConversationPrefs } from "../../site/js/page/prefs.mjs";
 import { createStore } from "../../site/js/page/state.mjs";
 
 function memory() {
@@ -36,7 +37,10 @@ test("in Live the control's preset is saved, and the mode only once chosen", () 
 });
 
 test("every mode the page has a tab for survives a reload once chosen", () => {
-  for (const mode of ["live", "recorded", "plain", "compare"]) {
+  const html = readFileSync(new URL("../../site/index.html", import.meta.url), "utf8");
+  const tabs = [...html.matchAll(/id="mode-([a-z]+)"/g)].map((m) => m[1]);
+  assert.deepEqual(tabs, MODES); // app.mjs wires each tab from MODES
+  for (const mode of tabs) {
     const storage = memory();
     const store = createStore();
     store.modeChosen(mode, { chosen: true });

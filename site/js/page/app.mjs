@@ -89,10 +89,7 @@ function setMode(mode, { chosen = false } = {}) {
 /** The controls a mode shows (the subscriber calls it when a mode is chosen). */
 function showMode(mode) {
   document.body.dataset.mode = mode;
-  $("mode-live").setAttribute("aria-pressed", String(mode === "live"));
-  $("mode-recorded").setAttribute("aria-pressed", String(mode === "recorded"));
-  $("mode-plain").setAttribute("aria-pressed", String(mode === "plain"));
-  $("mode-compare").setAttribute("aria-pressed", String(mode === "compare"));
+  for (const m of prefs.MODES) $(`mode-${m}`).setAttribute("aria-pressed", String(mode === m));
   $("composer").hidden = mode !== "live";
   $("suggestions-box").hidden = mode !== "live";
   $("recorded-controls").hidden = mode !== "recorded";
@@ -211,10 +208,7 @@ $("preset").addEventListener("change", () => {
 $("custom-system").addEventListener("input", debounce(settingChanged, 200));
 $("window").addEventListener("change", settingChanged);
 $("new-conversation").addEventListener("click", () => stopFirst(() => store.cleared()));
-$("mode-live").addEventListener("click", () => stopFirst(() => setMode("live", { chosen: true })));
-$("mode-recorded").addEventListener("click", () => stopFirst(() => setMode("recorded", { chosen: true })));
-$("mode-plain").addEventListener("click", () => stopFirst(() => setMode("plain", { chosen: true })));
-$("mode-compare").addEventListener("click", () => stopFirst(() => setMode("compare", { chosen: true })));
+for (const m of prefs.MODES) $(`mode-${m}`).addEventListener("click", () => stopFirst(() => setMode(m, { chosen: true })));
 $("special-in-text").addEventListener("change", settingChanged);
 $("why").checked = state.why; // off at every visit: a form the browser restores would say otherwise
 $("why").addEventListener("change", () => store.whyChosen($("why").checked));

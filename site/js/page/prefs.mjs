@@ -8,7 +8,7 @@ export const LIVE_KEY = "chatlens.live"; // [{user, reply, settings, line}]: the
 export const MODEL_KEY = "chatlens.model"; // a model source URL (source.mjs)
 export const BACKEND_KEY = "chatlens.backend";
 export const BACKENDS = ["auto", "webgpu", "numpy"];
-export const MODES = ["live", "recorded", "plain", "compare"]; // the tabs: #mode-<name>
+export const MODES = ["live", "recorded", "plain", "compare"]; // the page's tabs, #mode-<name> (app.mjs)
 
 function read(storage, key, json = true) {
   try {
