@@ -44,6 +44,8 @@ const status = (state, detail = "") => {
   performance.mark(`chatlens:${state}`, { detail }); // where the time goes (scripts/bench_browser.py)
   self.postMessage({ type: "status", state, detail });
 };
+/** A stored chunk that failed its check, said while the store fetches it again. */
+const refetching = (e) => status("weights", `${e.message}: fetching that part again`);
 
 async function boot({ source, build, backend }) {
   status("booting", "starting Python (Pyodide)");
@@ -121,7 +123,7 @@ async function attach(nCtx = Math.max(...session.build.settings.windows)) {
       py, call: python.call, store, source, path, nCtx, asked: session.backend,
       packages: new URL(session.build.pyodide.packages, SITE).href,
       say: (detail) => status("weights", detail),
-      onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`),
+      onCorrupt: refetching,
     });
   } catch (e) {
     self.postMessage({ type: "model", model: { error: e.message, offer: e.offer ?? null } });
@@ -177,7 +179,7 @@ async function putBase() {
     nCtx: attached?.n_ctx ?? Math.max(...session.build.settings.windows), asked: attached?.kind ?? session.backend,
     packages: new URL(session.build.pyodide.packages, SITE).href,
     say: (detail) => status("weights", `base model: ${detail}`),
-    onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`), ...m,
+    onCorrupt: refetching, ...m,
   });
   status("weights", "loading the base model's weights beside the instruct model's");
   let got;
@@ -222,7 +224,7 @@ async function onDevice(model, { starting = false } = {}) {
   mine.executor = await gpuExecutor(await probe(), {
     py, call: python.call, store: session.store, ...which, model,
     say: (detail) => status("weights", `${model} model: ${detail}`),
-    onCorrupt: (e) => status("weights", `${e.message}: fetching that part again`),
+    onCorrupt: refetching,
   });
   status("ready", `${session.source.label} and the base model on webgpu, one at a time`);
   return mine.executor;
