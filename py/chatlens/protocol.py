@@ -5,7 +5,12 @@ chatlens.defaults) and a line of doc each. chatlens.worker reads every request t
 which refuses a missing, unknown or mistyped argument with a plain sentence; the page's side is
 written from the same classes (`javascript()`: JSDoc typedefs and the list of requests, in
 site/js/worker/protocol.gen.mjs, which tests/test_worker.py keeps current; `describe()`: the
-same as data, in build.json). One casing on the wire: Python's, snake_case.
+same as data, in build.json).
+
+One casing rule: every name on the wire between the page, its worker and Python (request,
+signal and event types, arguments, answers, events' fields) is snake_case, as Python writes it.
+The page's API (window.chatlens) takes JavaScript's camelCase; site/js/page/protocol.mjs alone
+converts between the two.
 
 What each request answers is a class here too (REQUESTS: name -> (arguments, answer)), the
 turn record excepted: its fields are documented once, in chatlens.record.TurnRecord. The
@@ -399,8 +404,8 @@ class Init:
     build: dict = doc("build.json")
     backend: str = doc("auto, webgpu or numpy")
     lock: str | None = doc("a Web Lock the worker holds while it lives (connection.mjs)", None)
-    hideJspi: bool = doc("tests: hide JSPI before Python starts, as a browser without it would", False)
-    oneModelOnGpu: bool = doc("tests: the GPU has room for one model's weights only, as a small one may (the "
+    hide_jspi: bool = doc("tests: hide JSPI before Python starts, as a browser without it would", False)
+    one_model_on_gpu: bool = doc("tests: the GPU has room for one model's weights only, as a small one may (the "
                               "comparison then puts one model on it at a time)", False)
 
 
@@ -508,7 +513,7 @@ class Answer:
 PAGE_REQUESTS = {
     "init": (Init, Booted),
     "attach": (Empty, ModelInfo),
-    "attachBase": (AttachBase, ModelInfo),
+    "attach_base": (AttachBase, ModelInfo),
     "compare": (Compare, Compared),
     "debug": (Empty, DebugInfo),
     "preview": (Turn, TurnRecordAnswer),
@@ -522,7 +527,7 @@ PAGE_REQUESTS = {
     "lab_source": (Empty, LabSource),
     "run_python": (RunPython, PythonRun),
 }
-SIGNALS = {"stop": StopSignal, "loseGpu": Empty}  # loseGpu (tests): the GPU device goes, as a driver reset takes it
+SIGNALS = {"stop": StopSignal, "lose_gpu": Empty}  # lose_gpu (tests): the GPU device goes, as a driver reset takes it
 EVENTS = {"status": StatusEvent, "model": ModelEvent, "record": RecordEvent, "prompt": PromptEvent,
           "token": TokenEvent, "progress": ProgressEvent}
 GENERATED = "site/js/worker/protocol.gen.mjs"  # javascript()'s file, in the checkout

@@ -69,7 +69,7 @@ test("a type the contract does not name is caught, wherever it is used", () => {
   const bogus = {
     event: [worker.replace('postMessage({ type: "status"', 'postMessage({ type: "bogus"'), connection, api],
     request: [worker.replace('if (type === "count")', 'if (type === "bogus")'), connection, api],
-    signal: [worker.replace("  loseGpu() {", "  bogus() {"), connection, api],
+    signal: [worker.replace("  lose_gpu() {", "  bogus() {"), connection, api],
     python: [worker.replace('ask("start"', 'ask("bogus"'), connection, api],
   };
   for (const [what, files] of Object.entries(bogus)) {

@@ -157,7 +157,7 @@ export function createApi() {
       // one-at-a-time fallback runs as it would on a GPU with too little memory for both
       const oneModelOnGpu = asked.get("gpu") === "one-model";
       const info = await c.call("init", { source: api.source, build: api.build, backend: api.backend, lock: c.lock,
-                                          hideJspi, oneModelOnGpu }).answer;
+                                          hide_jspi: hideJspi, one_model_on_gpu: oneModelOnGpu }).answer;
       booted = true;
       c.watch();
       return info;
@@ -241,7 +241,7 @@ export function createApi() {
       throw new Error("the comparison needs the base model, which is not stored" +
         `${found.status?.bytes ? " whole yet" : ""}: download it first (its box in Manage downloads)`);
     }
-    await call("attachBase", { source: found.source }).answer;
+    await call("attach_base", { source: found.source }).answer;
     const request = { text: args.text, max_tokens: args.maxTokens ?? api.settings.compare_limit,
                       top_k: args.topK ?? api.settings.compare_top_k }; // a Compare
     const token = onToken && ((t) => onToken({ model: t.model, layout: t.layout,
@@ -285,7 +285,7 @@ export function createApi() {
   /** For tests: end the worker as a crash would (the page notices through its lock, as it does then). */
   api.terminateWorker = () => conn.kill();
   /** For tests: the worker's GPU device goes, as a driver reset takes it. */
-  api.loseGpu = () => conn.signal("loseGpu");
+  api.loseGpu = () => conn.signal("lose_gpu");
   return api;
 }
 

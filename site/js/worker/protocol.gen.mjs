@@ -237,8 +237,8 @@
  * @property {object} build build.json
  * @property {string} backend auto, webgpu or numpy
  * @property {string|null} [lock=null] a Web Lock the worker holds while it lives (connection.mjs)
- * @property {boolean} [hideJspi=false] tests: hide JSPI before Python starts, as a browser without it would
- * @property {boolean} [oneModelOnGpu=false] tests: the GPU has room for one model's weights only, as a small one may (the comparison then puts one model on it at a time)
+ * @property {boolean} [hide_jspi=false] tests: hide JSPI before Python starts, as a browser without it would
+ * @property {boolean} [one_model_on_gpu=false] tests: the GPU has room for one model's weights only, as a small one may (the comparison then puts one model on it at a time)
  */
 
 /**
@@ -445,7 +445,7 @@ export const MESSAGES = {
   requests: {
     init: { args: "Init", answers: "Booted" },
     attach: { args: "Empty", answers: "ModelInfo" },
-    attachBase: { args: "AttachBase", answers: "ModelInfo" },
+    attach_base: { args: "AttachBase", answers: "ModelInfo" },
     compare: { args: "Compare", answers: "Compared" },
     debug: { args: "Empty", answers: "DebugInfo" },
     preview: { args: "Turn", answers: "TurnRecordAnswer" },
@@ -459,7 +459,7 @@ export const MESSAGES = {
     lab_source: { args: "Empty", answers: "LabSource" },
     run_python: { args: "RunPython", answers: "PythonRun" },
   },
-  signals: {"stop": "StopSignal", "loseGpu": "Empty"},
+  signals: {"stop": "StopSignal", "lose_gpu": "Empty"},
   events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "prompt": "PromptEvent", "token": "TokenEvent", "progress": "ProgressEvent"},
   answer: "Answer",
 };
@@ -491,7 +491,7 @@ export const FIELDS = {
   LabSource: ["name", "source"],
   RunPython: ["code", "seconds", "results"],
   PythonRun: ["stdout", "stderr", "error", "timed_out", "seconds", "results"],
-  Init: ["source", "build", "backend", "lock", "hideJspi", "oneModelOnGpu"],
+  Init: ["source", "build", "backend", "lock", "hide_jspi", "one_model_on_gpu"],
   Booted: ["source", "info", "pyodide", "stored", "snapshot", "device"],
   ModelInfo: ["backend", "n_ctx", "kind", "why", "model", "note"],
   AttachBase: ["source"],

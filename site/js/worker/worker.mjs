@@ -14,7 +14,7 @@
 // Python: a newer start ends the one before. No JSPI, no SharedArrayBuffer.
 //
 // Two models: the instruct (the page's source) and, for the comparison, the base model beside it
-// (attachBase), each with its own weights in Python and, on the GPU, its own executor; a
+// (attach_base), each with its own weights in Python and, on the GPU, its own executor; a
 // comparison's step answer names the model whose runs it plans, and they go to that executor.
 
 import { openModelStore } from "../store/models.mjs";
@@ -31,9 +31,9 @@ let python = null; // chatlens.worker's {call}, once Python is up
 let booting = null;
 let session = null; // {source, build, backend, device, path, info, store}
 let attached = null; // {backend, n_ctx, kind, executor?} once replies can be computed
-let base = null; // the base model beside it (attachBase): {source, path, model: its ModelInfo, executor?}
+let base = null; // the base model beside it (attach_base): {source, path, model: its ModelInfo, executor?}
 let oneAtATime = null; // the sentence saying why only one model's weights fit on the GPU, once they did not
-let roomForOne = false; // tests (init's oneModelOnGpu): a second model's weights on the GPU fail as on a small GPU
+let roomForOne = false; // tests (init's one_model_on_gpu): a second model's weights on the GPU fail as on a small GPU
 const jobs = new Map(); // request id -> its job (`pulled`): what a stop signal ends
 const stopsAsked = new Set(); // the ids of jobs asked to stop (a stop may come before its job starts)
 let lastReply = null; // where the last job's time went (the bench's "debug" request)
@@ -235,11 +235,11 @@ const requests = {
    * last job's time went in this thread (`pull`'s figures). */
   debug: () => ({ wasm_heap: py?._module.HEAP8.length ?? null, last_reply: lastReply }),
   async init(args) {
-    if (args.hideJspi) { // tests: a browser without JavaScript Promise Integration (older Firefox, Safari)
+    if (args.hide_jspi) { // tests: a browser without JavaScript Promise Integration (older Firefox, Safari)
       delete WebAssembly.Suspending;
       delete WebAssembly.promising;
     }
-    roomForOne = Boolean(args.oneModelOnGpu);
+    roomForOne = Boolean(args.one_model_on_gpu);
     // Held as long as this worker lives: the page learns it is gone when the lock is free.
     if (args.lock) navigator.locks?.request(args.lock, () => new Promise(() => {}));
     booting ??= boot(args).catch((e) => {
@@ -252,7 +252,7 @@ const requests = {
     await booting;
     return attach();
   },
-  async attachBase({ source }) {
+  async attach_base({ source }) {
     await booting;
     return attachBase(source);
   },
@@ -476,7 +476,7 @@ const signals = {
     stopped?.end(stopped.kind === "count" ? "the count was stopped" : "stopped");
   },
   /** For tests: the GPU devices go (each model's), as they do when a driver resets. */
-  loseGpu() {
+  lose_gpu() {
     attached?.executor?.device.destroy();
     if (base?.executor && !base.executor.destroyed) base.executor.device.destroy();
   },
