@@ -1,9 +1,10 @@
 // The page<->worker messages used in the code are the ones the contract names: every type that
-// site/js/worker/worker.mjs and site/js/page/connection.mjs post, switch on or answer (and that
-// page/api.mjs calls or signals) must be listed in protocol.gen.mjs (py/chatlens/protocol.py's
-// PAGE_REQUESTS, SIGNALS and EVENTS), and every call into Python one of its REQUESTS.
+// the worker's modules (site/js/worker/) and site/js/page/connection.mjs post, switch on or
+// answer (and that page/api.mjs calls or signals) must be listed in protocol.gen.mjs
+// (py/chatlens/protocol.py's PAGE_REQUESTS, SIGNALS and EVENTS), and every call into Python one
+// of its REQUESTS.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { MESSAGES, REQUESTS } from "../../site/js/worker/protocol.gen.mjs";
 
@@ -28,7 +29,7 @@ export function used(worker, connection, api) {
               ...all(worker, /TEXT_SIDE = new Set\(\[([^\]]*)\]/g).flatMap(strings),
               ...all(api, /\bcall\(\s*["'](\w+)["']/g), ...all(api, /textRequest\(["'](\w+)["']\)/g)],
     signal: [...keys(worker, "signals"), ...all(api, /\.signal\(\s*["'](\w+)["']/g)],
-    python: [...all(worker, /python\.call\(\s*["'](\w+)["']/g), ...all(worker, /\bask\(\s*["'](\w+)["']/g)],
+    python: [...all(worker, /\b(?:call|ask)\(\s*["'](\w+)["']/g)],
   };
 }
 
@@ -49,7 +50,11 @@ function unnamed(found) {
   return out;
 }
 
-const sources = () => [read("worker/worker.mjs"), read("page/connection.mjs"), read("page/api.mjs")];
+/** The worker's modules as one text (what it posts and calls may be in any of them), its
+ * generated contract left out. */
+const workerSource = () => readdirSync(new URL("../../site/js/worker/", import.meta.url))
+  .filter((f) => f.endsWith(".mjs") && f !== "protocol.gen.mjs").sort().map((f) => read(`worker/${f}`)).join("\n");
+const sources = () => [workerSource(), read("page/connection.mjs"), read("page/api.mjs")];
 
 test("every message the worker and the connection use is named in protocol.gen.mjs", () => {
   const found = used(...sources());

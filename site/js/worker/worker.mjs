@@ -13,15 +13,15 @@
 // Between two steps the worker reads its messages: a stop, a preview. One job at a time in
 // Python: a newer start ends the one before. No JSPI, no SharedArrayBuffer.
 //
-// Two models: the instruct (the page's source) and, for the comparison, the base model beside it
-// (attach_base), each with its own weights in Python and, on the GPU, its own executor; a
-// comparison's step answer names the model whose runs it plans, and they go to that executor.
+// The models' weights, where they are and how they move (the base beside the instruct, a lost
+// device, one model at a time on a small GPU), are placement.mjs's; a comparison's step answer
+// names the model whose runs it plans, and they go to that model's executor.
 
 import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
 import { installChatlens, startPython } from "./python.mjs";
 import { chooseBackend } from "./device.mjs";
-import { attachWeights, gpuExecutor } from "./weights.mjs";
+import { createPlacement } from "./placement.mjs";
 import { probe } from "../gpu/executor.mjs";
 
 const SITE = new URL("../../", import.meta.url);
@@ -29,10 +29,7 @@ const SITE = new URL("../../", import.meta.url);
 let py = null;
 let python = null; // chatlens.worker's {call}, once Python is up
 let booting = null;
-let session = null; // {source, build, backend, device, path, info, store}
-let attached = null; // {backend, n_ctx, kind, executor?} once replies can be computed
-let base = null; // the base model beside it (attach_base): {source, path, model: its ModelInfo, executor?}
-let oneAtATime = null; // the sentence saying why only one model's weights fit on the GPU, once they did not
+let models = null; // where the models' weights are (placement.mjs), once Python is up
 let roomForOne = false; // tests (init's one_model_on_gpu): a second model's weights on the GPU fail as on a small GPU
 const jobs = new Map(); // request id -> its job (`pulled`): what a stop signal ends
 const stopsAsked = new Set(); // the ids of jobs asked to stop (a stop may come before its job starts)
@@ -44,8 +41,6 @@ const status = (state, detail = "") => {
   performance.mark(`chatlens:${state}`, { detail }); // where the time goes (scripts/bench_browser.py)
   self.postMessage({ type: "status", state, detail });
 };
-/** A stored chunk that failed its check, said while the store fetches it again. */
-const refetching = (e) => status("weights", `${e.message}: fetching that part again`);
 
 async function boot({ source, build, backend }) {
   status("booting", "starting Python (Pyodide)");
@@ -73,7 +68,8 @@ async function boot({ source, build, backend }) {
     e.message = `${source.url}: ${e.message.replace(/^\/models\/[^:]*: /, "")}`;
     throw e;
   }
-  session = { source, build, backend, device, path, info, store };
+  const session = { source, build, backend, device, path, info, store };
+  models = createPlacement({ py, call: python.call, session, site: SITE, status, inTurn: enqueue, roomForOne });
   if (stored?.complete) status("weights", "the tokenizer and chat template are ready; the weights are next");
   else status("text", "the tokenizer and chat template are ready; replies need the model's weights");
   // how Python started: from a saved snapshot, or booted (and a snapshot saved for the next visit)
@@ -109,127 +105,6 @@ async function chooseDevice(asked, emulatedNames) {
            passedOver: choice.backend === "numpy" && gpu ? gpu.name : null }; // a software GPU NumPy was preferred to
 }
 
-/** Put the weights to work (the store holds the whole model); `nCtx` for the GPU program. */
-async function attach(nCtx = Math.max(...session.build.settings.windows)) {
-  const { source, store, path } = session;
-  if (!store || !(await store.status(source)).complete) throw new Error("the model is not stored yet: download it first");
-  attached?.executor?.destroy();
-  // One model on the GPU at a time: the base's weights let go first (a comparison puts them back).
-  if (oneAtATime && base?.executor && !base.executor.destroyed) base.executor.destroy();
-  attached = null;
-  status("weights", "loading the model's weights");
-  try {
-    attached = await attachWeights(session.device, {
-      py, call: python.call, store, source, path, nCtx, asked: session.backend,
-      packages: new URL(session.build.pyodide.packages, SITE).href,
-      say: (detail) => status("weights", detail),
-      onCorrupt: refetching,
-    });
-  } catch (e) {
-    self.postMessage({ type: "model", model: { error: e.message, offer: e.offer ?? null } });
-    status("text", e.message);
-    throw e;
-  }
-  const { executor, ...rest } = attached;
-  const model = { ...rest, model: "instruct" };
-  // A lost GPU (a driver reset, a test's device.destroy()) loses the weights and the cache with
-  // it: put them on a new device, and the next run (or the one in flight, retried) goes on there.
-  executor?.device.lost.then(() => {
-    if (attached?.executor !== executor || executor.destroyed) return; // let go on purpose
-    status("weights", "the GPU device was lost: putting the weights on a new one");
-    // In turn with the requests: a reply may be pulling on the lost device right now (it puts
-    // the weights on a new device itself, and this then has nothing to do).
-    enqueue(() => attached?.executor === executor && attach(attached.n_ctx));
-  });
-  self.postMessage({ type: "model", model });
-  status("ready", `${session.source.label} on ${attached.backend} (${attached.why})`);
-  return model;
-}
-
-/** The base model beside the instruct (the comparison's): its text side read from the store
- * (only a complete copy: a half-downloaded base is resumed by the page, never read here) and
- * refused by Python when its tokenizer differs, then its weights on the same device as the
- * instruct's. On the GPU a second program and executor, both models at once; when the device
- * has no room for both, one at a time (`onDevice` swaps them), said in a status note. */
-async function attachBase(source) {
-  const { store } = session;
-  // A device lost under it (a driver reset; not one let go on purpose, one model at a time): put again.
-  const gone = base?.executor?.lost && !base.executor.destroyed;
-  if (base && base.source.id === source.id && base.model && !gone) return base.model;
-  const stored = store ? await store.status(source).catch(() => null) : null;
-  if (!stored?.complete) {
-    throw new Error(`the base model (${source.label}) is not stored ${stored?.bytes ? "whole yet" : "yet"}: ` +
-      "download it first; a download cut short goes on where it stopped");
-  }
-  status("weights", `reading the base model's tokenizer from ${source.label}`);
-  const path = mountTextFiles(py, source, await textFiles(source, store, stored), "/models/base");
-  python.call("load_base", { path }); // a TokenizerMismatchError's sentence reaches the page as it is
-  base?.executor?.destroy();
-  base = { source, path, model: null, executor: null };
-  base.model = await putBase();
-  self.postMessage({ type: "model", model: base.model });
-  status("ready", `${session.source.label} and the base model on ${base.model.backend}`);
-  return base.model;
-}
-
-/** The base model's weights on the device the instruct's are on (NumPy: loaded beside them). */
-async function putBase() {
-  const one = (m) => attachWeights(session.device, {
-    py, call: python.call, store: session.store, source: base.source, path: base.path, model: "base",
-    nCtx: attached?.n_ctx ?? Math.max(...session.build.settings.windows), asked: attached?.kind ?? session.backend,
-    packages: new URL(session.build.pyodide.packages, SITE).href,
-    say: (detail) => status("weights", `base model: ${detail}`),
-    onCorrupt: refetching, ...m,
-  });
-  status("weights", "loading the base model's weights beside the instruct model's");
-  let got;
-  try {
-    if (roomForOne && attached?.kind === "webgpu" && !attached.executor.destroyed) {
-      throw new Error("the test asked for room for one model only"); // before anything is allocated
-    }
-    got = await one();
-  } catch (e) {
-    if (attached?.kind !== "webgpu") throw e;
-    // No room for a second program beside the first: one model on the GPU at a time.
-    oneAtATime = `the GPU has no room for both models at once (${e.message}): the comparison puts one on it at ` +
-      "a time, which takes longer";
-    status("weights", oneAtATime);
-    attached.executor.destroy();
-    got = await one({ asked: "webgpu" });
-  }
-  const { executor, ...model } = got;
-  base.executor = executor ?? null;
-  return { ...model, model: "base", note: oneAtATime };
-}
-
-/** The executor of `model`'s weights, put back on the GPU first when only one fits at a time
- * (the other's let go first). `starting`: before a job of the instruct's starts, through attach,
- * whose use_gpu empties Python's cache over them too (what it held went with the device). During
- * a comparison only the executor is made anew: use_gpu would end the job under way, and the
- * reply about to start was given an empty cache already (chatlens.worker's _Compare). */
-async function onDevice(model, { starting = false } = {}) {
-  const mine = model === "base" ? base : attached;
-  if (!mine?.executor || !mine.executor.destroyed) return mine?.executor ?? null;
-  const other = model === "base" ? attached : base;
-  if (other?.executor && !other.executor.destroyed) other.executor.destroy();
-  status("weights", `putting the ${model} model on the GPU (${oneAtATime})`);
-  if (starting && model === "instruct") {
-    await attach(attached.n_ctx);
-    return attached.executor;
-  }
-  // The same program Python plans this model's runs with (its n_ctx kept), on a new device (an
-  // adapter makes one device).
-  const which = model === "base" ? { source: base.source, path: base.path, nCtx: base.model.n_ctx }
-    : { source: session.source, path: session.path, nCtx: attached.n_ctx };
-  mine.executor = await gpuExecutor(await probe(), {
-    py, call: python.call, store: session.store, ...which, model,
-    say: (detail) => status("weights", `${model} model: ${detail}`),
-    onCorrupt: refetching,
-  });
-  status("ready", `${session.source.label} and the base model on webgpu, one at a time`);
-  return mine.executor;
-}
-
 const requests = {
   /** For scripts/bench_browser.py: the size of Python's wasm memory, in bytes, and where the
    * last job's time went in this thread (`pull`'s figures). */
@@ -250,11 +125,11 @@ const requests = {
   },
   async attach() {
     await booting;
-    return attach();
+    return models.attach();
   },
   async attach_base({ source }) {
     await booting;
-    return attachBase(source);
+    return models.attachBase(source);
   },
   async compare(args, id) {
     await booting;
@@ -272,8 +147,7 @@ const requests = {
   },
   async run(args, id) {
     await booting;
-    // The GPU program holds the largest window offered; a larger one needs the model's whole context.
-    if (attached?.kind === "webgpu" && args.window > attached.n_ctx) await attach(session.info.n_ctx);
+    await models.fit(args.window);
     return pulled("chat", args, id);
   },
   async predict(args, id) {
@@ -305,14 +179,14 @@ async function pulled(kind, args, id) {
   if (stopsAsked.has(id)) me.ended = kind === "count" ? "the count was stopped" : "stopped";
   jobs.set(id, me);
   if (kind === "count") counting = me;
-  let used = attached;
+  let used = models.instruct;
   const streamed = { posted: 0, skip: 0, recorded: false }; // what was posted to the page
   try {
     // One model on the GPU at a time: the instruct's put back before a job of its own starts (a
     // comparison swaps its models between its replies, in `pull`).
-    if (kind !== "count" && kind !== "compare" && attached?.kind === "webgpu" && attached.executor.destroyed) {
-      await onDevice("instruct", { starting: true });
-      used = attached;
+    if (kind !== "count" && kind !== "compare") {
+      await models.onDevice("instruct", { starting: true });
+      used = models.instruct;
     }
     const woken = new Promise((resolve) => (me.wake = resolve)); // a count waiting: an end comes at once
     while (kind === "count" && job && job.kind !== "count" && !me.ended) await Promise.race([job.finished, woken]);
@@ -320,8 +194,8 @@ async function pulled(kind, args, id) {
     try {
       return await pull(me, args, streamed);
     } catch (e) {
-      if (kind === "count" || !(await gpuLost(used?.executor, e))) throw e;
-      await attach(used.n_ctx);
+      if (kind === "count" || !(await models.wasLost(used?.executor, e))) throw e;
+      await models.attach(used.n_ctx);
       // Computed again from the start, the reply's first tokens are the ones the page has already.
       return await pull(me, args, { posted: 0, skip: streamed.posted, recorded: streamed.recorded });
     }
@@ -334,22 +208,12 @@ async function pulled(kind, args, id) {
   }
 }
 
-/** Whether `executor`'s device is lost. Work pending on a device that goes fails (a DOMException:
- * "Buffer was unmapped before mapping was resolved") before `device.lost` settles, so after such
- * a failure the device is given a moment to say it is lost. */
-async function gpuLost(executor, error) {
-  if (executor?.destroyed) return false; // let go on purpose (one model on the GPU at a time): not lost
-  if (!executor || executor.lost || !(error instanceof DOMException)) return Boolean(executor?.lost);
-  const moment = new Promise((resolve) => setTimeout(() => resolve(false), 1000));
-  return Promise.race([executor.device.lost.then(() => true), moment]);
-}
-
 const ENDED = Symbol("ended");
 
 /** The one loop that drives a job: `start`, then `step` (or `stop`) until its answer is done. */
 async function pull(me, args, streamed) {
   const { id, kind } = me;
-  let gpu = kind !== "count" && attached?.kind === "webgpu" ? attached.executor : null;
+  let gpu = kind !== "count" && models.instruct?.kind === "webgpu" ? models.instruct.executor : null;
   const woken = new Promise((resolve) => (me.wake = () => resolve(ENDED)));
   if (me.ended) me.wake();
   const t0 = performance.now();
@@ -413,7 +277,7 @@ async function pull(me, args, streamed) {
         cell = out.cell;
       }
       // A comparison's runs go to the executor of the model whose reply it is.
-      if (gpu && !out.done) gpu = await onDevice(out.model);
+      if (gpu && !out.done) gpu = await models.onDevice(out.model);
       for (const t of out.tokens) {
         if (streamed.skip > 0) streamed.skip -= 1;
         else (streamed.posted += 1), self.postMessage({ type: "token", id, token: t });
@@ -477,8 +341,7 @@ const signals = {
   },
   /** For tests: the GPU devices go (each model's), as they do when a driver resets. */
   lose_gpu() {
-    attached?.executor?.device.destroy();
-    if (base?.executor && !base.executor.destroyed) base.executor.device.destroy();
+    models?.loseGpu();
   },
 };
 
