@@ -114,9 +114,10 @@ def rope(x, cos, sin):
     return x * cos + rotated * sin
 
 
-def attention(q, k, v, start, products=None):
+def attention(q, k, v, start, products=None, probe=None):
     """Causal grouped-query attention of T new queries at positions start.. over k, v (kv_heads, start+T, hd);
-    `products`: MATMUL or EINSUM (default: this NumPy's choice, PRODUCTS)."""
+    `products`: MATMUL or EINSUM (default: this NumPy's choice, PRODUCTS); `probe`: a Probe that keeps
+    the weights (an inspection's)."""
     mm = products or PRODUCTS
     n_heads, T, hd = q.shape
     n_kv, L, _ = k.shape
@@ -128,9 +129,19 @@ def attention(q, k, v, start, products=None):
         future = np.arange(L)[None, :] > (start + np.arange(T))[:, None]
         scores = np.where(future, np.float32(-np.inf), scores)
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    probs = scores / scores.sum(axis=-1, keepdims=True)
+    probs = scores / scores.sum(axis=-1, keepdims=True)  # (n_kv, group, T, L)
+    if probe is not None:
+        probe.attention.append(probs.reshape(n_heads, T, L))  # query head h = kv * group + j, as q was split
     out = mm.mix(probs.reshape(n_kv, group * T, L), v)  # (n_kv, group*T, hd)
     return out.reshape(n_heads, T, hd).transpose(1, 0, 2).reshape(T, n_heads * hd)
+
+
+class Probe:
+    """What an inspection keeps of one forward pass (NumpyBackend.inspect): each layer's attention
+    weights, (heads, T, start+T) a layer, and each block's output at the last token, (dim,) a block."""
+
+    def __init__(self):
+        self.attention, self.blocks = [], []
 
 
 def silu(x):
@@ -179,6 +190,16 @@ class NumpyBackend:
     def decode(self, token_id, top_k=0) -> Step:
         return self._step(self._forward([token_id])[-1], top_k)
 
+    def inspect(self, token_id):
+        """decode(token_id), keeping what an inspection shows (chatlens.inspection): returns
+        (attention, blocks), attention (layers, heads, length) the token's softmax weights over every
+        cached position and its own, blocks (layers, dim) each block's output at it. Like decode,
+        the token's keys and values stay in the cache, and `logits` holds the head's."""
+        probe = Probe()
+        x = self._forward([int(token_id)], probe)  # (1, dim)
+        self.logits = self._logits(x[-1])  # (dim,) -> (vocab,): the step decode would take
+        return np.stack([a[:, -1] for a in probe.attention]), np.stack(probe.blocks)  # (layers, heads, L), (layers, dim)
+
     def last_logits(self):
         return self.logits
 
@@ -192,7 +213,7 @@ class NumpyBackend:
     def reset(self):
         self.length = 0
 
-    def _forward(self, ids):
+    def _forward(self, ids, probe=None):
         start, T = self.length, len(ids)
         if start + T > self.capacity:
             raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {start} + {T} do not fit")
@@ -201,11 +222,13 @@ class NumpyBackend:
         x = self.embed[ids]
         cos, sin = self.cos[start:start + T], self.sin[start:start + T]
         for i, layer in enumerate(self.layers):
-            x = self._block(x, layer, i, start, cos, sin)
+            x = self._block(x, layer, i, start, cos, sin, probe)
+            if probe is not None:
+                probe.blocks.append(x[-1])  # (dim,): the block's output, the logit lens's input
         self.length = start + T
         return x
 
-    def _block(self, x, w, i, start, cos, sin):
+    def _block(self, x, w, i, start, cos, sin, probe=None):
         """One decoder layer on x (T, dim): attention over the cache, then the MLP, each added to x."""
         cfg, mm = self.cfg, self.products
         h = rms_norm(x, w.attn_norm, cfg.norm_eps)  # (T, dim)
@@ -213,7 +236,7 @@ class NumpyBackend:
         k = rope(split_heads(mm.linear(h, w.k), cfg.n_kv_heads), cos, sin)  # (T, dim) -> (kv_heads, T, hd)
         v = split_heads(mm.linear(h, w.v), cfg.n_kv_heads)  # (T, dim) -> (kv_heads, T, hd)
         k, v = self._cached(self.k_cache[i], start, k), self._cached(self.v_cache[i], start, v)  # (kv_heads, start+T, hd)
-        a = attention(q, k, v, start, mm)  # (T, heads * hd)
+        a = attention(q, k, v, start, mm, probe)  # (T, heads * hd)
         x = x + mm.linear(a, w.o)  # (T, heads * hd) -> (T, dim)
         h = rms_norm(x, w.mlp_norm, cfg.norm_eps)  # (T, dim)
         g = silu(mm.linear(h, w.gate)) * mm.linear(h, w.up)  # (T, dim) -> (T, ffn)
