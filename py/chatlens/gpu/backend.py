@@ -10,6 +10,10 @@ into a Step. Whoever holds the GPU runs it in between:
 - in the browser, the worker's JavaScript (site/js/gpu/executor.mjs), which submits each run
   and hands Python its bytes (chatlens.worker's reply requests): Python never waits for the GPU.
 
+An inspection (chatlens.inspection) is one more kind of run: `plan_inspect` feeds one token as
+decode does and keeps what the inspection shows, `read_inspect` reads its one readback. Runs
+are submitted the same way (the executor needs no change: a run names its readback).
+
 Pure Python; NumPy only for last_logits().
 """
 
@@ -106,6 +110,53 @@ class WebGPUBackend:
             log_z = big + math.log(math.fsum(math.exp(x - big) for x in logits))
             return Step(best[0], tuple((i, logits[i]) for i in best[:run.top_k]), log_z)
         return Step(struct.unpack("<I", raw[:4])[0])
+
+    # -- an inspection (chatlens.inspection) -----------------------------------------------------
+    def plan_inspect(self, token_id: int, top_k: int) -> Run:
+        """The run that feeds `token_id` after the cache as decode does (its keys and values are
+        cached) and keeps each layer's attention weights and each block's output, then the logit
+        lens: each layer's top_k (id, logit) pairs and normalizer. One readback (read_inspect)."""
+        inspect = self.meta.get("inspect")
+        if not inspect:
+            raise ChatlensError("this GPU program was built without inspect sequences; rebuild it")
+        token, k = int(token_id), int(top_k)
+        if not 0 <= token < self.vocab:
+            raise ChatlensError(f"token id {token} is outside the vocabulary (0..{self.vocab - 1})")
+        if not 0 < k <= inspect["top_k_max"]:
+            raise ChatlensError(f"the logit lens lists 1 to {inspect['top_k_max']} candidates a layer, not {k}")
+        if self.length + 1 > self.capacity:
+            raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {self.length} + 1 do not fit")
+        body = inspect["body"]
+        short = self.meta.get("short")
+        if short and self.length + 1 <= short["keys"]:
+            body = short[body]
+        params = step_params(self.meta, self.length, [token], top_k=k)
+        run = Run((body, inspect["lens"]), params, inspect["readback"], 1, True, k)
+        self.length += 1
+        return run
+
+    def read_inspect(self, run: Run, raw: bytes) -> tuple:
+        """(attention, lens) from an inspect run's bytes: attention[layer][head] the weights over
+        the run's position + 1 keys (lists of floats); lens[layer] = (((id, logit), ...) best
+        first, log_z), as read() reads a step's top-k."""
+        inspect = self.meta.get("inspect")
+        if not inspect or run.readback != inspect["readback"]:
+            raise ChatlensError("read_inspect reads the bytes of a run plan_inspect made")
+        layers, heads, k = inspect["layers"], inspect["heads"], run.top_k
+        start = struct.unpack_from("<I", run.params, 4 * self.meta["step_fields"].index("start"))[0]
+        n_keys = start + 1
+        row = 8 * (self.meta["top_k_max"] + 1)  # one layer's top-k: K_MAX (id, logit), then (max, sum exp)
+        lens = []
+        for layer in range(layers):
+            at = layer * row
+            words = struct.unpack_from(f"<{2 * k}I", raw, at)
+            logits = struct.unpack_from(f"<{2 * k}f", raw, at)
+            big, total = struct.unpack_from("<ff", raw, at + row - 8)
+            lens.append((tuple((words[2 * i], logits[2 * i + 1]) for i in range(k)), big + math.log(total)))
+        flat = struct.unpack_from(f"<{layers * heads * n_keys}f", raw, inspect["attention_at"])
+        attention = [[list(flat[(layer * heads + h) * n_keys:(layer * heads + h + 1) * n_keys]) for h in range(heads)]
+                     for layer in range(layers)]
+        return attention, lens
 
     # -- the native host: submit and collect, or one step at a time ------------------------------
     def submit(self, run: Run):

@@ -154,6 +154,18 @@ def residual(stream: str, nv: int) -> Epilogue:
     return Epilogue("residual", nv, (("R", "array<f32>", "read_write", stream),))
 
 
+def residual_keep(stream: str, nv: int, keep: str, index: str) -> Epilogue:
+    """stream = stream + x @ W.T, and the new stream copied into row index[0] of keep (layers, nv):
+    a block's output as an inspection keeps it (the inspect sequences' down projection)."""
+    return Epilogue("residual_keep", nv, (("R", "array<f32>", "read_write", stream),
+                                          ("KEEP", "array<f32>", "read_write", keep), ("LAYER", "array<u32>", "read", index)))
+
+
+def store_row(y: str, nv: int, index: str) -> Epilogue:
+    """Y[index[0]] = x @ W.T, Y (layers, nv): one block's logit-lens logits."""
+    return Epilogue("store_row", nv, (("Y", "array<f32>", "read_write", y), ("LAYER", "array<u32>", "read", index)))
+
+
 def silu_mul(h: str, ffn: int) -> Epilogue:
     """h = silu(x @ gate.T) * (x @ up.T); gate at SEG0, up at SEG1 of the matrix."""
     return Epilogue("silu", 2 * ffn, (("H", "array<f32>", "read_write", h),))
@@ -181,14 +193,17 @@ def step_binding(step: str):
 
 def project(b, sequence: str, target: Target, *, step: str, x: "str | Partials", w: Matrix, epilogue: Epilogue,
             gain: tuple | None = None, eps: float = 0.0, chunk: int | None = None, last_row: bool = False,
-            gemm: str | None = None):
+            gemm: str | None = None, x_row: bool = False):
     """x @ W.T with an epilogue: matvec (one token) when chunk is None, else a tiled matmul over
     up to `chunk` tokens (gemm: one of GEMMS, default GEMM). gain = (buffer, dtype) folds
     model.rms_norm(x, gain, eps) in first. x is a buffer (T, K), or for the matvec split
-    attention's Partials, merged as they are loaded (K = NH * HD)."""
+    attention's Partials, merged as they are loaded (K = NH * HD). x_row: the matvec reads row
+    LAYER[0] of x (x_row.wgsl), LAYER bound by the epilogue (store_row): the logit lens."""
     check_row(w.dtype, w.k, w.buffer)
     nv = epilogue.nv
     merged = isinstance(x, Partials)
+    if x_row and (merged or chunk is not None or last_row or "LAYER" not in [n for n, *_ in epilogue.bindings]):
+        raise ValueError("x_row: a plain matvec whose epilogue binds LAYER (store_row)")
     if merged:
         if chunk is not None or gain is not None or last_row:
             raise ValueError("only a plain matvec merges split attention as it loads x")
@@ -225,7 +240,7 @@ def project(b, sequence: str, target: Target, *, step: str, x: "str | Partials",
                        "GRID_X": gx})
         if merged:
             consts.update({"NH": x.n_heads, "HD": x.head_dim, "SPLITS": x.splits})
-        files += ["x_merge" if merged else "x_direct", target.reduce, "matvec"]
+        files += ["x_merge" if merged else "x_row" if x_row else "x_direct", target.reduce, "matvec"]
         grid = (gx, math.ceil(groups / gx), 1)
         label = f"matvec-{'merge-' if merged else ''}{epilogue.file}-{w.dtype}"
         enable = target.enable
@@ -327,6 +342,22 @@ def partials_bytes(tokens: int, n_heads: int, splits: int, head_dim: int) -> tup
     return 4 * tokens * n_heads * splits * head_dim, 8 * tokens * n_heads * splits
 
 
+def attention_weights(b, sequence: str, *, step: str, q: str, kc: str, vc: str, out: str, index: str, at: int,
+                      n_heads: int, n_kv_heads: int, head_dim: int, n_ctx: int, kv: str = "F16"):
+    """One token's softmax weights over the cache, each query head's (model.attention's probs), into
+    out[at + (index[0] * n_heads + head) * n_keys + key] (f32, n_keys = step.start + 1): what an
+    inspection shows of layer index[0]. It reads what the token's q/k/v projection wrote."""
+    wg = 64
+    t = KV_TYPES[kv]
+    consts = {"HD": head_dim, "NH": n_heads, "GROUP": n_heads // n_kv_heads, "N_CTX": n_ctx, "WG": wg,
+              "WG_POW2": pow2_at_least(wg), "SCALE": f32(1.0 / math.sqrt(head_dim)), "AT": at}
+    bindings = [step_binding(step), ("Q", "array<vec4<f32>>", "read", q), ("KC", f"array<{t['key8']}>", "read", kc),
+                ("VC", f"array<{t['pair']}>", "read", vc), ("LAYER", "array<u32>", "read", index),
+                ("AW", "array<f32>", "read_write", out)]
+    b.kernel(sequence, "attention-weights", bindings, consts, ["step", f"kv_load_{kv.lower()}", "attention_weights"],
+             (n_heads, 1, 1))
+
+
 def argmax(b, sequence: str, *, logits: str, out: str, vocab: int):
     wg = 256
     bindings = [("LOGITS", "array<f32>", "read", logits), ("OUT", "array<u32>", "read_write", out)]
@@ -336,17 +367,20 @@ def argmax(b, sequence: str, *, logits: str, out: str, vocab: int):
 TOPK_CHUNK = 1024
 
 
-def top_k(b, sequence: str, *, step: str, logits: str, candidates: str, out: str, vocab: int, k_max: int):
+def top_k(b, sequence: str, *, step: str, logits: str, candidates: str, out: str, vocab: int, k_max: int,
+          rows: int = 1):
     """out (top_k_out_bytes) <- the step.top_k best (id, logit) of logits, then (max, sum of
-    exp(logit - max)) over the whole vocabulary; candidates (top_k_candidates_bytes) is scratch."""
+    exp(logit - max)) over the whole vocabulary; candidates (top_k_candidates_bytes) is scratch.
+    rows > 1: logits (rows, vocab), each row found on its own into out and candidates, `rows`
+    times their one-row sizes, one after another (the logit lens: a row a layer)."""
     wg = 256
     n_chunks = math.ceil(vocab / TOPK_CHUNK)
     consts = {"V": vocab, "WG": wg, "WG_POW2": wg, "CHUNK": TOPK_CHUNK, "K_MAX": k_max, "N_CHUNKS": n_chunks}
     # both entry points live in one module, so both see every binding
     bindings = [step_binding(step), ("LOGITS", "array<f32>", "read", logits),
                 ("CAND", "array<vec2<u32>>", "read_write", candidates), ("OUT", "array<vec2<u32>>", "read_write", out)]
-    b.kernel(sequence, "top_k", bindings, consts, ["step", "top_k"], (n_chunks, 1, 1), entry="chunks")
-    b.kernel(sequence, "top_k", bindings, consts, ["step", "top_k"], (1, 1, 1), entry="merge")
+    b.kernel(sequence, "top_k", bindings, consts, ["step", "top_k"], (n_chunks, rows, 1), entry="chunks")
+    b.kernel(sequence, "top_k", bindings, consts, ["step", "top_k"], (rows, 1, 1), entry="merge")
 
 
 def top_k_candidates_bytes(vocab: int, k_max: int) -> int:

@@ -14,6 +14,20 @@ KV cache (f32 or f16: KV_CACHE), and these sequences of dispatches:
     head     final norm + output projection of the chunk's last token, argmax
     top_k    the best step.top_k (id, logit) pairs of the logits, and the softmax's normalizer
              (run only when a step asks for top-k: the argmax path never pays for it)
+    inspect, inspect_short   decode's step for one token (its keys and values cached as decode's)
+             that also keeps, for chatlens.inspection, each layer's attention weights (one more
+             dispatch a layer: attention_weights) and each block's output (the down projection's
+             epilogue copies it: residual_keep), run only for an inspection
+    lens     the logit lens of those block outputs: final norm + output projection of each (a
+             matvec a layer, the head's own kernel reading the layer's row), then the best
+             step.top_k (id, logit) pairs and the normalizer of every layer (top_k over rows)
+
+An inspection runs ["inspect", "lens"] and reads back one buffer, `inspection`: each layer's
+top-k as the top_k readback lays it out (K_MAX pairs, then max and sum of exp), layer after
+layer, then at meta["inspect"]["attention_at"] the attention weights (layers, heads, keys) packed
+for the step's keys (chatlens.gpu.backend.read_inspect). Which layer a shared kernel serves comes
+from a 4-byte buffer per layer (L<i>.index) bound beside it, not from a constant: one pipeline
+serves every layer, as in decode.
 
 A step runs e.g. ["decode", "head"] in one compute pass after writing `step_params(...)`. A
 decode step takes 5 dispatches a layer at every context length (q/k/v, attention, o, gate/up,
@@ -108,6 +122,13 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     b.buffer("top_k_candidates", K.top_k_candidates_bytes(vocab, TOP_K_MAX))
     b.buffer("top_k", K.top_k_out_bytes(TOP_K_MAX))
     b.buffer("rope", 0, data=rope_table(cfg, n_ctx))
+    # an inspection's: each block's output (layers, dim), their lens logits (layers, vocab) and
+    # top-k scratch, and what is read back (lens top-k a layer, then attention (layers, nh, keys))
+    b.buffer("lens_x", 4 * cfg.n_layers * dim)
+    b.buffer("lens_logits", 4 * cfg.n_layers * vocab)
+    b.buffer("lens_candidates", cfg.n_layers * K.top_k_candidates_bytes(vocab, TOP_K_MAX))
+    attention_at = cfg.n_layers * K.top_k_out_bytes(TOP_K_MAX)
+    b.buffer("inspection", attention_at + 4 * cfg.n_layers * nh * n_ctx)
 
     embed = matrix("embed", ["model.embed_tokens.weight"])
     lm_head = embed if cfg.tied_output else matrix("lm_head", ["lm_head.weight"])
@@ -130,16 +151,18 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
             "o": matrix(L + "o", [p + "self_attn.o_proj.weight"]),
             "mlp_norm": gain(L + "mlp_norm", p + "post_attention_layernorm.weight"),
             "gate_up": matrix(L + "gate_up", gate_up), "down": matrix(L + "down", [p + "mlp.down_proj.weight"]),
-            "k_cache": L + "k_cache", "v_cache": L + "v_cache"})
+            "k_cache": L + "k_cache", "v_cache": L + "v_cache",
+            "index": b.buffer(L + "index", 4, data=struct.pack("<I", i))})
 
     pairs = {"q": (0, qd // 2), "k": (qd // 2, (qd + kvd) // 2), "v": ((qd + kvd) // 2, (qd + 2 * kvd) // 2),
              "qkv": (0, (qd + 2 * kvd) // 2)}
     eps = cfg.norm_eps
-    bodies = [("prefill", chunk, splits), ("decode", 1, splits)]
+    bodies = [("prefill", chunk, splits), ("decode", 1, splits), ("inspect", 1, splits)]
     if short:
-        bodies += [("prefill_short", chunk, 1), ("decode_short", 1, 1)]
+        bodies += [("prefill_short", chunk, 1), ("decode_short", 1, 1), ("inspect_short", 1, 1)]
     for seq, tokens, seq_splits in bodies:
         rows = None if tokens == 1 else chunk  # matvec for one token, matmul for a chunk
+        inspecting = seq.startswith("inspect")
         K.embed(b, seq, step=step, w=embed, x="x", chosen="chosen", chunk=tokens)  # ids (T) -> x (T, dim)
         for w in layers:
             for mat, part in w["qkv"]:
@@ -158,15 +181,20 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
                                 n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=seq_splits,
                                 split_max=split_max if seq_splits > 1 else short or split_max, tokens=tokens,
                                 kv=kv, target=target)
+            if inspecting:
+                # q (1, nh*hd), cache (nkv, start+1, hd) -> inspection's weights (layer, nh, start+1)
+                K.attention_weights(b, seq, step=step, q="q", kc=w["k_cache"], vc=w["v_cache"], out="inspection",
+                                    index=w["index"], at=attention_at // 4, n_heads=nh, n_kv_heads=nkv, head_dim=hd,
+                                    n_ctx=n_ctx, kv=kv)
             # x (T, dim) += attn (T, nh*hd) @ o.T   (one token: attn merged from the partials as loaded)
             K.project(b, seq, target, step=step, x=split or "attn", w=w["o"], epilogue=K.residual("x", dim),
                       chunk=rows, gemm=gemm)
             # rms_norm(x) (T, dim) -> h (T, ffn) = silu(. @ gate.T) * (. @ up.T)
             K.project(b, seq, target, step=step, x="x", w=w["gate_up"], epilogue=K.silu_mul("h", ffn),
                       gain=w["mlp_norm"], eps=eps, chunk=rows, gemm=gemm)
-            # x (T, dim) += h (T, ffn) @ down.T
-            K.project(b, seq, target, step=step, x="h", w=w["down"], epilogue=K.residual("x", dim), chunk=rows,
-                      gemm=gemm)
+            # x (T, dim) += h (T, ffn) @ down.T   (inspecting: and x (1, dim) -> lens_x[layer])
+            down = K.residual_keep("x", dim, "lens_x", w["index"]) if inspecting else K.residual("x", dim)
+            K.project(b, seq, target, step=step, x="h", w=w["down"], epilogue=down, chunk=rows, gemm=gemm)
     # rms_norm(x[T-1]) (dim) -> logits (vocab) -> chosen id
     K.project(b, "head", target, step=step, x="x", w=lm_head, epilogue=K.store("logits", vocab),
               gain=final_norm, eps=eps, last_row=True)
@@ -175,13 +203,25 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     K.top_k(b, "top_k", step=step, logits="logits", candidates="top_k_candidates", out="top_k", vocab=vocab,
             k_max=TOP_K_MAX)
 
+    for w in layers:
+        # rms_norm(lens_x[layer]) (dim) -> lens_logits[layer] (vocab), the head's matvec
+        K.project(b, "lens", target, step=step, x="lens_x", w=lm_head, x_row=True, gain=final_norm, eps=eps,
+                  epilogue=K.store_row("lens_logits", vocab, w["index"]))
+    # lens_logits (layers, vocab) -> inspection[:attention_at]: per layer top_k (id, logit), then (max, sum exp)
+    K.top_k(b, "lens", step=step, logits="lens_logits", candidates="lens_candidates", out="inspection", vocab=vocab,
+            k_max=TOP_K_MAX, rows=cfg.n_layers)
+
     b.readback("id", "chosen", 0, 4)
     b.readback("top_k", "top_k")
     b.readback("logits", "logits", 0, 4 * vocab)
+    b.readback("inspection", "inspection")
     _require(b, target, limits)
     b.meta = {"config": cfg.to_dict(), "n_ctx": n_ctx, "chunk": chunk, "vocab": vocab, "top_k_max": TOP_K_MAX,
               "splits": splits, "split_min": SPLIT_MIN, "split_max": split_max, "step_buffer": step,
-              "short": {"keys": short, "prefill": "prefill_short", "decode": "decode_short"} if short else None,
+              "short": {"keys": short, "prefill": "prefill_short", "decode": "decode_short",
+                        "inspect": "inspect_short"} if short else None,
+              "inspect": {"body": "inspect", "lens": "lens", "readback": "inspection", "layers": cfg.n_layers,
+                          "heads": nh, "top_k_max": TOP_K_MAX, "attention_at": attention_at},
               "kv": kv, "kv_value_bytes": K.KV_TYPES[kv]["bytes"], "gemm": gemm or K.GEMM,
               "step_fields": list(STEP_FIELDS), "rope": plan["rope"], "reduce": target.reduce,
               "dispatches": {name: len(seq) for name, seq in b.sequences.items()},

@@ -3,12 +3,17 @@
 // (grid: one workgroup per chunk), `merge` picks the best step.top_k of all those (one workgroup).
 // CAND is (chunks, K_MAX) and OUT is (K_MAX) of (id, bitcast logit); a missing entry has id
 // 0xffffffff and the lowest float, so it sorts last.
+// Rows: LOGITS may hold several rows of V logits (the logit lens: one a layer), each found on
+// its own: row wid.y of `chunks`' grid and wid.x of `merge`'s, its CAND at row * CAND_ROW and its
+// OUT at row * (K_MAX + 1). A step's head has one row: row 0, the layout above.
 // The softmax's normalizer comes with them (probabilities need the whole vocabulary): each chunk
 // also writes its max m and sum of exp(logit - m) to CAND[N_CHUNKS * K_MAX + chunk], and `merge`
 // writes the vocabulary's (M, S), S = sum over chunks of s * exp(m - M), to OUT[K_MAX]:
 // log_z = M + log(S), taken on the host in double precision.
 const NONE: u32 = 0xffffffffu;
 const LOWEST: f32 = -0x1.fffffep+127f;  // the lowest finite f32
+
+const CAND_ROW: u32 = N_CHUNKS * (K_MAX + 1u);  // one row's candidates, then its chunks' stats
 
 var<workgroup> vals: array<f32, CHUNK>;
 var<workgroup> red_v: array<f32, WG>;
@@ -56,8 +61,10 @@ fn reduce_f32(lid: u32, v: f32, op: u32) {
 @compute @workgroup_size(WG)
 fn chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let base = wid.x * CHUNK;
+    let logits = wid.y * V;
+    let cand = wid.y * CAND_ROW;
     for (var j = lid; j < CHUNK; j += WG) {
-        vals[j] = select(LOWEST, LOGITS[base + j], base + j < V);
+        vals[j] = select(LOWEST, LOGITS[logits + base + j], base + j < V);
     }
     workgroupBarrier();
     // the chunk's max and sum of exp(logit - max), before the rounds below strike picks out
@@ -78,7 +85,7 @@ fn chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     }
     reduce_f32(lid, e, 1u);
     if (lid == 0u) {
-        CAND[N_CHUNKS * K_MAX + wid.x] = vec2<u32>(bitcast<u32>(chunk_max), bitcast<u32>(red_v[0]));
+        CAND[cand + N_CHUNKS * K_MAX + wid.x] = vec2<u32>(bitcast<u32>(chunk_max), bitcast<u32>(red_v[0]));
     }
     workgroupBarrier();
     let k = min(step.top_k, K_MAX);
@@ -93,7 +100,7 @@ fn chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         }
         reduce_best(lid, v, i, 0u);
         if (lid == 0u) {
-            CAND[wid.x * K_MAX + r] = vec2<u32>(red_i[0], bitcast<u32>(red_v[0]));
+            CAND[cand + wid.x * K_MAX + r] = vec2<u32>(red_i[0], bitcast<u32>(red_v[0]));
             if (red_i[0] != NONE) {
                 vals[red_i[0] - base] = LOWEST;
             }
@@ -103,18 +110,20 @@ fn chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
 }
 
 @compute @workgroup_size(WG)
-fn merge(@builtin(local_invocation_index) lid: u32) {
+fn merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let cand = wid.x * CAND_ROW;
+    let out = wid.x * (K_MAX + 1u);
     if (lid == 0u) {  // N_CHUNKS is small (48 for a 49,152-token vocabulary): one invocation
         var big = LOWEST;
         for (var c = 0u; c < N_CHUNKS; c++) {
-            big = max(big, bitcast<f32>(CAND[N_CHUNKS * K_MAX + c].x));
+            big = max(big, bitcast<f32>(CAND[cand + N_CHUNKS * K_MAX + c].x));
         }
         var total = 0.0;
         for (var c = 0u; c < N_CHUNKS; c++) {
-            let st = CAND[N_CHUNKS * K_MAX + c];
+            let st = CAND[cand + N_CHUNKS * K_MAX + c];
             total += bitcast<f32>(st.y) * exp(bitcast<f32>(st.x) - big);
         }
-        OUT[K_MAX] = vec2<u32>(bitcast<u32>(big), bitcast<u32>(total));
+        OUT[out + K_MAX] = vec2<u32>(bitcast<u32>(big), bitcast<u32>(total));
     }
     let k = min(step.top_k, K_MAX);
     for (var r = 0u; r < k; r++) {
@@ -122,18 +131,18 @@ fn merge(@builtin(local_invocation_index) lid: u32) {
         var i = NONE;
         var slot = 0u;
         for (var f = lid; f < N_CHUNKS * k; f += WG) {
-            let at = (f / k) * K_MAX + f % k;
-            let cand = CAND[at];
-            let cv = bitcast<f32>(cand.y);
-            if (cand.x != NONE && better(cv, cand.x, v, i)) {
+            let at = cand + (f / k) * K_MAX + f % k;
+            let c = CAND[at];
+            let cv = bitcast<f32>(c.y);
+            if (c.x != NONE && better(cv, c.x, v, i)) {
                 v = cv;
-                i = cand.x;
+                i = c.x;
                 slot = at;
             }
         }
         reduce_best(lid, v, i, slot);
         if (lid == 0u) {
-            OUT[r] = vec2<u32>(red_i[0], bitcast<u32>(red_v[0]));
+            OUT[out + r] = vec2<u32>(red_i[0], bitcast<u32>(red_v[0]));
             if (red_i[0] != NONE) {
                 CAND[red_s[0]] = vec2<u32>(NONE, bitcast<u32>(LOWEST));
             }
