@@ -1,26 +1,24 @@
-// The module worker where all Python runs. It boots Pyodide, reads the tokenizer and chat
-// template from the model source (from the store when it holds the model), puts the weights on
-// the GPU or into NumPy once the store holds them, then answers the page.
+// The module worker where all Python runs: it boots Pyodide, reads the tokenizer and chat
+// template from the model source (from the store when it holds the model), then routes the
+// page's messages. Its other modules each do one job: placement.mjs puts the models' weights on
+// the GPU or into NumPy (and moves them: the base beside the instruct, a lost device, one model
+// at a time on a small GPU); jobs.mjs pulls each reply, prediction, count or comparison from
+// Python a step at a time.
 //
 // The messages it takes and sends (requests, signals, events, the answer envelope) are
 // described once, in py/chatlens/protocol.py (PAGE_REQUESTS, SIGNALS, EVENTS, Answer), and
-// listed in protocol.gen.mjs; tests/page/messages.test.mjs keeps this file to that list.
+// listed in protocol.gen.mjs; tests/page/messages.test.mjs keeps the worker's modules to that list.
 //
-// A job is a loop this worker pulls (`pulled` below): Python's `start(kind)` (chat, text,
-// predict, count or compare), then one `step` a token (a count: a few milliseconds of counting). On the
-// GPU, this side submits the runs Python plans (several in flight: the GPU never waits for the
-// host) and hands Python each run's bytes; with NumPy, Python computes each step in `step`.
-// Between two steps the worker reads its messages: a stop, a preview. One job at a time in
-// Python: a newer start ends the one before. No JSPI, no SharedArrayBuffer.
-//
-// The models' weights, where they are and how they move (the base beside the instruct, a lost
-// device, one model at a time on a small GPU), are placement.mjs's; a comparison's step answer
-// names the model whose runs it plans, and they go to that model's executor.
+// The routing: a signal is handled as it comes. A request that needs the model (a job, the
+// weights) waits its turn: one at a time, so a reply starts once the one before has ended. A
+// text-side request is answered at once, even between two pulls of a reply. A count waits for
+// nothing but a reply Python is pulling (jobs.mjs).
 
 import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
 import { installChatlens, startPython } from "./python.mjs";
 import { chooseBackend } from "./device.mjs";
+import { createJobs } from "./jobs.mjs";
 import { createPlacement } from "./placement.mjs";
 import { probe } from "../gpu/executor.mjs";
 
@@ -31,11 +29,9 @@ let python = null; // chatlens.worker's {call}, once Python is up
 let booting = null;
 let models = null; // where the models' weights are (placement.mjs), once Python is up
 let roomForOne = false; // tests (init's one_model_on_gpu): a second model's weights on the GPU fail as on a small GPU
-const jobs = new Map(); // request id -> its job (`pulled`): what a stop signal ends
-const stopsAsked = new Set(); // the ids of jobs asked to stop (a stop may come before its job starts)
-let lastReply = null; // where the last job's time went (the bench's "debug" request)
-let job = null; // the job Python holds: the one whose `start` came last, until it ends
-let counting = null; // the count asked for last, waiting or running: a preview, a newer count or a reply ends it
+const jobs = createJobs();
+/** Pull `job` (jobs.mjs) once Python and the weights' placement are up. */
+const pulled = (job, args) => jobs.pull(job, args, { call: python.call, models });
 
 const status = (state, detail = "") => {
   performance.mark(`chatlens:${state}`, { detail }); // where the time goes (scripts/bench_browser.py)
@@ -107,8 +103,8 @@ async function chooseDevice(asked, emulatedNames) {
 
 const requests = {
   /** For scripts/bench_browser.py: the size of Python's wasm memory, in bytes, and where the
-   * last job's time went in this thread (`pull`'s figures). */
-  debug: () => ({ wasm_heap: py?._module.HEAP8.length ?? null, last_reply: lastReply }),
+   * last reply's time went in this thread (jobs.mjs's figures). */
+  debug: () => ({ wasm_heap: py?._module.HEAP8.length ?? null, last_reply: jobs.lastReply }),
   async init(args) {
     if (args.hide_jspi) { // tests: a browser without JavaScript Promise Integration (older Firefox, Safari)
       delete WebAssembly.Suspending;
@@ -131,200 +127,35 @@ const requests = {
     await booting;
     return models.attachBase(source);
   },
-  async compare(args, id) {
+  async compare(args, job) {
     await booting;
-    return pulled("compare", args, id);
+    return pulled(job, args);
   },
   async preview(args) {
     await booting;
-    counting?.end("a newer preview ended the count"); // it counted what the page showed before
+    jobs.endCounts("a newer preview ended the count"); // it counted what the page showed before
     return python.call("preview", args);
   },
-  async count(args, id) {
+  async count(args, job) {
     if (!booting) throw new Error("the worker has not started: init comes first");
     await booting;
-    return pulled("count", args, id);
+    return pulled(job, args);
   },
-  async run(args, id) {
+  async run(args, job) {
     await booting;
     await models.fit(args.window);
-    return pulled("chat", args, id);
+    return pulled(job, args);
   },
-  async predict(args, id) {
+  async predict(args, job) {
     await booting;
-    return pulled("predict", args, id);
+    return pulled(job, args);
   },
-  async complete(args, id) {
+  async complete(args, job) {
     await booting;
-    return pulled("text", args, id);
+    return pulled(job, args);
   },
 };
 
-/**
- * One job (chatlens.worker's `start` kinds: chat | text | predict | count), pulled to its end:
- * a chat's record, the tokens and the progress posted as they come, a stop signal answered at
- * the next pull. A count is background work: it waits for a reply pulled meanwhile; a reply, a
- * newer count or a preview ends it, and it rejects with an AbortError (as a stop makes it). A
- * GPU lost during a reply (a driver reset) puts the weights on a new device and starts it again.
- */
-async function pulled(kind, args, id) {
-  if (kind === "count") counting?.end("a newer count replaced this one");
-  else counting?.end("a reply replaced the count");
-  let finish;
-  const me = { id, kind, ended: null, wake: () => {}, finished: new Promise((resolve) => (finish = resolve)) };
-  me.end = (why) => {
-    me.ended ??= why;
-    me.wake();
-  };
-  if (stopsAsked.has(id)) me.ended = kind === "count" ? "the count was stopped" : "stopped";
-  jobs.set(id, me);
-  if (kind === "count") counting = me;
-  let used = models.instruct;
-  const streamed = { posted: 0, skip: 0, recorded: false }; // what was posted to the page
-  try {
-    // One model on the GPU at a time: the instruct's put back before a job of its own starts (a
-    // comparison swaps its models between its replies, in `pull`).
-    if (kind !== "count" && kind !== "compare") {
-      await models.onDevice("instruct", { starting: true });
-      used = models.instruct;
-    }
-    const woken = new Promise((resolve) => (me.wake = resolve)); // a count waiting: an end comes at once
-    while (kind === "count" && job && job.kind !== "count" && !me.ended) await Promise.race([job.finished, woken]);
-    if (kind === "count" && me.ended) throw abortError(me.ended);
-    try {
-      return await pull(me, args, streamed);
-    } catch (e) {
-      if (kind === "count" || !(await models.wasLost(used?.executor, e))) throw e;
-      await models.attach(used.n_ctx);
-      // Computed again from the start, the reply's first tokens are the ones the page has already.
-      return await pull(me, args, { posted: 0, skip: streamed.posted, recorded: streamed.recorded });
-    }
-  } finally {
-    if (job === me) job = null;
-    if (counting === me) counting = null;
-    jobs.delete(id);
-    stopsAsked.delete(id);
-    finish();
-  }
-}
-
-const ENDED = Symbol("ended");
-
-/** The one loop that drives a job: `start`, then `step` (or `stop`) until its answer is done. */
-async function pull(me, args, streamed) {
-  const { id, kind } = me;
-  let gpu = kind !== "count" && models.instruct?.kind === "webgpu" ? models.instruct.executor : null;
-  const woken = new Promise((resolve) => (me.wake = () => resolve(ENDED)));
-  if (me.ended) me.wake();
-  const t0 = performance.now();
-  // Python's Pull books the runs in flight (it plans up to `depth` of them and reads their bytes
-  // in order); this queue only holds the promises of those bytes, oldest first.
-  const flight = [];
-  // Where the time goes, for the bench: in Python, submitting runs, waiting for their bytes.
-  const spent = { python_ms: 0, submit_ms: 0, wait_ms: 0, pulls: 0, most_in_flight: 0 };
-  const timed = (what, f) => {
-    const t = performance.now();
-    try {
-      return f();
-    } finally {
-      spent[what] += performance.now() - t;
-    }
-  };
-  const ask = (name, a, ...extra) => {
-    spent.pulls += 1;
-    return timed("python_ms", () => python.call(name, a, ...extra));
-  };
-  /** The answer to a job asked to end: a reply's, stopped; a count rejects. A job a newer start
-   * replaced in Python is gone there already. */
-  const ended = () => {
-    if (job !== me) throw abortError(me.ended);
-    const out = ask("stop", {});
-    if (kind === "count") throw abortError(me.ended);
-    return out;
-  };
-  // The prompt's progress, posted at each pull and, on the GPU, after each part of a step that
-  // reads it (a chunk of 128 tokens on a slow GPU is one step of minutes).
-  let progress = null; // {read, of, parts}, while the prompt is read
-  const tellProgress = () => {
-    if (progress) self.postMessage({ type: "progress", id, ...progress, ms: performance.now() - t0 });
-  };
-  const partDone = () => {
-    if (progress) (progress.parts += 1), tellProgress();
-    return Boolean(me.ended);
-  };
-  try {
-    return await pullLoop();
-  } finally {
-    for (const f of flight) f.catch(() => {}); // steps computed past the end: their bytes are not needed
-  }
-
-  async function pullLoop() {
-    job = me; // Python's start ends the job before
-    let out = ask("start", { kind, args, depth: gpu ? gpu.depth() : 1 });
-    if (kind !== "count") lastReply = spent;
-    let cell = out.cell;
-    for (;;) {
-      if (out.record && !streamed.recorded) {
-        streamed.recorded = true;
-        self.postMessage({ type: "record", id, record: out.record });
-      }
-      if (out.prompt && !streamed.recorded) { // a comparison's: what both models read, before any token
-        streamed.recorded = true;
-        self.postMessage({ type: "prompt", id, prompt: out.prompt });
-      }
-      if (out.cell !== cell) { // a comparison's next reply: the runs still in flight were the last one's
-        for (const f of flight.splice(0)) f.catch(() => {});
-        cell = out.cell;
-      }
-      // A comparison's runs go to the executor of the model whose reply it is.
-      if (gpu && !out.done) gpu = await models.onDevice(out.model);
-      for (const t of out.tokens) {
-        if (streamed.skip > 0) streamed.skip -= 1;
-        else (streamed.posted += 1), self.postMessage({ type: "token", id, token: t });
-      }
-      if (out.done) return out.done;
-      progress = out.read < out.of ? { read: out.read, of: out.of, parts: 0 } : null;
-      tellProgress();
-      if (me.ended) {
-        out = ended();
-        continue;
-      }
-      if (gpu) {
-        for (const r of out.runs) {
-          const params = new Uint8Array(new Uint32Array(r.params).buffer); // the step buffer's words
-          flight.push(timed("submit_ms", () => gpu.submit(r.sequences, params, r.readback, { stopped: partDone })));
-        }
-        spent.most_in_flight = Math.max(spent.most_in_flight, out.in_flight);
-        const oldest = flight.shift();
-        const t = performance.now();
-        const raw = await Promise.race([oldest, woken]);
-        spent.wait_ms += performance.now() - t;
-        if (raw === ENDED || raw === null || me.ended) { // a stop came before this step's bytes: none of them count
-          oldest.catch(() => {});
-          out = ended();
-          continue;
-        }
-        out = ask("step", { depth: gpu.depth() }, raw);
-      } else {
-        await Promise.race([nextTask(), woken]); // a stop or a preview between two steps
-        out = me.ended ? ended() : ask("step", {});
-      }
-    }
-  }
-}
-
-function abortError(message) {
-  const e = new Error(message);
-  e.name = "AbortError";
-  return e;
-}
-
-/** Resolves after the messages already queued for this worker have been handled. */
-const nextTask = () => new Promise((resolve) => {
-  const channel = new MessageChannel();
-  channel.port1.onmessage = () => resolve();
-  channel.port2.postMessage(null);
-});
 // The text side's requests: answered from the tokenizer and template alone.
 for (const name of ["render", "tokenize", "chat_template", "lab_source", "run_python"]) {
   requests[name] = async (args) => {
@@ -335,9 +166,7 @@ for (const name of ["render", "tokenize", "chat_template", "lab_source", "run_py
 
 const signals = {
   stop({ id }) {
-    stopsAsked.add(id);
-    const stopped = jobs.get(id);
-    stopped?.end(stopped.kind === "count" ? "the count was stopped" : "stopped");
+    jobs.stop(id);
   },
   /** For tests: the GPU devices go (each model's), as they do when a driver resets. */
   lose_gpu() {
@@ -349,18 +178,25 @@ const signals = {
 // and without waiting behind the seconds of JavaScript that put the weights on the GPU.
 const TEXT_SIDE = new Set(["preview", "render", "tokenize", "chat_template", "lab_source", "run_python"]);
 
+// The requests that are jobs, and the kind Python's `start` gives each: their record opens as
+// their message comes, so a stop that comes before the job starts finds it.
+const JOBS = { run: "chat", complete: "text", predict: "predict", count: "count", compare: "compare" };
+
 let queue = Promise.resolve();
 const enqueue = (task) => (queue = queue.then(task).catch(() => {}));
 self.onmessage = ({ data }) => {
   const { id, type, args } = data;
   if (signals[type]) return signals[type](args || {});
+  const job = Object.hasOwn(JOBS, type) ? jobs.open(id, JOBS[type]) : null;
   const answer = async () => {
     try {
       const handler = requests[type];
       if (!handler) throw new Error(`unknown request ${type}`);
-      self.postMessage({ id, ok: true, result: await handler(args || {}, id) });
+      self.postMessage({ id, ok: true, result: await handler(args || {}, job) });
     } catch (e) {
       self.postMessage({ id, ok: false, error: String(e?.message ?? e), name: e?.name, data: e?.data });
+    } finally {
+      if (job) jobs.close(job);
     }
   };
   // Python is never inside a call while JavaScript waits (a reply's pulls are separate calls), so

@@ -1,0 +1,225 @@
+// The worker's jobs: a record for each request that is one (a reply, a prediction, a count, a
+// comparison), and the one loop that pulls a job from Python a step at a time.
+//
+// A job is Python's `start(kind)` (chat, text, predict, count or compare), then one `step` a token
+// (a count: a few milliseconds of counting) until its answer is done, or a `stop`. On the GPU
+// this side submits the runs Python plans (several in flight: the GPU never waits for the host)
+// and hands Python each run's bytes; with NumPy, Python computes each step in `step`. Between two
+// steps the worker reads its messages (a stop, a preview). Python holds one job at a time, and
+// its `start` ends the one before; the worker queues the replies (worker.mjs), so the job a
+// start ends is only ever a count. No JSPI, no SharedArrayBuffer. What can happen, and what does:
+//   a stop before the job starts  -> its record is marked: once started, its first pull is a
+//   (it waits behind a request)      `stop` (a reply answers "stopped", a count rejects)
+//   a stop while it is pulled     -> the next pull is a `stop`; on the GPU at once, the runs in
+//                                    flight dropped; a reply keeps what it wrote, "stopped"
+//   a count while a reply is      -> it waits for that reply to end (its `finished`)
+//   pulled
+//   a newer count, a preview or   -> the count ends, rejecting with an Error named AbortError
+//   a reply, during a count          that says which
+//   the GPU lost during a reply   -> its weights on a new device (placement.mjs), the job pulled
+//                                    again from its start, the tokens the page has not posted twice
+//   Python raises                 -> the job ends; the error is its request's answer
+// The invariant: a record lives from its request's message to its answer (so a stop always finds
+// the job it names, and never one after it), and a job asked to end (`ended`, set once) is
+// pulled only to `stop` from then on.
+
+const ENDED = Symbol("ended");
+
+/** The worker's jobs. Each is opened when its request comes (`open`), pulled by its handler
+ * (`pull`, once Python is up) and closed once answered (`close`). */
+export function createJobs() {
+  const records = new Map(); // request id -> its job's record, from its message to its answer
+  let held = null; // the job Python holds: the one whose `start` came last, until it ends
+  let lastReply = null; // where the last reply's time went (the bench's "debug" request)
+
+  /** The record of the job request `id`, of `kind` (a `start` kind). */
+  function open(id, kind) {
+    let wake;
+    let finish;
+    const job = {
+      id,
+      kind,
+      ended: null, // why it was asked to end, once it was: "stopped", or a count's sentence
+      begun: false, // its pull has begun (a count: waiting behind a reply, or counting)
+      ending: new Promise((resolve) => (wake = resolve)), // ENDED, once it is asked to end
+      finished: new Promise((resolve) => (finish = resolve)), // once its pull has ended, however
+      end(why) {
+        job.ended ??= why;
+        wake(ENDED);
+      },
+      finish: () => finish(),
+    };
+    records.set(id, job);
+    return job;
+  }
+
+  /** Ask the counts begun (one at most, but for one ending) to end, for `why`. */
+  function endCounts(why, except = null) {
+    for (const job of records.values()) if (job.kind === "count" && job.begun && job !== except) job.end(why);
+  }
+
+  /**
+   * Pull `job` to its end: a chat's record, the tokens and the progress posted as they come, a
+   * stop answered at the next pull. Resolves with Python's answer (`done`); a count asked to end
+   * rejects with an AbortError. engine: {call (chatlens.worker's), models (placement.mjs's)}.
+   */
+  async function pull(job, args, { call, models }) {
+    endCounts(job.kind === "count" ? "a newer count replaced this one" : "a reply replaced the count", job);
+    job.begun = true;
+    let used = models.instruct;
+    const streamed = { posted: 0, skip: 0, recorded: false }; // what was posted to the page
+    try {
+      // One model on the GPU at a time: the instruct's put back before a job of its own starts (a
+      // comparison swaps its models between its replies, in `pulls`).
+      if (job.kind !== "count" && job.kind !== "compare") {
+        await models.onDevice("instruct", { starting: true });
+        used = models.instruct;
+      }
+      // A count is background work: it waits for a reply Python is pulling.
+      while (job.kind === "count" && held && held.kind !== "count" && !job.ended) await Promise.race([held.finished, job.ending]);
+      if (job.kind === "count" && job.ended) throw abortError(job.ended);
+      try {
+        return await pulls(job, args, streamed, { call, models });
+      } catch (e) {
+        if (job.kind === "count" || !(await models.wasLost(used?.executor, e))) throw e;
+        await models.attach(used.n_ctx);
+        // Computed again from the start, the reply's first tokens are the ones the page has already.
+        return await pulls(job, args, { posted: 0, skip: streamed.posted, recorded: streamed.recorded }, { call, models });
+      }
+    } finally {
+      if (held === job) held = null;
+      job.finish();
+    }
+  }
+
+  /** The one loop that drives a job: `start`, then `step` (or `stop`) until its answer is done. */
+  async function pulls(job, args, streamed, { call, models }) {
+    const { id, kind } = job;
+    let gpu = kind !== "count" && models.instruct?.kind === "webgpu" ? models.instruct.executor : null;
+    const t0 = performance.now();
+    // Python's Pull books the runs in flight (it plans up to `depth` of them and reads their bytes
+    // in order); this queue only holds the promises of those bytes, oldest first.
+    const flight = [];
+    // Where the time goes, for the bench: in Python, submitting runs, waiting for their bytes.
+    const spent = { python_ms: 0, submit_ms: 0, wait_ms: 0, pulls: 0, most_in_flight: 0 };
+    const timed = (what, f) => {
+      const t = performance.now();
+      try {
+        return f();
+      } finally {
+        spent[what] += performance.now() - t;
+      }
+    };
+    const ask = (name, a, ...extra) => {
+      spent.pulls += 1;
+      return timed("python_ms", () => call(name, a, ...extra));
+    };
+    /** The answer to a job asked to end: a reply's, stopped; a count rejects. A job a newer start
+     * replaced in Python is gone there already. */
+    const ended = () => {
+      if (held !== job) throw abortError(job.ended);
+      const out = ask("stop", {});
+      if (kind === "count") throw abortError(job.ended);
+      return out;
+    };
+    // The prompt's progress, posted at each pull and, on the GPU, after each part of a step that
+    // reads it (a chunk of 128 tokens on a slow GPU is one step of minutes).
+    let progress = null; // {read, of, parts}, while the prompt is read
+    const tellProgress = () => {
+      if (progress) self.postMessage({ type: "progress", id, ...progress, ms: performance.now() - t0 });
+    };
+    const partDone = () => {
+      if (progress) (progress.parts += 1), tellProgress();
+      return Boolean(job.ended);
+    };
+    try {
+      return await loop();
+    } finally {
+      for (const f of flight) f.catch(() => {}); // steps computed past the end: their bytes are not needed
+    }
+
+    async function loop() {
+      held = job; // Python's start ends the job before
+      let out = ask("start", { kind, args, depth: gpu ? gpu.depth() : 1 });
+      if (kind !== "count") lastReply = spent;
+      let cell = out.cell;
+      for (;;) {
+        if (out.record && !streamed.recorded) {
+          streamed.recorded = true;
+          self.postMessage({ type: "record", id, record: out.record });
+        }
+        if (out.prompt && !streamed.recorded) { // a comparison's: what both models read, before any token
+          streamed.recorded = true;
+          self.postMessage({ type: "prompt", id, prompt: out.prompt });
+        }
+        if (out.cell !== cell) { // a comparison's next reply: the runs still in flight were the last one's
+          for (const f of flight.splice(0)) f.catch(() => {});
+          cell = out.cell;
+        }
+        // A comparison's runs go to the executor of the model whose reply it is.
+        if (gpu && !out.done) gpu = await models.onDevice(out.model);
+        for (const t of out.tokens) {
+          if (streamed.skip > 0) streamed.skip -= 1;
+          else (streamed.posted += 1), self.postMessage({ type: "token", id, token: t });
+        }
+        if (out.done) return out.done;
+        progress = out.read < out.of ? { read: out.read, of: out.of, parts: 0 } : null;
+        tellProgress();
+        if (job.ended) {
+          out = ended();
+          continue;
+        }
+        if (gpu) {
+          for (const r of out.runs) {
+            const params = new Uint8Array(new Uint32Array(r.params).buffer); // the step buffer's words
+            flight.push(timed("submit_ms", () => gpu.submit(r.sequences, params, r.readback, { stopped: partDone })));
+          }
+          spent.most_in_flight = Math.max(spent.most_in_flight, out.in_flight);
+          const oldest = flight.shift();
+          const t = performance.now();
+          const raw = await Promise.race([oldest, job.ending]);
+          spent.wait_ms += performance.now() - t;
+          if (raw === ENDED || raw === null || job.ended) { // a stop came before this step's bytes: none of them count
+            oldest.catch(() => {});
+            out = ended();
+            continue;
+          }
+          out = ask("step", { depth: gpu.depth() }, raw);
+        } else {
+          await Promise.race([nextTask(), job.ending]); // a stop or a preview between two steps
+          out = job.ended ? ended() : ask("step", {});
+        }
+      }
+    }
+  }
+
+  return {
+    open,
+    /** The request of `job` has been answered: its record goes. */
+    close: (job) => records.delete(job.id),
+    /** The stop signal: the job of request `id` ends at its next pull (or as it starts). */
+    stop(id) {
+      const job = records.get(id);
+      job?.end(job.kind === "count" ? "the count was stopped" : "stopped");
+    },
+    endCounts,
+    pull,
+    /** Where the last reply's time went in this thread (`pulls`'s figures), for the bench. */
+    get lastReply() {
+      return lastReply;
+    },
+  };
+}
+
+function abortError(message) {
+  const e = new Error(message);
+  e.name = "AbortError";
+  return e;
+}
+
+/** Resolves after the messages already queued for this worker have been handled. */
+const nextTask = () => new Promise((resolve) => {
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => resolve();
+  channel.port2.postMessage(null);
+});
