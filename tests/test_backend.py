@@ -14,9 +14,8 @@ from chatlens.backend import Backend, Step
 from chatlens.cache import PromptCache
 from chatlens.config import ModelConfig
 from chatlens.errors import ChatlensError
-from chatlens.pull import greedy
 from chatlens.model import NumpyBackend
-from chatlens.pull import Pull
+from chatlens.pull import Pull, greedy
 
 TINY = ModelConfig(n_layers=2, dim=64, n_heads=4, n_kv_heads=2, head_dim=16, ffn_dim=96, vocab_size=320,
                    n_ctx=64, rope_base=5000.0, norm_eps=1e-6, tied_output=False)
@@ -158,7 +157,7 @@ def test_the_cache_capacity_is_enforced(make):
 def test_greedy_feeds_back_every_id_but_the_last(make):
     b = make(32)
     seen = []
-    gen = greedy(b, PROMPT, eos_id=-1, max_new_tokens=5, on_token=seen.append)
+    gen = greedy(Pull(b, PROMPT, eos_id=-1, max_new_tokens=5), on_token=lambda chosen: seen.append(chosen.id))
     assert gen.stop_reason == "max_tokens" and gen.ids == seen and len(seen) == 5
     assert b.length == len(PROMPT) + 4
     ref = make(32)
@@ -170,12 +169,12 @@ def test_greedy_feeds_back_every_id_but_the_last(make):
 
 def test_greedy_stops_at_end_of_turn_and_on_request(make):
     first = make(32).prefill(PROMPT).id
-    gen = greedy(make(32), PROMPT, eos_id=first, max_new_tokens=5)
+    gen = greedy(Pull(make(32), PROMPT, eos_id=first, max_new_tokens=5))
     assert (gen.ids, gen.stop_reason) == ([first], "end_turn")
     asked = iter([False, True])
-    gen = greedy(make(32), PROMPT, eos_id=-1, max_new_tokens=5, should_stop=lambda: next(asked))
+    gen = greedy(Pull(make(32), PROMPT, eos_id=-1, max_new_tokens=5), should_stop=lambda: next(asked))
     assert gen.stop_reason == "stopped" and len(gen.ids) == 2
-    gen = greedy(make(32), PROMPT, eos_id=-1, max_new_tokens=3, top_k=4)
+    gen = greedy(Pull(make(32), PROMPT, eos_id=-1, max_new_tokens=3, top_k=4))
     assert len(gen.top_k) == 3 and all(len(t) == 4 for t in gen.top_k)
 
 
@@ -226,7 +225,7 @@ def test_a_step_computed_past_the_end_of_turn_is_discarded(make):
     want = one_at_a_time(make, PROMPT, 6)
     eos = want[2]
     cache = PromptCache(make(48))
-    gen = greedy(cache, PROMPT, eos_id=eos, max_new_tokens=6)
+    gen = greedy(Pull(cache, PROMPT, eos_id=eos, max_new_tokens=6))
     assert gen.ids == want[:want.index(eos) + 1] and gen.stop_reason == "end_turn"
     assert cache.backend.length == len(cache.ids) == len(PROMPT) + len(gen.ids) - 1
     # the next turn reuses all of it, and continues as a fresh run would

@@ -45,7 +45,7 @@ def test_tokenize_matches_hf_tokenizers(gguf_path, hf_dir, tokenizer_json, model
 
 
 def test_generate_prints_ids_stop_reason_and_top5(gguf_path):
-    from chatlens.pull import greedy
+    from chatlens.pull import Pull, greedy
     from chatlens.source import load_model
 
     model = load_model(gguf_path)
@@ -54,7 +54,7 @@ def test_generate_prints_ids_stop_reason_and_top5(gguf_path):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     backend = model.backend(len(ids) + 12)
-    expected = greedy(backend, ids[:-1] + ids[-1:], eos_id=model.eos_id, max_new_tokens=12)
+    expected = greedy(Pull(backend, ids[:-1] + ids[-1:], eos_id=model.eos_id, max_new_tokens=12))
     assert out["ids"] == expected.ids and out["stop_reason"] == expected.stop_reason and out["backend"] == "numpy"
     backend.reset()
     backend.prefill(ids)

@@ -10,7 +10,7 @@ import pytest
 import torch
 import transformers
 
-from chatlens.pull import greedy
+from chatlens.pull import Pull, greedy
 from chatlens.host.reference import reference_model as hf_model
 from chatlens.model import EINSUM, EinsumProducts, NumpyBackend
 from chatlens.source import load_model
@@ -141,7 +141,7 @@ def test_chat_prompt_lengths_span_30_to_600(model):
 @pytest.mark.parametrize("index", range(len(CHATS)))
 def test_greedy_ids_match_transformers(model, reference, index):
     ids = chat(model.text, CHATS[index])
-    ours = greedy(model.backend(len(ids) + 96), ids, eos_id=model.eos_id, max_new_tokens=96)
+    ours = greedy(Pull(model.backend(len(ids) + 96), ids, eos_id=model.eos_id, max_new_tokens=96))
     theirs, gaps = reference_greedy(reference, ids, 96, model.eos_id)
     compared = compare_greedy(ours.ids, theirs, gaps)
     assert compared >= 8, f"only {compared} steps before a near-tie; pick a less ambiguous prompt"
@@ -172,10 +172,11 @@ def test_cache_overflow_is_a_clear_error(model):
 def test_generation_stops_at_end_of_turn_and_streams(model):
     ids = chat(model.text, [{"role": "user", "content": "Say only the word yes."}])
     streamed = []
-    out = greedy(model.backend(len(ids) + 96), ids, eos_id=model.eos_id, max_new_tokens=96, on_token=streamed.append)
+    out = greedy(Pull(model.backend(len(ids) + 96), ids, eos_id=model.eos_id, max_new_tokens=96),
+                 on_token=lambda chosen: streamed.append(chosen.id))
     assert out.stop_reason == "end_turn" and out.ids[-1] == model.eos_id and streamed == out.ids
     n = len(out.ids) - 1  # one short of the end of turn
-    short = greedy(model.backend(len(ids) + n), ids, eos_id=model.eos_id, max_new_tokens=n)
+    short = greedy(Pull(model.backend(len(ids) + n), ids, eos_id=model.eos_id, max_new_tokens=n))
     assert short.stop_reason == "max_tokens" and short.ids == out.ids[:n]
 
 
@@ -204,6 +205,6 @@ def test_tiny_random_llama_of_another_shape(tmp_path, hf_dir):
     assert ours.config.n_layers == 2 and ours.config.head_dim == 16 and not ours.config.tied_output
     ids = ours.tokenizer.encode("<|im_start|>user\nHello, tiny model! 12345<|im_end|>\n<|im_start|>assistant\n")
     np.testing.assert_allclose(prefill_logits(ours.backend(len(ids)), ids), reference_logits(ref, ids)[-1], atol=1e-4, rtol=0)
-    out = greedy(ours.backend(len(ids) + 30), ids, eos_id=2, max_new_tokens=30)
+    out = greedy(Pull(ours.backend(len(ids) + 30), ids, eos_id=2, max_new_tokens=30))
     theirs, gaps = reference_greedy(ref, ids, 30, 2)
     assert compare_greedy(out.ids, theirs, gaps) >= 10

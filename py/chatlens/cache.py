@@ -8,7 +8,7 @@ holds; when a backend call fails part-way, what the backend holds is unknown, so
 
 from .backend import Backend, Step
 from .generate import Generation
-from .pull import greedy
+from .pull import Pull, greedy
 
 
 def common_prefix(a, b) -> int:
@@ -95,6 +95,6 @@ class PromptCache:
         (chatlens.pull.greedy). Returns (reused token count, the Generation)."""
         reuse = self.reusable(prompt_ids)
         self.truncate(reuse)
-        gen = greedy(self, prompt_ids[reuse:], eos_id=eos_id, max_new_tokens=max_new_tokens,
-                     on_token=on_token, should_stop=should_stop, top_k=top_k)
+        pull = Pull(self, prompt_ids[reuse:], eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k)
+        gen = greedy(pull, on_token=on_token and (lambda chosen: on_token(chosen.id)), should_stop=should_stop)
         return reuse, gen

@@ -62,6 +62,11 @@ class Pull:
         return self.generation is not None
 
     @property
+    def result(self) -> Generation | None:
+        """What a driver returns (chatlens.pull.greedy): the Generation, once the loop has ended."""
+        return self.generation
+
+    @property
     def in_flight(self) -> int:
         return len(self._flight)
 
@@ -184,27 +189,24 @@ class Pull:
         self.generation = self.generation or Generation(stop_reason="error")  # done: nothing more to pull
 
 
-def greedy(stepper, ids, *, eos_id, max_new_tokens, on_token=None, should_stop=None, top_k=0,
-           depth=IN_FLIGHT) -> Generation:
-    """Feed `ids` after what `stepper` (a Backend, or a chatlens.cache.PromptCache) holds, then
-    choose up to max_new_tokens ids greedily: `decoding`, its steps computed here, one at a
-    time or, on a backend that plans GPU runs, with the next step in flight. The one loop that
-    drives a Pull to its end: every synchronous caller (the command line, the cache, NumPy) uses it.
+def greedy(pulled, *, on_token=None, should_stop=None):
+    """Pull `pulled` to its end here: a Pull (`greedy(Pull(backend, ids, eos_id=..., max_new_tokens=...))`
+    gives the Generation), or a chatlens.jobs job (its result: a TurnRecord, a Continuation,
+    Compared, ...). The one loop that drives a reply synchronously: every caller that computes
+    where it is called (the command line, the cache, NumPy, native wgpu, the tests) uses it.
 
-    on_token(id) is called as each id is chosen. should_stop() is asked between any two steps
-    (prompt chunks included, so a long prompt can be stopped while it is read): when it says yes,
-    the reply ends there with stop_reason "stopped" (the ids chosen so far are kept). top_k > 0
-    records each step's best ids, logits and probabilities (chatlens.backend.ranked), best first;
-    the chosen id is always the first. depth: the GPU steps kept in flight (a planned stepper's).
+    on_token(x) is called with each thing a pull returns (a Pull's: Chosen; a job's: Token).
+    should_stop() is asked between any two pulls (prompt chunks included, so a long prompt can
+    be stopped while it is read): when it says yes, the reply ends there with stop_reason
+    "stopped" (the ids chosen so far are kept).
     """
-    pull = Pull(stepper, ids, eos_id=eos_id, max_new_tokens=max_new_tokens, top_k=top_k, depth=depth)
     first = True
-    while not pull.done:
+    while not pulled.done:
         if not first and should_stop is not None and should_stop():
-            pull.stop()
+            pulled.stop()
             break
         first = False
-        for chosen in pull.pull():
+        for chosen in pulled.pull():
             if on_token is not None:
-                on_token(chosen.id)
-    return pull.generation
+                on_token(chosen)
+    return pulled.result

@@ -136,7 +136,7 @@ def pulled_runs(backend, ids, new_tokens, repeats, depth) -> dict:
     their bytes, and the rest (Python: planning the steps, the loop). Medians of `repeats`. The
     depth - 1 steps submitted with the prompt's last chunk may be computed before the first id is
     read back: with few new tokens the decode rate at depth > 1 is flattered (use dozens)."""
-    from ..pull import greedy
+    from ..pull import Pull, greedy
 
     ex = backend.executor
     spent = {"submit": 0.0, "collect": 0.0}
@@ -159,12 +159,12 @@ def pulled_runs(backend, ids, new_tokens, repeats, depth) -> dict:
             t0 = time.perf_counter()
             read = []  # when the first id came: the prompt's time ends, the decode's starts
 
-            def first_id(_id):
+            def first_id(_chosen):
                 if not read:
                     read.append(time.perf_counter())
                     spent.update(submit=0.0, collect=0.0)
 
-            greedy(backend, ids, eos_id=-1, max_new_tokens=new_tokens, depth=depth, on_token=first_id)
+            greedy(Pull(backend, ids, eos_id=-1, max_new_tokens=new_tokens, depth=depth), on_token=first_id)
             t1 = read[0]
             total = time.perf_counter() - t1
             steps = max(new_tokens - 1, 1)

@@ -28,7 +28,7 @@ def tokenize(args) -> int:
 
 
 def generate(args) -> int:
-    from ..pull import greedy
+    from ..pull import Pull, greedy
 
     try:
         ids = json.loads(sys.stdin.read())
@@ -43,7 +43,7 @@ def generate(args) -> int:
         raise ChatlensError(f"{len(ids)} prompt tokens + {args.max_new_tokens} new tokens exceed the model's "
                             f"context of {model.config.n_ctx}")
     backend = model.backend(len(ids) + args.max_new_tokens)
-    out = greedy(backend, ids, eos_id=model.eos_id, max_new_tokens=args.max_new_tokens, top_k=5)
+    out = greedy(Pull(backend, ids, eos_id=model.eos_id, max_new_tokens=args.max_new_tokens, top_k=5))
     print(json.dumps({"ids": out.ids, "stop_reason": out.stop_reason, "backend": backend.name,
                       "top5": [[i, logit] for i, logit, _ in out.top_k[0]]}))
     return 0
