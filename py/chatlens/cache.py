@@ -61,11 +61,6 @@ class PromptCache:
         self.ids += ids
         return step
 
-    def decode(self, token_id: int, top_k: int = 0) -> Step:
-        step = self._guarded(self.backend.decode, token_id, top_k)
-        self.ids.append(token_id)
-        return step
-
     # A planned backend's steps (chatlens.pull): the ids count as cached once their run's bytes
     # are read; runs planned past that are undone with truncate.
     def plan(self, ids, top_k: int = 0, *, chooses: bool = True):
