@@ -142,9 +142,9 @@ def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli_and_stops_when_
         # and the next turn reuses what the command line's chat session reuses for that history.
         second = first + [{"role": "assistant", "content": rec["reply_text"]}, {"role": "user", "content": "And you?"}]
         got = page.evaluate("""([messages, system]) => {
-            const streamed = [];
-            return chatlens.run({system, messages, window: 256, maxTokens: 3}, {onToken: (t) => {
-                if (streamed.push(t) === 1) chatlens.stop();
+            const streamed = [], stopper = new AbortController();
+            return chatlens.run({system, messages, window: 256, maxTokens: 3}, {signal: stopper.signal, onToken: (t) => {
+                if (streamed.push(t) === 1) stopper.abort();
             }}).then((record) => ({record, streamed}));
         }""", [second, SYSTEM])
         stopped = got["record"]
@@ -203,7 +203,7 @@ def tiny(server):
     return folder, f"{server.url}tiny-replies/model/"
 
 
-def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_and_stop_says_if_one_ran(app, tiny):
+def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_or_before_it_starts(app, tiny):
     folder, url = tiny
     page = open_with_the_model(app, f"?model={url}")
     long, short = [{"role": "user", "content": LONG + " " + LONG}], [{"role": "user", "content": "Hi!"}]
@@ -221,14 +221,19 @@ def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_and_s
         };
         const reading = await cut(long, 'reading');
         const writing = await cut(short, 'writing');
-        // chatlens.stop(): false with no reply, true once the reply it stopped has ended
-        const idle = await chatlens.stop();
-        let stopped = null;
-        const run = chatlens.run({system, messages: short, window: 1024, maxTokens: 24}, {onToken: () => {
-            stopped ??= chatlens.stop().then((value) => ({value, writing: chatlens.writing}));
-        }});
-        const record = await run;
-        return {reading, writing, idle, stopped: await stopped, record: {ids: record.reply_ids, stop: record.stop_reason}};
+        // a signal aborted before the call: the run rejects and nothing is written
+        const early = new AbortController();
+        early.abort();
+        const idle = await chatlens.run({system, messages: short, window: 1024, maxTokens: 24}, {signal: early.signal})
+            .then(() => null, (e) => ({name: e.name, writing: chatlens.writing}));
+        // aborted while it waits behind another reply (replies are written one at a time): it
+        // settles "stopped" once it has had its turn, and the reply before it is written whole
+        const queued = new AbortController();
+        const first = chatlens.run({system, messages: short, window: 1024, maxTokens: 24}, {onToken: () => queued.abort()});
+        const second = chatlens.run({system, messages: short, window: 1024, maxTokens: 24}, {signal: queued.signal});
+        const [whole, waited] = await Promise.all([first, second]);
+        return {reading, writing, idle, writingAfter: chatlens.writing, whole: whole.reply_ids,
+                waited: {ids: waited.reply_ids, stop: waited.stop_reason}};
     }""", [SYSTEM, long, short])
     want = cli_record(folder, short, 24, window=1024)["reply_ids"]
     assert len(want) == 24  # the tiny model never ends a reply: a reply that was not stopped has 24 tokens
@@ -239,7 +244,6 @@ def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_and_s
     assert writing["stop"] == "stopped" and 1 <= len(writing["ids"]) < 24 and writing["ids"] == want[:len(writing["ids"])]
     assert writing["tokens"] == writing["ids"] and not reading["writing"] and not writing["writing"]
 
-    assert got["idle"] is False
-    assert got["stopped"] == {"value": True, "writing": False}  # resolved once the reply had ended
-    record = got["record"]
-    assert record["stop"] == "stopped" and 1 <= len(record["ids"]) < 24 and record["ids"] == want[:len(record["ids"])]
+    assert got["idle"] == {"name": "AbortError", "writing": False}
+    assert got["whole"] == want and got["waited"]["stop"] == "stopped" and got["waited"]["ids"] == []
+    assert got["writingAfter"] is False

@@ -40,8 +40,9 @@ try {
 
   const run = (a) => {
     const streamed = [];
-    return chatlens.run(a.request, { onToken: (t) => {
-      if (t.id >= 0 && streamed.push(t.id) === 1 && a.stopAtFirst) chatlens.stop();
+    const stopper = new AbortController();
+    return chatlens.run(a.request, { signal: stopper.signal, onToken: (t) => {
+      if (t.id >= 0 && streamed.push(t.id) === 1 && a.stopAtFirst) stopper.abort();
     } }).then((record) => ({ record, streamed }));
   };
   const request = { system, messages, window: win, maxTokens };

@@ -3,7 +3,7 @@
 // snapshot of the controls, no DOM. A send is one request: the run, with no preview before it.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { send } from "../../site/js/modes/live.mjs";
+import { send, stop } from "../../site/js/modes/live.mjs";
 import { callArgs } from "../../site/js/page/controls.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 
@@ -41,7 +41,6 @@ function fakeApi({ withRecord = true, runError = null, previewError = null } = {
       calls.push(["count"]);
       return {};
     },
-    stop() {},
   };
   return api;
 }
@@ -128,4 +127,30 @@ test("an empty draft, or one outside Live mode, sends nothing", async () => {
   store.modeChosen("recorded");
   await send(page, controls("Hi!"));
   assert.deepEqual(api.calls, []);
+});
+
+test("Stop aborts the run its send started: the reply keeps what it wrote, marked stopped", async () => {
+  const api = fakeApi();
+  // a run that writes one token, then waits for its signal, as a long reply does
+  api.run = async (args, { onRecord, onToken, signal }) => {
+    api.calls.push(["run", args, signal]);
+    await null;
+    onRecord(record(args));
+    onToken(TOKENS[0]);
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    return { ...record(args), reply_text: "Hello", reply_ids: [19556], stop_reason: "stopped" };
+  };
+  const { page, store, changes } = play(api);
+  await stop(page); // nothing is being written: nothing to stop
+  assert.deepEqual(changes, []);
+  const sending = send(page, controls("Hi!"));
+  while (!store.state.live.turns[0].streaming?.ids.length) await new Promise((r) => setImmediate(r));
+  const stopped = stop(page);
+  assert.equal(api.calls[0][2].aborted, true);
+  await stopped; // once the reply has ended
+  await sending;
+  const [turn] = store.state.live.turns;
+  assert.deepEqual([turn.reply, turn.record.stop_reason], ["Hello", "stopped"]);
+  assert.deepEqual(changes.slice(-2), ["stopping", "replied"]);
+  assert.equal(store.state.writing, false);
 });

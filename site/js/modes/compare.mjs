@@ -45,7 +45,9 @@ export async function compareMessage(page, text) {
   if (state.writing && !state.compare.run?.controller) return null; // another mode's reply: one at a time
   const stored = await checkStored(page);
   if (stored.instruct === false || stored.base === false) return null; // the view asks for the missing one
-  state.compare.run?.controller?.abort(); // a new message stops the old ones
+  // A new message stops the old ones here, and only here: the API and the worker would have the
+  // new comparison wait for the old to end.
+  state.compare.run?.controller?.abort();
   const controller = new AbortController();
   const run = store.compareStarted(text, controller);
   const limits = { text, maxTokens: api.settings.compare_limit, topK: api.settings.compare_top_k };
@@ -62,9 +64,19 @@ export async function compareMessage(page, text) {
   return run;
 }
 
-/** Stop: the four end with what they have. */
+/** Stop: the four end with what they have. Resolves once they have (the run's controller goes). */
 export function stopCompare(page) {
-  page.state.compare.run?.controller?.abort();
+  const run = page.state.compare.run;
+  if (!run?.controller) return Promise.resolve();
+  const ended = new Promise((resolve) => {
+    const off = page.store.subscribe(() => {
+      if (run.controller) return;
+      off();
+      resolve();
+    });
+  });
+  run.controller.abort();
+  return ended;
 }
 
 /** The view's inputs from the store and the API. */

@@ -218,6 +218,9 @@ function cannotSend(page, turn, args, error) {
 // A send is one request, the run: it answers the turn's record (onRecord) before its first token,
 // and the record with the reply at its end. What each step changes goes through the store;
 // app.mjs's subscriber draws it (liveChanged).
+//
+// The reply being written holds its AbortController here, for Stop (one at a time: `writing`).
+let replying = null; // {controller, ended: a promise settled once its run has}
 export async function send(page, controls) {
   const { api, state, store } = page;
   const text = controls.draft;
@@ -231,13 +234,20 @@ export async function send(page, controls) {
     if (state.live.turns.includes(turn)) store.observed(record, { live: true }); // not a conversation cleared since
     store.read(turn, record);
   };
+  const controller = new AbortController();
+  const running = api.run(runArgs(page, args), {
+    signal: controller.signal,
+    onRecord: readNow,
+    onToken: (t) => store.tokenArrived(turn, t),
+    onProgress: (p) => store.progressed(turn, p),
+  });
+  const ended = () => {
+    if (replying?.controller === controller) replying = null;
+  };
+  replying = { controller, ended: running.then(ended, ended) };
   let full;
   try {
-    full = await api.run(runArgs(page, args), {
-      onRecord: readNow,
-      onToken: (t) => store.tokenArrived(turn, t),
-      onProgress: (p) => store.progressed(turn, p),
-    });
+    full = await running;
   } catch (e) {
     if (read) return store.failed(turn, e.message);
     if (e.name === "WindowError") return cannotSend(page, turn, args, e);
@@ -256,10 +266,13 @@ export async function send(page, controls) {
   store.replied(turn, full);
 }
 
-/** Stop the reply being written: it keeps what it has, marked stopped. */
+/** Stop the reply being written, if any: it keeps what it has, marked stopped. Resolves once it
+ * has ended. */
 export function stop(page) {
+  if (!replying) return Promise.resolve();
   page.store.stopAsked();
-  page.api.stop();
+  replying.controller.abort();
+  return replying.ended;
 }
 
 const STREAMING_CAPTION = (n) => `Turn ${n}: what the model read, and its reply as it writes it`;

@@ -51,7 +51,10 @@ export async function tokenizePlain(page) {
 
 const maxTokens = () => Number($("plain-max").value);
 
-/** Run one side: `start(onToken)` calls the API; `key` is "plain" or "chat". */
+// The side being written holds its AbortController here, for Stop (one at a time: `writing`).
+let writing = null; // {controller, ended: a promise settled once its request has}
+
+/** Run one side: `start({onToken, signal})` calls the API; `key` is "plain" or "chat". */
 async function runSide(page, key, start, toResult) {
   const { state, store } = page;
   await tokenizePlain(page);
@@ -59,14 +62,26 @@ async function runSide(page, key, start, toResult) {
   if (!p.text.trim()) return;
   setBusy(page, true);
   store.plainSide(p, key, { streaming: { ids: [], tokens: [], bytes: [], text: "" } });
+  const controller = new AbortController();
+  const running = start({ onToken: (t) => store.plainToken(p, key, t), signal: controller.signal });
+  const ended = () => {
+    if (writing?.controller === controller) writing = null;
+  };
+  writing = { controller, ended: running.then(ended, ended) };
   try {
-    const out = await start((t) => store.plainToken(p, key, t));
-    store.plainSide(p, key, toResult(out));
+    store.plainSide(p, key, toResult(await running));
   } catch (e) {
     store.plainSide(p, key, { error: `No ${key === "plain" ? "continuation" : "reply"}: ${e.message}` });
   } finally {
     setBusy(page, false);
   }
+}
+
+/** Stop the side being written, if any: it keeps what it has, marked stopped. Resolves once it
+ * has ended. */
+export function stopPlain() {
+  writing?.controller.abort();
+  return writing?.ended ?? Promise.resolve();
 }
 
 function setBusy(page, on) {
@@ -81,7 +96,7 @@ export function continuePlain(page) {
   const { api } = page;
   if (page.state.writing) return;
   return runSide(page, "plain",
-    (onToken) => api.complete({ text: $("plain-text").value, topK: api.settings.top_k, maxTokens: maxTokens() }, { onToken }),
+    (options) => api.complete({ text: $("plain-text").value, topK: api.settings.top_k, maxTokens: maxTokens() }, options),
     (out) => ({ result: out }));
 }
 
@@ -97,7 +112,7 @@ export function sendAsChat(page, { asLesson = false } = {}) {
     delete args.custom;
   }
   return runSide(page, "chat",
-    (onToken) => api.run({ ...args, topK: api.settings.top_k, maxTokens: maxTokens() }, { onToken }),
+    (options) => api.run({ ...args, topK: api.settings.top_k, maxTokens: maxTokens() }, options),
     (record) => ({ record, reply: { ids: record.reply_ids, tokens: record.reply_tokens, bytes: record.reply_bytes,
                                     text: record.reply_text, stop_reason: record.stop_reason, top_k: record.top_k,
                                     top_k_tokens: record.top_k_tokens, top_k_bytes: record.top_k_bytes } }));
@@ -116,5 +131,5 @@ export function setUpPlain(page) {
   $("plain-text").addEventListener("input", debounce(() => tokenizePlain(page), 150));
   $("plain-run").addEventListener("click", () => continuePlain(page));
   $("plain-as-chat").addEventListener("click", () => sendAsChat(page));
-  $("plain-stop").addEventListener("click", () => page.api.stop());
+  $("plain-stop").addEventListener("click", () => stopPlain());
 }

@@ -14,9 +14,10 @@
 //        token as the record's reply_tokens and reply_bytes write it; id -1: text ending a
 //        character); onProgress({read, of, ms, parts}) while the prompt is read (tokens read of
 //        all, ms since the reply started, parts of a long GPU step done); signal: an AbortSignal
-//        that stops the reply (as chatlens.stop() does: it ends with stop_reason "stopped",
-//        keeping what it wrote); topK: K fills the record's top_k, each reply token's K best
-//        [id, logit, probability]
+//        that stops the reply: it ends with stop_reason "stopped", keeping what it wrote (aborted
+//        before the call, it rejects with an Error named AbortError); topK: K fills the record's
+//        top_k, each reply token's K best [id, logit, probability]. Replies are written one at a
+//        time: a second waits for the first to end (stop it with its own signal)
 //   await chatlens.predict({...as preview, topK}) -> {top_k, top_k_tokens, top_k_bytes, used, reused_tokens,
 //        backend}: the reply's most likely first tokens, computed now (the cache is left as it was)
 //   await chatlens.count({...as preview}, {onProgress, signal}) -> what a preview's overflow needs,
@@ -35,9 +36,9 @@
 //        top_k (the first step's [id, logit, probability] rows), top_k_tokens, backend, timings}.
 //        Both models must be stored (the base attaches on the first compare); onPrompt(prompt)
 //        once, before any token; onToken({model, layout, token: {id, text, token, bytes}}) as
-//        each reply id is chosen; signal or chatlens.stop() stops all four (stop_reason
-//        "stopped"); a new compare stops the one before. maxTokens, topK: the site's
-//        compare_limit and compare_top_k by default
+//        each reply id is chosen; signal stops all four (stop_reason "stopped"); a new compare
+//        waits for the one before, as replies do. maxTokens, topK: the site's compare_limit and
+//        compare_top_k by default
 //   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, prompt_vocab, prompt_bytes,
 //                                                  special_ids}: no template
 //   await chatlens.render({messages, template, tools, documents, add_generation_prompt,
@@ -46,9 +47,8 @@
 //   await chatlens.chatTemplate()               -> {source, names, special_tokens}: the model's template
 //   await chatlens.labSource()                  -> {name, source}: the lab's hand-written Python
 //   await chatlens.runPython({code, seconds, results}) -> {stdout, stderr, error, timed_out, seconds, results}
-//   chatlens.stop()                             -> stop the reply being written (stop_reason "stopped"):
-//                                                  a promise of true once it has ended (false: none was)
-//   chatlens.writing                            -> true while a reply (or a continuation) is being written
+//   chatlens.writing                            -> true while a reply (run, complete or compare) is being
+//                                                  written; whoever asked for it stops it with its signal
 //   await chatlens.downloadModel({model, onProgress, signal}) -> the stored model once the current source is
 //        stored and verified (then the worker loads its weights: chatlens.model, status "ready");
 //        model: "instruct" (the default: the current source) or "base" (the comparison's base
@@ -83,7 +83,7 @@ import { resolveSource } from "./source.mjs";
 
 export function createApi() {
   const listeners = new Set();
-  let running = null; // the reply in progress: {id, ended (a promise)}, null when none
+  let running = null; // the reply in progress (chatlens.writing): {id}, null when none
   const api = {
     status: { state: "booting", detail: "starting" },
     settings: null,
@@ -180,14 +180,14 @@ export function createApi() {
     await api.ready;
     return call("preview", plain(args, api.settings)).answer;
   };
-  /** A reply request (run, complete): streamed, stoppable by chatlens.stop() or its signal. */
-  async function reply(type, request, { onRecord, onPrompt, onToken, onProgress, signal, started } = {}) {
+  /** A reply request (run, complete, compare): streamed, stopped by its signal. */
+  async function reply(type, request, { onRecord, onPrompt, onToken, onProgress, signal } = {}) {
     if (signal?.aborted) throw new DOMException("the reply was stopped before it started", "AbortError");
-    const { id, answer } = call(type, request, { record: onRecord, prompt: onPrompt, token: onToken, progress: onProgress });
-    started?.(id);
-    const stop = () => conn.signal("stop", { id });
+    const c = conn; // a stop goes to the worker that writes it, even once another replaced it
+    const { id, answer } = c.call(type, request, { record: onRecord, prompt: onPrompt, token: onToken, progress: onProgress });
+    const stop = () => c.signal("stop", { id });
     signal?.addEventListener("abort", stop, { once: true });
-    const me = { id, ended: answer.then(() => true, () => true) };
+    const me = { id };
     running = me;
     setStatus(api.status.state, api.status.detail); // listeners see chatlens.writing
     try {
@@ -230,10 +230,8 @@ export function createApi() {
     if (args.topK !== undefined) request.top_k = args.topK;
     return reply("complete", request, options);
   };
-  let comparing = null; // the comparison in progress: a new one stops it
   api.compare = async (args, { onPrompt, onToken, signal } = {}) => {
     if (!args || typeof args.text !== "string") throw new TypeError("chatlens: compare needs {text}");
-    if (comparing) conn.signal("stop", { id: comparing });
     await api.ready;
     const found = await downloads.base();
     if (found.error) throw new Error(`the comparison needs the base model: ${found.error}`);
@@ -246,12 +244,7 @@ export function createApi() {
                       top_k: args.topK ?? api.settings.compare_top_k }; // a Compare
     const token = onToken && ((t) => onToken({ model: t.model, layout: t.layout,
                                                 token: { id: t.id, text: t.text, token: t.token, bytes: t.bytes } }));
-    let mine = null;
-    try {
-      return await reply("compare", request, { onPrompt, onToken: token, signal, started: (id) => (comparing = mine = id) });
-    } finally {
-      if (comparing === mine) comparing = null;
-    }
+    return reply("compare", request, { onPrompt, onToken: token, signal });
   };
   // The text side's requests: the tokenizer and the template, no weights needed.
   const textRequest = (type) => async (args = {}) => {
@@ -276,11 +269,6 @@ export function createApi() {
   api.downloads = downloads; // spec() and status() of the current source, for the download box
   for (const k of ["storedModels", "deleteModel", "deleteAllModels", "storageEstimate"]) api[k] = downloads[k];
 
-  api.stop = () => {
-    if (!running) return Promise.resolve(false);
-    conn.signal("stop", { id: running.id });
-    return running.ended;
-  };
   Object.defineProperty(api, "writing", { get: () => running !== null, enumerable: true });
   /** For tests: end the worker as a crash would (the page notices through its lock, as it does then). */
   api.terminateWorker = () => conn.kill();

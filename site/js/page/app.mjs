@@ -6,11 +6,11 @@ import { createApi } from "./api.mjs";
 import * as challenges from "../lesson/challenges.mjs";
 import { addFullContext, buildControls, readControls } from "./controls.mjs";
 import { setUpByHand } from "../modes/byhand.mjs";
-import { compareTokenDrawn, drawAsk, drawCompare, setUpCompare, showCompare } from "../modes/compare.mjs";
+import { compareTokenDrawn, drawAsk, drawCompare, setUpCompare, showCompare, stopCompare } from "../modes/compare.mjs";
 import { liveChanged, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
-import { drawPlain, setUpPlain, tokenizePlain } from "../modes/plain.mjs";
+import { drawPlain, setUpPlain, stopPlain, tokenizePlain } from "../modes/plain.mjs";
 import { setUpRecorded, showRecorded } from "../modes/recorded.mjs";
 import * as prefs from "./prefs.mjs";
 import { createStore } from "./state.mjs";
@@ -195,9 +195,10 @@ api.ready
  * was sent with, and the page says so. */
 const settingChanged = () => store.settingChanged();
 
-/** Stop the reply being written (if any), wait for it to end, then do `then`. */
+/** Stop the reply being written (if any), wait for it to end, then do `then`. The mode that
+ * started it holds its AbortController, and its stop resolves once the reply has ended. */
 async function stopFirst(then) {
-  if (api.writing) await api.stop();
+  if (api.writing) await Promise.all([stop(page), stopPlain(), stopCompare(page)]);
   then();
 }
 
