@@ -19,9 +19,12 @@ import pytest
 from chatlens import defaults
 from chatlens.cache import PromptCache
 from chatlens.chat import ChatSession
-from chatlens.compare import MODELS, LAYOUTS, TokenizerMismatchError, compare, prompts
-from chatlens.complete import complete
+from chatlens.compare import MODELS, LAYOUTS, TokenizerMismatchError, prompts
 from chatlens.errors import ChatlensError, TemplateError
+from chatlens.host.compare import compared as compare
+from chatlens.jobs import TextJob
+from chatlens.protocol import to_json
+from chatlens.pull import greedy
 from chatlens.source import load_model, load_text_side
 from conftest import run_cli
 from standin_base import instruct_folder, mismatched_tokenizer, standin_base
@@ -30,6 +33,10 @@ from tiny_model import write_tiny_model
 FRANCE = "What is the capital of France?"
 GAP = defaults.NEAR_TIE_GAP  # greedy ids are compared up to the first step whose top-2 logits are closer
 TOL = 1e-3
+# Steps a reply must equal transformers' before its first near-tie, at least (a shorter reply:
+# all of it): on these prompts (the stand-in base and the real instruct model, 8 steps each) none
+# ties sooner.
+MIN_STEPS = 4
 
 
 # -- two tiny models with the real tokenizer: the instruct's files, and the stand-in base's ------------------
@@ -52,74 +59,74 @@ def test_both_models_read_the_ids_complete_and_run_read(tiny):
     instruct, base = tiny
     assert load_text_side(base.path).template.source is None  # a base model: no template of its own
     out = compare(instruct, base, FRANCE, max_tokens=2, top_k=3)
-    p = out["prompt"]
-    assert p["plain_ids"] == instruct.tokenizer.encode(FRANCE) == base.tokenizer.encode(FRANCE)
+    p = out.prompt
+    assert p.plain_ids == instruct.tokenizer.encode(FRANCE) == base.tokenizer.encode(FRANCE)
     session = ChatSession(instruct)
-    assert p["template_ids"] == session.preview(FRANCE).prompt_ids  # what `run` reads, no preset
-    assert p["template_text"] == instruct.template.render([{"role": "user", "content": FRANCE}],
-                                                          add_generation_prompt=True)
-    assert p["template_text"].endswith("<|im_start|>assistant\n") and "You are a helpful AI assistant" in p["template_text"]
-    assert p["plain_tokens"] == [instruct.tokenizer.token_text(i) for i in p["plain_ids"]]
-    assert p["template_tokens"] == [instruct.tokenizer.token_text(i) for i in p["template_ids"]]
-    assert set(p["special_ids"]) == {1, 2}  # <|im_start|> and <|im_end|>, drawn as chips
+    assert p.template_ids == session.preview(FRANCE).prompt_ids  # what `run` reads, no preset
+    assert p.template_text == instruct.template.render([{"role": "user", "content": FRANCE}],
+                                                       add_generation_prompt=True)
+    assert p.template_text.endswith("<|im_start|>assistant\n") and "You are a helpful AI assistant" in p.template_text
+    assert p.plain_tokens == [instruct.tokenizer.token_text(i) for i in p.plain_ids]
+    assert p.template_tokens == [instruct.tokenizer.token_text(i) for i in p.template_ids]
+    assert set(p.special_ids) == {1, 2}  # <|im_start|> and <|im_end|>, drawn as chips
     assert p == prompts(instruct.tokenizer, instruct.template, FRANCE)
 
 
 def test_each_cell_is_the_reply_complete_and_run_give(tiny):
     instruct, base = tiny
     out = compare(instruct, base, FRANCE, max_tokens=6, top_k=4)
-    assert set(out) >= {"prompt", *MODELS} and out["eos_id"] == instruct.eos_id == 2
+    assert out.eos_id == instruct.eos_id == 2
     for key, model in zip(MODELS, tiny):
-        plain = complete(instruct.tokenizer, instruct.eos_id, PromptCache(model.backend(64)), FRANCE,
-                         max_new_tokens=6, top_k=4)
-        cell = out[key]["plain"]
-        assert cell["reply_ids"] == plain["ids"] and cell["reply_text"] == plain["text"], key
-        assert cell["stop_reason"] == plain["stop_reason"] and cell["top_k"] == plain["top_k"][0], key
-        assert cell["top_k_tokens"] == plain["top_k_tokens"][0]
+        plain = greedy(TextJob(instruct, PromptCache(model.backend(64)), FRANCE, max_tokens=6, top_k=4))
+        cell = getattr(out, key)["plain"]
+        assert cell.reply_ids == plain.reply_ids and cell.reply_text == plain.reply_text, key
+        assert cell.stop_reason == plain.stop_reason and cell.top_k == plain.top_k, key
+        assert cell.top_k_tokens == plain.top_k_tokens
         rec = ChatSession(as_chat_model(model, instruct), max_tokens=6).send(FRANCE, top_k=4)
-        cell = out[key]["template"]
-        assert cell["reply_ids"] == rec.reply_ids and cell["reply_text"] == rec.reply_text, key
-        assert cell["stop_reason"] == rec.stop_reason and cell["top_k"] == rec.top_k[0], key
+        cell = getattr(out, key)["template"]
+        assert cell.reply_ids == rec.reply_ids and cell.reply_text == rec.reply_text, key
+        assert cell.stop_reason == rec.stop_reason and cell.top_k == rec.top_k, key
         for layout in LAYOUTS:
-            c = out[key][layout]
-            assert len(c["top_k"]) == 4 and c["top_k"][0][0] == c["reply_ids"][0]
-            assert abs(sum(row[2] for row in c["top_k"])) <= 1 + 1e-6
-            assert [r[2] for r in c["top_k"]] == sorted((r[2] for r in c["top_k"]), reverse=True)
+            c = getattr(out, key)[layout]
+            assert len(c.top_k) == len(c.reply_ids)  # each step's candidates
+            for step, chosen in zip(c.top_k, c.reply_ids):
+                assert len(step) == 4 and step[0][0] == chosen
+                assert abs(sum(row[2] for row in step)) <= 1 + 1e-6
+                assert [r[2] for r in step] == sorted((r[2] for r in step), reverse=True)
     # the two tiny models differ, so their replies do
-    assert out["instruct"]["template"]["reply_ids"] != out["base"]["template"]["reply_ids"]
+    assert out.instruct["template"].reply_ids != out.base["template"].reply_ids
 
 
 def test_a_reply_runs_to_the_cap_unless_it_writes_the_end_of_turn(tiny):
     out = compare(*tiny, "Once upon a time", max_tokens=3, top_k=0)
     for key in MODELS:
         for layout in LAYOUTS:
-            c = out[key][layout]
-            assert c["top_k"] is None
-            if c["stop_reason"] == "max_tokens":
-                assert len(c["reply_ids"]) == 3 and 2 not in c["reply_ids"]
+            c = getattr(out, key)[layout]
+            assert c.top_k is None
+            if c.stop_reason == "max_tokens":
+                assert len(c.reply_ids) == 3 and 2 not in c.reply_ids
             else:
-                assert c["stop_reason"] == "end_turn" and c["reply_ids"][-1] == 2
+                assert c.stop_reason == "end_turn" and c.reply_ids[-1] == 2
     assert defaults.COMPARE_LIMIT == 48  # the lesson: the lab stops the base model at 48 tokens
 
 
 def test_tokens_stream_and_a_stop_ends_every_reply_after_it(tiny):
     seen = []
-    out = compare(*tiny, FRANCE, max_tokens=5, top_k=2, on_token=lambda *a: seen.append(a),
-                  should_stop=lambda: len(seen) >= 7)
+    out = compare(*tiny, FRANCE, max_tokens=5, top_k=2, on_token=seen.append, should_stop=lambda: len(seen) >= 7)
     done = [(k, layout) for k in MODELS for layout in LAYOUTS]
     streamed = {}
-    for key, layout, i in seen:
-        streamed.setdefault((key, layout), []).append(i)
+    for t in seen:
+        streamed.setdefault((t.model, t.layout), []).append(t.id)
     assert list(streamed) == done[:len(streamed)]  # instruct plain, instruct template, base plain, base template
-    for cell_key in done:
-        c = out[cell_key[0]][cell_key[1]]
-        assert c["reply_ids"] == streamed.get(cell_key, [])
-    reasons = [out[k][layout]["stop_reason"] for k, layout in done]
+    for key, layout in done:
+        assert getattr(out, key)[layout].reply_ids == streamed.get((key, layout), [])
+    reasons = [getattr(out, k)[layout].stop_reason for k, layout in done]
     first_stop = reasons.index("stopped")
     assert all(r == "stopped" for r in reasons[first_stop:]) and len(seen) == 7
-    assert out[done[-1][0]][done[-1][1]] == {"reply_ids": [], "reply_tokens": [], "reply_text": "",
-                                             "stop_reason": "stopped", "top_k": None, "top_k_tokens": None,
-                                             "backend": None, "timings": None}
+    never = to_json(getattr(out, done[-1][0])[done[-1][1]])  # a reply a stop kept from starting
+    assert never == {"reply_ids": [], "reply_tokens": [], "reply_vocab": [], "reply_bytes": [], "reply_text": "",
+                     "stop_reason": "stopped", "top_k": [], "top_k_tokens": [], "top_k_bytes": [],
+                     "reused_tokens": 0, "computed_tokens": 0, "backend": None, "timings": None}
 
 
 def test_a_base_model_with_another_tokenizer_is_refused(tiny, tmp_path):
@@ -172,7 +179,7 @@ def test_the_cli_answers_as_the_function_does(tiny):
                    model=instruct.path)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
-    want = compare(instruct, base, FRANCE, max_tokens=4, top_k=3)
+    want = to_json(compare(instruct, base, FRANCE, max_tokens=4, top_k=3))
     assert got["prompt"] == want["prompt"] and (got["max_tokens"], got["top_k"]) == (4, 3)
     for key in MODELS:
         for layout in LAYOUTS:
@@ -182,7 +189,7 @@ def test_the_cli_answers_as_the_function_does(tiny):
     assert got["models"] == {"instruct": str(instruct.path), "base": str(base.path)}
     done = run_cli("compare", "--base-model", str(base.path), "--text", FRANCE, "--max-new-tokens", "2",
                    model=instruct.path)
-    assert len(json.loads(done.stdout)["base"]["plain"]["top_k"]) == defaults.COMPARE_TOP_K
+    assert len(json.loads(done.stdout)["base"]["plain"]["top_k"][0]) == defaults.COMPARE_TOP_K
 
 
 def test_recordings_come_from_the_real_base_model_only(tiny, tmp_path):
@@ -204,7 +211,7 @@ def test_recordings_come_from_the_real_base_model_only(tiny, tmp_path):
     assert doc["models"] == {"instruct": labels[0], "base": labels[1]} and doc["date"] == "2026-01-02"
     assert (doc["max_tokens"], doc["top_k"]) == (defaults.COMPARE_LIMIT, defaults.COMPARE_TOP_K)
     assert doc["prompts"] == [FRANCE] and len(doc["comparisons"]) == 1
-    got, want = doc["comparisons"][0], compare(instruct, base, FRANCE)
+    got, want = doc["comparisons"][0], to_json(compare(instruct, base, FRANCE))
     assert got["prompt"] == want["prompt"]
     assert all(got[k][layout]["reply_ids"] == want[k][layout]["reply_ids"] for k in MODELS for layout in LAYOUTS)
 
@@ -217,7 +224,7 @@ def standin():
 
 @pytest.fixture(scope="module")
 def france(model, standin):
-    return compare(model, standin, FRANCE, max_tokens=8, top_k=10)
+    return to_json(compare(model, standin, FRANCE, max_tokens=8, top_k=10))
 
 
 def prefix_equal(a, b, ends):
@@ -244,20 +251,20 @@ def test_real_cells_equal_the_complete_and_run_commands(model, gguf_path, standi
     plain = json.loads(run_cli("complete", "--max-new-tokens", "8", "--top-k", "10", stdin=FRANCE, model=gguf_path).stdout)
     c = cli["instruct"]["plain"]
     assert (c["reply_ids"], c["reply_text"], c["stop_reason"], c["top_k"]) == \
-           (plain["ids"], plain["text"], plain["stop_reason"], plain["top_k"][0])
+           (plain["reply_ids"], plain["reply_text"], plain["stop_reason"], plain["top_k"])
     assert cli["prompt"]["plain_ids"] == plain["prompt_ids"]
     run = run_cli("run", "--max-tokens", "8", "--top-k", "10", stdin=json.dumps({"messages": [
         {"role": "user", "content": FRANCE}]}), model=gguf_path)
     rec = json.loads(run.stdout)
     c = cli["instruct"]["template"]
     assert (c["reply_ids"], c["reply_text"], c["stop_reason"], c["top_k"]) == \
-           (rec["reply_ids"], rec["reply_text"], rec["stop_reason"], rec["top_k"][0])
+           (rec["reply_ids"], rec["reply_text"], rec["stop_reason"], rec["top_k"])
     assert cli["prompt"]["template_ids"] == rec["prompt_ids"]
     # the base model through `complete` (it stops at its own <|endoftext|>, the comparison at <|im_end|>)
     base_plain = json.loads(run_cli("complete", "--max-new-tokens", "8", "--top-k", "10", stdin=FRANCE,
                                     model=base_path).stdout)
-    prefix_equal(cli["base"]["plain"]["reply_ids"], base_plain["ids"], {standin.eos_id, model.eos_id})
-    assert cli["base"]["plain"]["top_k"] == base_plain["top_k"][0]
+    prefix_equal(cli["base"]["plain"]["reply_ids"], base_plain["reply_ids"], {standin.eos_id, model.eos_id})
+    assert cli["base"]["plain"]["top_k"][0] == base_plain["top_k"][0]
     # `run` cannot read the base model (no template): its reply with the instruct's template, as run computes it
     rec = ChatSession(as_chat_model(standin, model), max_tokens=8).send(FRANCE, top_k=10)
     assert cli["base"]["template"]["reply_ids"] == rec.reply_ids
@@ -295,34 +302,33 @@ def test_each_reply_is_transformers_greedy_reply_on_the_same_weights(key, model,
             compared += 1
         else:
             assert len(ours) == len(theirs)
-        assert compared >= 1
+        # the whole reply, or at least MIN_STEPS steps before a near-tie
+        assert compared >= min(MIN_STEPS, len(theirs)), f"{key} {layout}: a near-tie after {compared} steps"
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()
-        for i, logit, p in cell["top_k"]:
+        first = cell["top_k"][0]
+        for i, logit, p in first:
             assert abs(p - probs[i]) < TOL and abs(logit - logits[i]) < TOL, (key, layout, i)
-        kth = sorted(probs)[-len(cell["top_k"])]
-        assert all(probs[i] >= kth - 2 * TOL for i, _, _ in cell["top_k"])  # the reference's best, up to the tolerance
+        kth = sorted(probs)[-len(first)]
+        assert all(probs[i] >= kth - 2 * TOL for i, _, _ in first)  # the reference's best, up to the tolerance
 
 
 def test_a_host_that_pulls_each_reply_answers_as_compare_does(tiny):
-    """The worker's way (chatlens.pull, one Pull a reply, each from an empty cache) with the plan
-    gives compare's answer."""
-    from chatlens.compare import cell, plan
-    from chatlens.pull import Pull
+    """The worker's way (the same CompareJob, its steps pulled one at a time and stopped before
+    the last reply starts) gives compare's answer for the replies it ran."""
+    from chatlens.compare import plan
+    from chatlens.jobs import CompareJob
 
     instruct, base = tiny
     p = plan(instruct, base, FRANCE, max_tokens=5, top_k=3)
     assert [(k, layout) for k, layout, _ in p.replies] == [(k, layout) for k in MODELS for layout in LAYOUTS]
-    cells = {}
-    for key, layout, ids in p.replies[:3]:  # the last one never started: a stop came first
-        cache = PromptCache({"instruct": instruct, "base": base}[key].backend(p.capacity))
-        pull = Pull(cache, ids, eos_id=p.eos_id, max_new_tokens=p.max_tokens, top_k=p.top_k)
-        while not pull.done:
-            pull.pull()
-        cells[key, layout] = cell(p.tokenizer, p.eos_id, 0, pull.generation, cache.backend.name, p.top_k)
-    got = p.answer(cells)
-    want = compare(instruct, base, FRANCE, max_tokens=5, top_k=3)
+    job = CompareJob(p, {key: PromptCache(model.backend(p.capacity)) for key, model in zip(MODELS, tiny)})
+    while job.key != ("base", "template"):  # the last one never starts: a stop comes first
+        job.pull()
+    job.stop()
+    got, want = job.result, compare(instruct, base, FRANCE, max_tokens=5, top_k=3)
     for key, layout, _ in p.replies[:3]:
-        assert got[key][layout]["reply_ids"] == want[key][layout]["reply_ids"]
-        assert got[key][layout]["top_k"] == want[key][layout]["top_k"]
-    assert got["base"]["template"]["stop_reason"] == "stopped" and got["prompt"] == want["prompt"]
+        assert getattr(got, key)[layout].reply_ids == getattr(want, key)[layout].reply_ids
+        assert getattr(got, key)[layout].top_k == getattr(want, key)[layout].top_k
+    assert got.base["template"].stop_reason == "stopped" and got.base["template"].reply_ids == []
+    assert got.prompt == want.prompt

@@ -1,6 +1,6 @@
 """chatlens.compare in Chromium (WebGPU forced, as the other browser tests do): the base model
 beside the instruct model, on the same ids, in the page's worker, equal to CPython's
-chatlens.compare.compare on the same weights.
+chatlens.host.compare.compared on the same weights.
 
 The Hub cannot be reached here: the base model is a stand-in, a tiny random model with SmolLM2's
 tokenizer (tests/tiny_model.py), served by the mirror as `serve --base-model FOLDER` serves one
@@ -49,7 +49,8 @@ COMPARE = """([text, maxTokens, topK]) => {
 
 
 def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four(browser, server, tiny_two):
-    from chatlens.compare import LAYOUTS, MODELS, compare
+    from chatlens.compare import LAYOUTS, MODELS
+    from chatlens.host.compare import compared as compare
     from chatlens.source import load_model
     from webapp import App, assert_same_comparison
 
@@ -106,7 +107,7 @@ def test_a_gpu_with_room_for_one_model_puts_one_on_it_at_a_time(browser, server,
     the first two replies, the base's for the last two, and the instruct's again for a chat."""
     import json
 
-    from chatlens.compare import compare
+    from chatlens.host.compare import compared as compare
     from chatlens.source import load_model
     from conftest import run_cli
     from webapp import App, assert_same_comparison

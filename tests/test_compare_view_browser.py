@@ -109,8 +109,8 @@ def test_the_comparison_asks_for_the_base_then_shows_the_four_as_the_api_answers
             cell, view = answer[model][layout], got["cells"][f"{model}/{layout}"]
             assert view["stop"] == cell["stop_reason"] and view["n"] == len(cell["reply_ids"])
             assert view["text"] == (cell["reply_text"] or "(no text: the first token ended it)")
-            assert [i for i, _ in view["first"]] == [c[0] for c in cell["top_k"][:5]]
-            pcts = page.evaluate("ps => import('./js/views/why.mjs').then((m) => ps.map(m.percent))", [c[2] for c in cell["top_k"][:5]])
+            assert [i for i, _ in view["first"]] == [c[0] for c in cell["top_k"][0][:5]]
+            pcts = page.evaluate("ps => import('./js/views/why.mjs').then((m) => ps.map(m.percent))", [c[2] for c in cell["top_k"][0][:5]])
             assert [p for _, p in view["first"]] == pcts
             assert len(cell["reply_ids"]) <= answer["max_tokens"] == page.evaluate("chatlens.settings.compare_limit")
             streamed += len(cell["reply_ids"])

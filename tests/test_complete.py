@@ -63,7 +63,7 @@ def test_the_capital_of_france_as_plain_text_ends_the_message(gguf_path, model, 
     assert len(first) == 10
     assert_ranked_like_the_reference(first, probs)
     # greedy takes it: the continuation is over at once
-    assert out["ids"] == [model.eos_id] and out["text"] == "" and out["stop_reason"] == "end_turn"
+    assert out["reply_ids"] == [model.eos_id] and out["reply_text"] == "" and out["stop_reason"] == "end_turn"
 
 
 def test_the_same_words_inside_the_template_get_an_answer(model, reference, numpy_worker):
@@ -94,8 +94,8 @@ def worker_complete(text, top_k, max_tokens):
                                  lambda i, t, tok: streamed.append((i, t))))
     assert out["ok"], out
     result = out["result"]
-    assert [i for i, _ in streamed if i >= 0] == result["ids"]
-    assert "".join(t for _, t in streamed) == result["text"]
+    assert [i for i, _ in streamed if i >= 0] == result["reply_ids"]
+    assert "".join(t for _, t in streamed) == result["reply_text"]
     return result
 
 
@@ -103,11 +103,12 @@ def test_the_worker_continues_plain_text_as_the_cli_does(gguf_path, numpy_worker
     text = "The three primary colours are"
     cli = complete_cli(text, "--top-k", "3", "--max-new-tokens", "5", model=gguf_path)
     page = worker_complete(text, top_k=3, max_tokens=5)
-    assert page["ids"] == cli["ids"] and page["text"] == cli["text"] and page["stop_reason"] == cli["stop_reason"]
+    assert page["reply_ids"] == cli["reply_ids"] and page["reply_text"] == cli["reply_text"]
+    assert page["stop_reason"] == cli["stop_reason"]
     assert [[c[0] for c in s] for s in page["top_k"]] == [[c[0] for c in s] for s in cli["top_k"]]
     np.testing.assert_allclose([[c[2] for c in s] for s in page["top_k"]], [[c[2] for c in s] for s in cli["top_k"]],
                                atol=1e-6, rtol=0)
-    assert cli["stop_reason"] == "max_tokens" and len(cli["ids"]) == 5
+    assert cli["stop_reason"] == "max_tokens" and len(cli["reply_ids"]) == 5
     assert complete_cli(text, "--max-new-tokens", "1", model=gguf_path)["top_k"] is None
 
 
@@ -141,7 +142,7 @@ def test_tokens_carry_their_bytes_split_characters_too(numpy_worker, hf_tokenize
     assert any("\ufffd" in t for t in tokens["prompt_tokens"])  # what the text alone could not tell
     # a continuation's tokens and its candidates carry theirs too
     out = worker_complete(text, top_k=3, max_tokens=2)
-    assert out["bytes"] == hf_bytes(hf_tokenizer, out["ids"])
+    assert out["reply_bytes"] == hf_bytes(hf_tokenizer, out["reply_ids"])
     assert out["top_k_bytes"] == [hf_bytes(hf_tokenizer, [c[0] for c in step]) for step in out["top_k"]]
 
 
@@ -164,26 +165,30 @@ def hf_lists(hf_tokenizer, ids, prefix=""):
 @pytest.mark.parametrize("text", TEXTS + [""])
 def test_a_texts_token_lists_are_their_definitions(model, hf_tokenizer, text):
     from chatlens.complete import tokenized
+    from chatlens.protocol import to_json
 
     ids = hf_tokenizer.encode(text, add_special_tokens=False).ids
     special = sorted({i for i, t in hf_tokenizer.get_added_tokens_decoder().items() if t.special} & set(ids))
     want = {**hf_lists(hf_tokenizer, ids, "prompt_"), "special_ids": special}
-    assert json.dumps(tokenized(model.tokenizer, text)) == json.dumps(want)  # the page's JSON, byte for byte
+    assert json.dumps(to_json(tokenized(model.tokenizer, text))) == json.dumps(want)  # the page's JSON, byte for byte
 
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_a_continuations_token_lists_are_their_definitions(model, hf_tokenizer, text):
     from chatlens.cache import PromptCache
-    from chatlens.complete import complete
+    from chatlens.jobs import TextJob
+    from chatlens.protocol import to_json
+    from chatlens.pull import greedy
 
     cache = PromptCache(model.backend(n_ctx=64))
-    out = complete(model.tokenizer, model.eos_id, cache, text, max_new_tokens=3, top_k=3)
-    assert list(out) == ["prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "ids", "tokens",
-                         "vocab", "bytes", "text", "stop_reason", "eos_id", "top_k", "top_k_tokens", "top_k_bytes",
-                         "reused_tokens", "backend", "timings"]
+    out = to_json(greedy(TextJob(model, cache, text, max_tokens=3, top_k=3)))
+    assert list(out) == ["prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "reply_ids",
+                         "reply_text", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "top_k",
+                         "top_k_tokens", "top_k_bytes", "reused_tokens", "computed_tokens", "backend", "timings", "eos_id"]
     assert {k: out[k] for k in list(out)[:4]} == hf_lists(hf_tokenizer, hf_tokenizer.encode(text, add_special_tokens=False).ids,
                                                                  "prompt_")
-    assert {k: out[k] for k in ("ids", "tokens", "vocab", "bytes")} == hf_lists(hf_tokenizer, out["ids"])
+    assert {k: out[k] for k in ("reply_ids", "reply_tokens", "reply_vocab", "reply_bytes")} == \
+        hf_lists(hf_tokenizer, out["reply_ids"], "reply_")
     steps = [hf_lists(hf_tokenizer, [c[0] for c in step]) for step in out["top_k"]]
     assert out["top_k_tokens"] == [s["tokens"] for s in steps] and out["top_k_bytes"] == [s["bytes"] for s in steps]
 

@@ -224,9 +224,9 @@ def test_both_models_stored_compare_offline_after_a_restart(playwright, built, t
     """The instruct model (a tiny random model given by ?model=) and the base model (a tiny random
     stand-in for SmolLM2-135M, served as `serve --base-model` serves one) both stored: with the
     server gone and the browser restarted on the same profile, the page opened at the same address
-    compares the two from the store alone, equal to CPython's chatlens.compare.compare on the same
+    compares the two from the store alone, equal to CPython's chatlens.host.compare.compared on the same
     files, and no weight file is asked for."""
-    from chatlens.compare import compare
+    from chatlens.host.compare import compared as compare
     from chatlens.host.mirror import base_mirror
     from chatlens.source import load_model
     from tiny_model import write_tiny_model

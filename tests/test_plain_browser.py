@@ -147,7 +147,7 @@ def test_stop_ends_a_continuation_and_keeps_what_it_wrote(app, tiny):
     kept = page.eval_on_selector_all(chips, "ts => ts.map(t => Number(t.dataset.id))")
     cli = run_cli("complete", "--max-new-tokens", str(limit), stdin=FRANCE, model=folder)
     assert cli.returncode == 0, cli.stderr
-    want = json.loads(cli.stdout)["ids"]
+    want = json.loads(cli.stdout)["reply_ids"]
     assert len(want) == limit  # not stopped, it runs to the limit (the tiny model never writes <|im_end|>)
     assert 1 <= len(kept) < limit and kept == want[:len(kept)]  # what it wrote before the stop, as the CLI writes it
     assert page.is_enabled("#plain-run") and page.is_enabled("#plain-as-chat")

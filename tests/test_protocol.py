@@ -1,12 +1,13 @@
-"""chatlens.protocol's answer types say what the worker answers: each field a real answer carries
-is described there, and each field described is carried (the tiny model on NumPy answers here)."""
+"""chatlens.protocol's answer types are what the worker answers: each request's handler returns an
+instance of the type the contract names for it (the tiny model on NumPy answers here), and what
+goes on the wire is that instance serialised by protocol.to_json, field for field."""
 
 import json
 from dataclasses import fields
 
 import pytest
 
-from chatlens import protocol, worker
+from chatlens import jobs, protocol, worker
 from chatlens.record import TurnRecord
 from tiny_model import write_tiny_model
 
@@ -14,54 +15,73 @@ TURN = {"messages": [{"role": "user", "content": "Tell me about lighthouses."}],
         "reserve": 4, "system": "Be brief."}
 
 
-def call(name, args):
-    out = json.loads(worker.call(name, json.dumps(args)))
+def names(cls):
+    return {f.name for f in fields(cls)}
+
+
+def ask(name, args, *extra):
+    """The request as the page's worker makes it: JSON in, JSON out."""
+    out = json.loads(worker.call(name, json.dumps(args), *extra))
     assert out["ok"], out["error"]
     return out["result"]
-
-
-def names(cls):
-    return {f["name"] for f in protocol.describe()["types"][cls.__name__]}
 
 
 @pytest.fixture(scope="module")
 def tiny(hf_dir, tmp_path_factory):
     folder = write_tiny_model(tmp_path_factory.mktemp("tiny") / "model", hf_dir)
-    call("load", {"path": str(folder)})
+    ask("load", {"path": str(folder)})
     return folder
 
 
-def test_each_answer_carries_exactly_its_types_fields(tiny):
-    assert set(call("load", {"path": str(tiny)})) == names(protocol.Loaded)
-    assert set(call("use_numpy", {})) == names(protocol.BackendInfo)
-    assert set(call("tokenize", {"text": "Hi"})) == names(protocol.Tokenized)
-    assert set(call("render", {"messages": TURN["messages"]})) == names(protocol.Rendered) - {"assistant_mask"}
-    assert set(call("chat_template", {})) == names(protocol.TemplateInfo)
-    assert set(call("lab_source", {})) == names(protocol.LabSource)
-    assert set(call("run_python", {"code": "x = 1", "results": ["x"]})) == names(protocol.PythonRun)
-    assert set(call("predict", TURN)) == names(protocol.Prediction)
-    assert set(call("complete", {"text": "Once upon", "max_tokens": 2})) == names(protocol.Continuation)
-    out = call("start", {"kind": "chat", "args": {**TURN, "top_k": 2}})
-    assert set(out) == names(protocol.PullAnswer)
-    while out["done"] is None:
-        out = call("step", {})
-        assert set(out) == names(protocol.PullAnswer)
-        assert all(set(t) == names(protocol.Token) for t in out["tokens"])
-    record = out["done"]
-    assert set(record) == {f.name for f in fields(TurnRecord)}
-    assert names(protocol.Reply) <= set(record)  # the record's reply half is a Reply
-    assert all(record[name] is not None for name in names(protocol.Reply))
-    counted = call("start", {"kind": "count", "args": {**TURN, "messages": [{"role": "user", "content": "x " * 400}]}})
-    while counted["done"] is None:
-        counted = call("step", {})
-    assert set(counted["done"]) == names(protocol.Counted)
+def answered(name, args, *extra):
+    """The handler's answer for `args` (parsed as the worker parses them), checked to be an
+    instance of the contract's type for the request, and equal to what the wire carries."""
+    request_type, answer_type = protocol.REQUESTS[name]
+    value = worker.HANDLERS[name](protocol.parse(request_type, args), *extra)
+    if answer_type is protocol.GpuProgramAnswer:
+        assert isinstance(value, dict)
+    else:
+        assert isinstance(value, answer_type), (name, type(value))
+    return value
 
 
-def test_every_request_and_message_names_a_described_type():
+def test_each_answer_is_an_instance_of_its_type_and_the_wire_carries_its_fields(tiny):
+    for name, args in [("load", {"path": str(tiny)}), ("use_numpy", {}), ("tokenize", {"text": "Hi"}),
+                       ("render", {"messages": TURN["messages"]}), ("chat_template", {}), ("lab_source", {}),
+                       ("run_python", {"code": "x = 1", "results": ["x"]}), ("predict", TURN), ("preview", TURN),
+                       ("complete", {"text": "Once upon", "max_tokens": 2}), ("run", TURN)]:
+        value = answered(name, args)
+        wire = ask(name, args)
+        assert set(wire) == names(type(value)), name
+    # a pulled job: each answer a PullAnswer, each token a Token, the done a TurnRecord
+    out = answered("start", {"kind": "chat", "args": {**TURN, "top_k": 2}})
+    assert out.record is not None and out.record.reply_ids is None  # what the model reads, before the reply
+    while out.done is None:
+        out = answered("step", {})
+        assert all(isinstance(t, protocol.Token) for t in out.tokens)
+    record = out.done
+    assert isinstance(record, TurnRecord) and record.reply_ids and record.top_k
+    assert names(protocol.Reply) <= names(TurnRecord)  # the record's reply half is a Reply
+    assert all(getattr(record, name) is not None for name in names(protocol.Reply))
+    counted = answered("start", {"kind": "count", "args": {**TURN, "messages": [{"role": "user", "content": "x " * 400}]}})
+    while counted.done is None:
+        counted = answered("step", {})
+    assert isinstance(counted.done, protocol.Counted)
+
+
+def test_a_continuation_is_the_texts_tokens_and_a_reply_under_the_records_names(tiny):
+    out = answered("complete", {"text": "Once upon", "max_tokens": 2, "top_k": 1})
+    assert names(protocol.Continuation) == names(protocol.Tokenized) | names(protocol.Reply) | {"eos_id"}
+    assert out.prompt_ids and len(out.reply_ids) == len(out.top_k) == len(out.reply_tokens) <= 2
+
+
+def test_every_request_kind_and_message_names_a_described_type():
     types = protocol.describe()["types"]
     for args, answer in [*protocol.REQUESTS.values(), *protocol.PAGE_REQUESTS.values()]:
         assert args.__name__ in types and answer.__name__ in types
-    assert set(protocol.REQUESTS) == set(worker.REQUESTS)  # Python answers exactly the requests described
+    assert set(worker.HANDLERS) == set(protocol.REQUESTS)  # Python answers exactly the requests described
+    for request_type, job in jobs.KINDS.values():
+        assert request_type.__name__ in types and callable(job.start)
     for cls in [*protocol.SIGNALS.values(), *protocol.EVENTS.values()]:
         assert cls.__name__ in types and cls.__doc__
     for name, fs in types.items():

@@ -302,7 +302,7 @@ def test_render_requests_give_what_transformers_gives(loaded, hf_smol):
                                               return_assistant_tokens_mask=True, **kwargs)
             assert got["assistant_mask"] == list(out["assistant_masks"]) and 1 in got["assistant_mask"]
         else:
-            assert "assistant_mask" not in got
+            assert got["assistant_mask"] is None  # asked for only with assistant_mask
 
 
 @pytest.mark.parametrize("request_args, message", [
@@ -324,10 +324,10 @@ def test_render_requests_that_fail_are_template_errors(loaded, request_args, mes
 
 # -- the comparison: both models held, four replies pulled as one job ------------------------------------------------
 def ask(w, name, args=None, *extra):
-    """A request to a worker of the test's own, read through the contract as `call` reads it."""
+    """A request to a worker of the test's own, read and answered through the contract as `call` does."""
     from chatlens import protocol
 
-    return getattr(w, name)(protocol.parse(protocol.REQUESTS[name][0], args or {}), *extra)
+    return protocol.to_json(getattr(w, name)(protocol.parse(protocol.REQUESTS[name][0], args or {}), *extra))
 
 
 @pytest.fixture(scope="module")
@@ -366,11 +366,13 @@ FRANCE = "What is the capital of France?"
 
 
 def test_a_compare_job_answers_the_prompt_first_then_the_four_replies_compare_gives(two_tiny):
-    from chatlens.compare import LAYOUTS, MODELS, compare
+    from chatlens.compare import LAYOUTS, MODELS
+    from chatlens.host.compare import compared
+    from chatlens.protocol import to_json
 
     w = both_loaded(two_tiny)
     first, tokens, done = pulled_compare(w, {"text": FRANCE, "max_tokens": 4, "top_k": 3})
-    want = compare(load_model(two_tiny[0]), load_model(two_tiny[1]), FRANCE, max_tokens=4, top_k=3)
+    want = to_json(compared(load_model(two_tiny[0]), load_model(two_tiny[1]), FRANCE, max_tokens=4, top_k=3))
     assert first["prompt"] == want["prompt"] and first["tokens"] == [] and first["done"] is None
     assert done["prompt"] == want["prompt"]
     for key in MODELS:
@@ -379,9 +381,11 @@ def test_a_compare_job_answers_the_prompt_first_then_the_four_replies_compare_gi
             assert got["reply_ids"] == ref["reply_ids"] and got["stop_reason"] == ref["stop_reason"], (key, layout)
             assert got["reply_text"] == ref["reply_text"]
             # the page reads the prompt a chunk at a time (protocol.READ_CHUNK): the same ids, sums in another order
-            assert [r[0] for r in got["top_k"]] == [r[0] for r in ref["top_k"]]
-            for (_, logit, prob), (_, ref_logit, ref_prob) in zip(got["top_k"], ref["top_k"]):
-                assert abs(logit - ref_logit) < 1e-3 and abs(prob - ref_prob) < 1e-4, (key, layout)
+            assert len(got["top_k"]) == len(ref["top_k"]) == len(got["reply_ids"])  # each step's candidates
+            for step, ref_step in zip(got["top_k"], ref["top_k"]):
+                assert [r[0] for r in step] == [r[0] for r in ref_step]
+                for (_, logit, prob), (_, ref_logit, ref_prob) in zip(step, ref_step):
+                    assert abs(logit - ref_logit) < 1e-3 and abs(prob - ref_prob) < 1e-4, (key, layout)
             streamed = [t["id"] for t in tokens if (t["model"], t["layout"]) == (key, layout) and t["id"] >= 0]
             assert streamed == got["reply_ids"], (key, layout)
     # in the plan's order: every token of a reply before the next reply's

@@ -124,10 +124,13 @@ def cli_run(messages, window, preset):
 
 
 def assert_same_comparison(out, want, tol=1e-3):
-    """chatlens.compare's answer in the page equals CPython's chatlens.compare.compare on the same
-    weights: the ids both read, and each of the four's reply, stop and first candidates (within
-    `tol`), computed on the GPU."""
+    """chatlens.compare's answer in the page equals CPython's (chatlens.host.compare.compared, a
+    Compared) on the same weights: the ids both read, and each of the four's reply, stop and each
+    step's candidates (within `tol`), computed on the GPU."""
     from chatlens.compare import LAYOUTS, MODELS
+    from chatlens.protocol import to_json
+
+    want = to_json(want)
 
     assert out["prompt"]["plain_ids"] == want["prompt"]["plain_ids"]
     assert out["prompt"]["template_ids"] == want["prompt"]["template_ids"]
@@ -137,6 +140,8 @@ def assert_same_comparison(out, want, tol=1e-3):
             assert cell["reply_ids"] == ref["reply_ids"], (key, layout)
             assert cell["stop_reason"] == ref["stop_reason"], (key, layout)
             assert cell["backend"].startswith("webgpu: "), (key, layout, cell["backend"])
-            assert [r[0] for r in cell["top_k"]] == [r[0] for r in ref["top_k"]], (key, layout)
-            for (_, _, p), (_, _, q) in zip(cell["top_k"], ref["top_k"]):
-                assert abs(p - q) < tol, (key, layout, p, q)
+            assert len(cell["top_k"]) == len(ref["top_k"]), (key, layout)  # each step's candidates
+            for step, ref_step in zip(cell["top_k"], ref["top_k"]):
+                assert [r[0] for r in step] == [r[0] for r in ref_step], (key, layout)
+                for (_, _, p), (_, _, q) in zip(step, ref_step):
+                    assert abs(p - q) < tol, (key, layout, p, q)

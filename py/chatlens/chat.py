@@ -13,7 +13,9 @@ from bisect import bisect_left, bisect_right
 from . import defaults, presets
 from .cache import PromptCache
 from .errors import ChatlensError, WindowError
-from .record import TurnRecord, candidate_bytes, candidate_tokens, token_lists
+from .jobs import ChatJob
+from .pull import greedy
+from .record import TurnRecord, token_lists
 from .window import fit
 
 
@@ -112,38 +114,6 @@ def _content_in(text, content, wrap):
     return (at, at + len(content)) if at >= 0 else None
 
 
-def timings(gen) -> dict:
-    """The turn record's timings of a chatlens.generate.Generation."""
-    decoded = max(len(gen.ids) - 1, 0)  # ids fed back after the prefill (the last is never fed)
-    return {
-        "prefill_ms": round(gen.prefill_ms, 3),
-        "decode_ms": round(gen.decode_ms, 3),
-        "prefill_tok_s": round(1000.0 * gen.prefill_tokens / gen.prefill_ms, 2) if gen.prefill_ms > 0 else None,
-        "decode_tok_s": round(1000.0 * decoded / gen.decode_ms, 2) if gen.decode_ms > 0 else None,
-    }
-
-
-def reply_of(record: TurnRecord, tokenizer, eos_id, reused, gen, backend_name, top_k=0) -> TurnRecord:
-    """`record` completed with the reply that `gen` holds (and its candidates, when the reply
-    was asked for top_k)."""
-    lists = token_lists(tokenizer, gen.ids, "reply_")
-    ids = lists["reply_ids"]
-    words = ids[:-1] if ids and ids[-1] == eos_id else ids
-    record.reused_tokens = reused
-    record.computed_tokens = record.used - reused
-    record.reply_text = tokenizer.decode(words)
-    for name, value in lists.items():
-        setattr(record, name, value)
-    record.stop_reason = gen.stop_reason
-    record.timings = timings(gen)
-    record.backend = backend_name
-    if top_k:
-        record.top_k = [list(step) for step in gen.top_k]
-        record.top_k_tokens = candidate_tokens(tokenizer, gen.top_k)
-        record.top_k_bytes = candidate_bytes(tokenizer, gen.top_k)
-    return record
-
-
 def check_reply_limit(max_tokens) -> int:
     """The one rule for the reply limit (also the window's reserve): at least one token."""
     max_tokens = int(max_tokens)
@@ -235,17 +205,16 @@ class ChatSession:
         return record
 
     def send(self, text, on_token=None, should_stop=None, top_k=0) -> TurnRecord:
-        """Send a user message; generate the reply (greedy), calling on_token(id) for each id as
-        it is chosen and stopping early when should_stop() says so; top_k > 0 records each reply
-        token's candidates (TurnRecord.top_k). Returns the turn record and appends the turn to
-        the history. Raises WindowError (history and cache untouched) when the message cannot
-        fit."""
+        """Send a user message; generate the reply (greedy: chatlens.jobs.ChatJob, pulled here),
+        calling on_token(token) with each chatlens.protocol.Token as it is chosen (its text decoded
+        so no character is split) and stopping early when should_stop() says so; top_k > 0
+        records each reply token's candidates (TurnRecord.top_k). Returns the turn record and
+        appends the turn to the history. Raises WindowError (history and cache untouched) when
+        the message cannot fit."""
         record = self.preview(text)
         if self.cache is None:
             self.cache = PromptCache(self.model.backend(n_ctx=self.window))
-        reused, gen = self.cache.generate(record.prompt_ids, eos_id=self.eos_id, max_new_tokens=self.max_tokens,
-                                          on_token=on_token, should_stop=should_stop, top_k=top_k)
-        reply_of(record, self.tokenizer, self.eos_id, reused, gen, self.cache.backend.name, top_k)
+        record = greedy(ChatJob(self.model, self.cache, record, top_k=top_k), on_token=on_token, should_stop=should_stop)
         self.history += [{"role": "user", "content": text}, {"role": "assistant", "content": record.reply_text}]
         self.records.append(record)
         return record

@@ -23,10 +23,11 @@ reserve and pieces).
 
 import types
 import typing
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 
 from . import defaults, usercode
 from .errors import ChatlensError
+from .record import TurnRecord
 
 
 def doc(text, default=MISSING, factory=MISSING):
@@ -47,7 +48,7 @@ class Load:
     path: str = doc("the model's files in the worker's file system: a .gguf file or a Hugging Face folder")
 
 
-MODELS = ("instruct", "base")  # the two models the worker holds (chatlens.compare.MODELS)
+MODELS = ("instruct", "base")  # the two models the worker holds, in the order a comparison computes them
 
 
 @dataclass(frozen=True)
@@ -163,11 +164,13 @@ class RunPython:
 
 
 # -- what the requests answer -------------------------------------------------------------------
-# Plain data on the wire (JSON); these classes only describe it (and tests/test_protocol.py checks
-# that the worker's answers carry exactly these fields). Names with two meanings elsewhere are
-# spelt out here: an `id` is a token id except in a message's envelope (the request's id); a
-# `tokens` field is a list (of texts, or of Token objects), never a count; `top_k` is the rows of
-# candidates in an answer and their number K only in a request's arguments.
+# Each answer is an instance of one of these classes (the turn record: chatlens.record.TurnRecord),
+# built where it is computed (chatlens.reply, chatlens.complete, chatlens.compare, chatlens.jobs,
+# chatlens.worker) and serialised once, by `to_json`, where chatlens.worker answers the page and
+# where the command line prints. Names with two meanings elsewhere are spelt out here: an `id` is a
+# token id except in a message's envelope (the request's id); a `tokens` field is a list (of
+# texts, or of Token objects), never a count; `top_k` is the rows of candidates in an answer and
+# their number K only in a request's arguments.
 
 
 @dataclass(frozen=True)
@@ -188,9 +191,9 @@ class BackendInfo:
 
 @dataclass(frozen=True)
 class Reply:
-    """A reply's half of an answer, shared by the turn record (chatlens.record.TurnRecord: these
-    names) and a plain-text continuation (chatlens.complete.continuation: the same data, named
-    without "reply_": ids, text, tokens, vocab, bytes; see CONTINUATION_NAMES)."""
+    """A reply, as every answer that carries one carries it: built once (chatlens.reply.reply_of)
+    for the turn record (chatlens.record.TurnRecord has these fields), a plain-text continuation
+    and each of the comparison's four."""
     reply_ids: list = doc("the ids chosen, the end-of-turn id included when the model wrote it")
     reply_text: str = doc("the reply as text, without the end-of-turn token")
     reply_tokens: list = doc("each reply id's token as text (its bytes decoded on their own)")
@@ -202,13 +205,10 @@ class Reply:
     top_k_tokens: list | None = doc("those candidates' tokens as text")
     top_k_bytes: list | None = doc("those candidates' bytes, as hex")
     reused_tokens: int = doc("prompt tokens the cache held already")
-    backend: str = doc("what computed the reply")
-    timings: dict = doc("prefill_ms, decode_ms, prefill_tok_s, decode_tok_s")
-
-
-# A continuation's names for Reply's fields (the rest are Reply's own).
-CONTINUATION_NAMES = {"reply_ids": "ids", "reply_text": "text", "reply_tokens": "tokens", "reply_vocab": "vocab",
-                      "reply_bytes": "bytes"}
+    computed_tokens: int = doc("prompt tokens read now, after the reused ones (fewer than the rest when stopped "
+                               "while the prompt was read)")
+    backend: str | None = doc("what computed the reply (null: nothing did, it never started)")
+    timings: dict | None = doc("prefill_ms, decode_ms, prefill_tok_s, decode_tok_s (null: it never started)")
 
 
 @dataclass(frozen=True)
@@ -222,9 +222,9 @@ class Tokenized:
 
 
 @dataclass(frozen=True)
-class Continuation:
-    """A plain-text continuation (complete, and a text job's done): Tokenized's fields, Reply's
-    fields under CONTINUATION_NAMES, and eos_id."""
+class Continuation(Reply, Tokenized):
+    """A plain-text continuation (complete, and a text job's done): the text's tokens (Tokenized's
+    fields), what the model wrote after them (Reply's fields), and eos_id."""
     eos_id: int = doc("the end-of-turn id")
 
 
@@ -252,12 +252,29 @@ class Counted:
 
 
 @dataclass(frozen=True)
+class Stopped:
+    """A job's done when it was stopped before it had an answer of its own (a count)."""
+    stopped: bool = doc("true", True)
+
+
+@dataclass(frozen=True)
+class ComparePrompt:
+    """What both models of a comparison read (chatlens.compare.prompts)."""
+    text: str = doc("the message")
+    plain_ids: list = doc("the message's ids as plain text, nothing added")
+    plain_tokens: list = doc("their tokens as text")
+    template_text: str = doc("the message inside the instruct model's chat template, as text")
+    template_ids: list = doc("its ids")
+    template_tokens: list = doc("their tokens as text")
+    special_ids: list = doc("the distinct special ids in either, sorted")
+
+
+@dataclass(frozen=True)
 class Compared:
-    """A compare job's done (chatlens.compare.Plan.answer): the prompt, and the four replies, each
-    {reply_ids, reply_tokens, reply_text, stop_reason, top_k (the first step's rows), top_k_tokens,
-    backend, timings}."""
-    prompt: dict = doc("{text, plain_ids, plain_tokens, template_text, template_ids, template_tokens, special_ids}: "
-                       "what both models read")
+    """A compare job's done (chatlens.compare.Plan.answer): the prompt, and the four replies, each a
+    Reply (top_k: each step's candidates; a reply a stop kept from starting has no ids, stop_reason
+    "stopped" and no backend)."""
+    prompt: ComparePrompt = doc("what both models read")
     instruct: dict = doc("{plain, template}: the instruct model's replies")
     base: dict = doc("{plain, template}: the base model's replies")
     max_tokens: int = doc("the cap each reply had")
@@ -275,12 +292,8 @@ class Token:
 
 
 @dataclass(frozen=True)
-class CellToken:
+class CellToken(Token):
     """A compare job's token: a Token's fields, and the reply it belongs to."""
-    id: int = doc("as Token's")
-    text: str = doc("as Token's")
-    token: str = doc("as Token's")
-    bytes: str = doc("as Token's")
     model: str = doc("instruct or base")
     layout: str = doc("plain or template")
 
@@ -290,7 +303,7 @@ class GpuRun:
     """A GPU run the page submits (chatlens.gpu.backend.Run's to_json)."""
     sequences: list = doc("the program's sequences to dispatch, in order")
     params: list = doc("the step buffer's u32 words")
-    readback: object = doc("what the run reads back, or null")
+    readback: str | None = doc("what the run reads back, or null")
     tokens: int = doc("the number of ids it feeds")
     chooses: bool = doc("whether it ends with an id chosen")
 
@@ -305,13 +318,13 @@ class PullAnswer:
     read: int = doc("the prompt read so far: tokens (a reply), characters (a count)")
     of: int = doc("all of it, in the same unit")
     in_flight: int = doc("runs submitted whose bytes are not given yet")
-    record: dict | None = doc("a chat job's start only: the TurnRecord (chatlens.record) the reply will fill, "
-                              "as a preview answers it, before any step; null otherwise")
+    record: TurnRecord | None = doc("a chat job's start only: the TurnRecord the reply will fill, as a preview "
+                                    "answers it, before any step; null otherwise", None)
     done: object = doc("null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation "
-                       "(text), a Prediction (predict), Counted (count), Compared (compare); a stopped count "
-                       "answers {stopped: true}")
-    prompt: dict | None = doc("a compare job's start only: what both models read (Compared's prompt), before any "
-                              "step; null otherwise", None)
+                       "(text), a Prediction (predict), Counted (count), Compared (compare); Stopped (a count "
+                       "stopped)", None)
+    prompt: ComparePrompt | None = doc("a compare job's start only: what both models read, before any step; "
+                                       "null otherwise", None)
     model: str = doc("the model whose backend computes the runs (a compare job: the current reply's; its tokens "
                      "also carry their model and layout)", "instruct")
     cell: int | None = doc("a compare job: the reply under way (0 to 3, in Compared's order); runs of an earlier "
@@ -357,27 +370,29 @@ class PythonRun:
 
 
 @dataclass(frozen=True)
-class TurnRecordAnswer:
-    """A chatlens.record.TurnRecord (preview; run and a chat job's done, with its reply: Reply's fields filled)."""
-
-
-@dataclass(frozen=True)
 class GpuProgramAnswer:
-    """The GPU program: chatlens.gpu.program's plain data."""
+    """The GPU program: chatlens.gpu.program's plain data (a dict, the one answer that is not an
+    instance of its class: the program is data the browser's executor reads as it is)."""
+
+
+def to_json(answer):
+    """An answer as JSON-able data: the one serialiser of every answer (its fields, nested answers
+    included; the GPU program, plain data already, as it is)."""
+    return asdict(answer) if is_dataclass(answer) else answer
 
 
 # Each request: its arguments, and what it answers.
 REQUESTS = {
     "load": (Load, Loaded),
     "load_base": (LoadBase, Loaded),
-    "preview": (Turn, TurnRecordAnswer),
+    "preview": (Turn, TurnRecord),
     "use_numpy": (UseNumpy, BackendInfo),
     "gpu_program": (GpuProgram, GpuProgramAnswer),
     "use_gpu": (UseGpu, BackendInfo),
     "start": (Start, PullAnswer),
     "step": (Step, PullAnswer),
     "stop": (Empty, PullAnswer),
-    "run": (Turn, TurnRecordAnswer),
+    "run": (Turn, TurnRecord),
     "predict": (Turn, Prediction),
     "complete": (Text, Continuation),
     "tokenize": (Tokenize, Tokenized),
@@ -386,7 +401,6 @@ REQUESTS = {
     "lab_source": (Empty, LabSource),
     "run_python": (RunPython, PythonRun),
 }
-KINDS = {"chat": Turn, "text": Text, "predict": Turn, "count": Turn, "compare": Compare}  # start's kinds and their arguments
 
 
 # -- the page <-> worker messages (site/js/page/connection.mjs <-> site/js/worker/worker.mjs) -----
@@ -516,8 +530,8 @@ PAGE_REQUESTS = {
     "attach_base": (AttachBase, ModelInfo),
     "compare": (Compare, Compared),
     "debug": (Empty, DebugInfo),
-    "preview": (Turn, TurnRecordAnswer),
-    "run": (Turn, TurnRecordAnswer),
+    "preview": (Turn, TurnRecord),
+    "run": (Turn, TurnRecord),
     "predict": (Turn, Prediction),
     "complete": (Text, Continuation),
     "count": (Turn, Counted),
@@ -580,7 +594,7 @@ _JS = {str: "string", int: "number", float: "number", bool: "boolean", list: "Ar
 
 def _js_type(kind) -> str:
     options = typing.get_args(kind) if isinstance(kind, types.UnionType) else (kind,)
-    return "|".join(dict.fromkeys(_JS[o] for o in options))
+    return "|".join(dict.fromkeys(o.__name__ if is_dataclass(o) else _JS[o] for o in options))
 
 
 def _default(f):
@@ -595,28 +609,25 @@ def _all_types():
     for args, answer in [*REQUESTS.values(), *PAGE_REQUESTS.values()]:
         out.setdefault(args.__name__, args)
         out.setdefault(answer.__name__, answer)
-    for cls in [Reply, Token, CellToken, GpuRun, *KINDS.values(), *SIGNALS.values(), *EVENTS.values(), Answer]:
+    for cls in [Reply, ComparePrompt, Token, CellToken, GpuRun, Stopped, *SIGNALS.values(), *EVENTS.values(), Answer]:
         out.setdefault(cls.__name__, cls)
     return out
 
 
 def _fields(cls):
     hints = typing.get_type_hints(cls)
-    own = [{"name": f.name, "type": _js_type(hints[f.name]), "doc": f.metadata.get("doc", ""),
-            "required": f.default is MISSING and f.default_factory is MISSING, "default": _default(f)}
-           for f in fields(cls)]
-    if cls is Continuation:  # Tokenized's fields, Reply's under a continuation's names, then its own
-        renamed = [{**f, "name": CONTINUATION_NAMES.get(f["name"], f["name"])} for f in _fields(Reply)]
-        return _fields(Tokenized) + renamed + own
-    return own
+    # TurnRecord documents its fields in its docstring, once (chatlens.record)
+    elsewhere = f"as chatlens.record.{cls.__name__} documents it" if cls is TurnRecord else ""
+    return [{"name": f.name, "type": _js_type(hints[f.name]), "doc": f.metadata.get("doc", elsewhere),
+             "required": f.default is MISSING and f.default_factory is MISSING, "default": _default(f)}
+            for f in fields(cls)]
 
 
 def describe() -> dict:
     """The contract as data (build.json's "protocol"): each request's arguments' type and its
-    answer's, start's kinds, the page<->worker messages, and every type's fields."""
+    answer's, the page<->worker messages, and every type's fields."""
     return {"requests": {name: cls.__name__ for name, (cls, _) in REQUESTS.items()},
             "answers": {name: answer.__name__ for name, (_, answer) in REQUESTS.items()},
-            "kinds": {kind: cls.__name__ for kind, cls in KINDS.items()},
             "messages": {"requests": {name: [a.__name__, r.__name__] for name, (a, r) in PAGE_REQUESTS.items()},
                          "signals": {name: cls.__name__ for name, cls in SIGNALS.items()},
                          "events": {name: cls.__name__ for name, cls in EVENTS.items()},
@@ -635,7 +646,7 @@ def javascript() -> str:
            "// On the wire every name is snake_case, as Python writes it.", ""]
     for name, cls in _all_types().items():
         out.append("/**")
-        out.append(f" * {' '.join(cls.__doc__.split())}")
+        out.append(f" * {' '.join(cls.__doc__.split(chr(10) + chr(10))[0].split())}")  # its first paragraph
         out.append(f" * @typedef {{object}} {name}")
         for f in d["types"][name]:
             label = f["name"] if f["required"] else f"[{f['name']}={json.dumps(f['default'])}]"
@@ -647,9 +658,6 @@ def javascript() -> str:
     for name, (cls, answer) in REQUESTS.items():
         out.append(f"  {name}: {{ args: {json.dumps(cls.__name__)}, answers: {json.dumps(answer.__name__)} }},")
     out.append("};")
-    out.append("")
-    out.append("/** start's kinds: the arguments each takes. */")
-    out.append(f"export const KINDS = {json.dumps(d['kinds'])};")
     out.append("")
     out.append("/** The page<->worker messages, by type: requests (page -> worker: [args, answer]), signals")
     out.append(" * (page -> worker, never answered), events (worker -> page) and the answer envelope. */")

@@ -17,7 +17,7 @@ continuation, a prediction, tokenize, render) and on the page:
           it (or the template's default system prompt, or the generation header): `pieces`
 """
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 STOP_REASONS = ("end_turn", "max_tokens", "stopped")
 
@@ -66,7 +66,8 @@ class TurnRecord:
       reused_tokens    prompt tokens whose keys and values were already in the KV cache (the
                        common prefix with what the model read and wrote last turn); a preview
                        states what sending now would reuse
-      computed_tokens  used - reused_tokens: the tokens the model runs through now
+      computed_tokens  used - reused_tokens: the tokens the model runs through now (once it has
+                       replied, those it read: fewer when it was stopped while reading)
     The system prompt:
       system           the system text rendered, or None when the template's default applies
       preset           the preset it came from ("none", "pirate", ...; "custom"; None if given
@@ -125,6 +126,11 @@ class TurnRecord:
     def to_json(self) -> dict:
         """The record as JSON-able data (what the page, `run` and recorded.json hold)."""
         return asdict(self)
+
+    def with_reply(self, reply) -> "TurnRecord":
+        """This record with the reply (a chatlens.protocol.Reply, chatlens.reply.reply_of's) in its
+        reply fields, which are Reply's own."""
+        return replace(self, **{f.name: getattr(reply, f.name) for f in fields(reply)})
 
     @classmethod
     def from_json(cls, data: dict) -> "TurnRecord":

@@ -39,7 +39,7 @@ function fakeApi({ stored = { instruct: true, base: true }, script = null, gate 
       const out = { prompt: PROMPT, max_tokens: args.maxTokens, top_k: args.topK, eos_id: 2 };
       let stopped = false;
       for (const [model, layout] of ORDER) {
-        const cell = { reply_ids: [], reply_tokens: [], reply_text: "", stop_reason: "end_turn", top_k: [[3, 2, 0.6], [4, 1, 0.4]], top_k_tokens: ["x", "y"] };
+        const cell = { reply_ids: [], reply_tokens: [], reply_text: "", stop_reason: "end_turn", top_k: [[[3, 2, 0.6], [4, 1, 0.4]]], top_k_tokens: [["x", "y"]] };
         for (const t of stopped ? [] : plan[model][layout]) {
           await gate();
           if (signal.aborted) {
@@ -87,7 +87,7 @@ test("the view's sentences: why each stopped, the first step's candidates", () =
   assert.match(stopSentence("instruct", { reply_ids: [2], stop_reason: "end_turn" }, 48), /first token was <\|im_end\|>/);
   assert.match(stopSentence("instruct", { reply_ids: [5, 6, 2], stop_reason: "end_turn" }, 48), /after 3 tokens/);
   assert.match(stopSentence("base", { reply_ids: [5], stop_reason: "stopped" }, 48), /Stopped after 1 token,/);
-  const cell = { top_k: [[2, 9.1, 0.7312], [504, 7.2, 0.1]], top_k_tokens: ["<|im_end|>", "The"] };
+  const cell = { top_k: [[[2, 9.1, 0.7312], [504, 7.2, 0.1]]], top_k_tokens: [["<|im_end|>", "The"]] };
   assert.deepEqual(firstStep(cell), [{ id: 2, token: "<|im_end|>", p: 0.7312, percent: percent(0.7312) },
                                      { id: 504, token: "The", p: 0.1, percent: percent(0.1) }]);
   assert.deepEqual(firstStep({ top_k: null }), []);
@@ -98,12 +98,12 @@ test("the lesson's figures beside this copy's: said only for the lesson's text, 
   assert.equal(copy.kind, "copy");
   assert.match(copy.says, /4-bit copy of the weights \(Q4_1\)/);
   const want = LESSON_SHARES.plain;
-  const cell = { reply_ids: [2], stop_reason: "end_turn", top_k: [[2, 9, 0.61], [504, 7, 0.2]], top_k_tokens: [want.token, "The"] };
+  const cell = { reply_ids: [2], stop_reason: "end_turn", top_k: [[[2, 9, 0.61], [504, 7, 0.2]]], top_k_tokens: [[want.token, "The"]] };
   const f = lessonFigure("instruct", "plain", cell, { lesson: true, weights: copy, cap: 48 });
   assert.ok(f.lesson.includes(`${want.percent}%`) && f.lesson.includes(want.token));
   assert.ok(f.here.includes(percent(0.61)) && f.here.includes("first"));
   assert.match(f.differs, /4-bit copy/);
-  const same = { ...cell, top_k: [[2, 9, want.percent / 100], [504, 7, 0.2]] };
+  const same = { ...cell, top_k: [[[2, 9, want.percent / 100], [504, 7, 0.2]]] };
   assert.equal(lessonFigure("instruct", "plain", same, { lesson: true, weights: copy, cap: 48 }).differs, null);
   assert.equal(lessonFigure("instruct", "plain", cell, { lesson: false, weights: copy, cap: 48 }), null);
   // the chat template's figure is the other token's

@@ -201,8 +201,6 @@ def chat(args) -> int:
     session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system)
     print(f"chatlens: {model.name}, window {session.window} tokens, reply limit {session.max_tokens}, "
           f"system prompt: {session.describe_system()}. /help lists the commands.", file=sys.stderr, flush=True)
-    tok = model.tokenizer
-    eos = session.eos_id
     top_k = _top_k(args.top_k)
 
     while True:
@@ -258,18 +256,14 @@ def chat(args) -> int:
                 print(f"chatlens: {e}", file=sys.stderr, flush=True)
             continue
 
-        decoder = tok.incremental_decoder()
-
-        def on_token(i):
-            if i != eos:
-                text = decoder.add(i)
-                if text:
-                    sys.stdout.write(text)
-                    sys.stdout.flush()
+        def on_token(t):  # its text is decoded so no character is split (the end of turn writes none)
+            if t.text:
+                sys.stdout.write(t.text)
+                sys.stdout.flush()
 
         try:
             session.send(line, on_token=on_token, top_k=top_k)
-            sys.stdout.write(decoder.flush() + "\n")
+            sys.stdout.write("\n")
             sys.stdout.flush()
         except ChatlensError as e:  # the window, a bad setting: say so and keep chatting
             print(f"\nchatlens: {e}", file=sys.stderr, flush=True)
@@ -296,17 +290,18 @@ def recorded_comparisons(instruct, base, instruct_label: dict, base_label: dict,
                          prompts=COMPARE_PROMPTS) -> dict:
     """The comparison of each prompt (chatlens.compare at the lab's cap and top-k), labelled with
     which weights produced each side: what site/recorded-compare.json holds."""
-    from ..compare import compare
+    from ..protocol import to_json
+    from .compare import compared
 
+    limits = {"max_tokens": defaults.COMPARE_LIMIT, "top_k": defaults.COMPARE_TOP_K}
     return {
         "about": "The base model beside the instruct model on the same ids, plain text and the chat template, "
                  "recorded with greedy decoding: chatlens.compare's answer for each prompt.",
         "models": {"instruct": instruct_label, "base": base_label},
         "date": day.isoformat(),
-        "max_tokens": defaults.COMPARE_LIMIT,
-        "top_k": defaults.COMPARE_TOP_K,
+        **limits,
         "prompts": list(prompts),
-        "comparisons": [compare(instruct, base, text) for text in prompts],
+        "comparisons": [to_json(compared(instruct, base, text, **limits)) for text in prompts],
     }
 
 

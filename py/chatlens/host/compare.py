@@ -8,10 +8,25 @@ before any weights load.
 import json
 import sys
 
-from ..compare import check_limits, check_same_tokenizer, compare as compare_models
+from .. import defaults
+from ..cache import PromptCache
+from ..compare import MODELS, check_limits, check_same_tokenizer, plan
+from ..jobs import CompareJob
+from ..protocol import to_json
+from ..pull import greedy
 from ..source import load_text_side, resolve_path
 from .fetch import resolve_model
 from .models import open_model
+
+
+def compared(instruct, base, text, *, max_tokens=defaults.COMPARE_LIMIT, top_k=defaults.COMPARE_TOP_K, on_token=None,
+             should_stop=None):
+    """The four replies of two loaded models (chatlens.source.Model), computed here one after
+    another (chatlens.jobs.CompareJob pulled by chatlens.pull.greedy): chatlens.protocol.Compared.
+    on_token(CellToken) as each id is chosen; should_stop() between steps ends them all."""
+    p = plan(instruct, base, text, max_tokens=max_tokens, top_k=top_k)
+    caches = {key: PromptCache(model.backend(p.capacity)) for key, model in zip(MODELS, (instruct, base))}
+    return greedy(CompareJob(p, caches), on_token=on_token, should_stop=should_stop)
 
 
 def compare(args) -> int:
@@ -20,7 +35,7 @@ def compare(args) -> int:
     check_same_tokenizer(load_text_side(instruct_path).tokenizer, load_text_side(base_path).tokenizer)
     instruct = open_model(instruct_path, args.backend)
     base = open_model(base_path, args.backend)
-    out = compare_models(instruct, base, args.text, max_tokens=max_tokens, top_k=top_k)
+    out = to_json(compared(instruct, base, args.text, max_tokens=max_tokens, top_k=top_k))
     out["models"] = {"instruct": str(instruct.path), "base": str(base.path)}
     sys.stdout.write(json.dumps(out) + "\n")
     return 0

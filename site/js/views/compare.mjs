@@ -33,10 +33,12 @@ export function stopSentence(model, cell, limit) {
   return "Still writing…";
 }
 
-/** The first step's best candidates: [{id, token, p, percent}], best first (at most `n`). */
+/** The first step's best candidates: [{id, token, p, percent}], best first (at most `n`). A
+ * cell's top_k holds each step's rows (a Reply's); the first step's say why it starts as it does. */
 export function firstStep(cell, n = TOP_SHOWN) {
-  if (!cell?.top_k?.length) return [];
-  return cell.top_k.slice(0, n).map(([id, , p], i) => ({ id, token: cell.top_k_tokens?.[i] ?? "", p, percent: percent(p) }));
+  const rows = cell?.top_k?.[0];
+  if (!rows?.length) return [];
+  return rows.slice(0, n).map(([id, , p], i) => ({ id, token: cell.top_k_tokens?.[0]?.[i] ?? "", p, percent: percent(p) }));
 }
 
 /**
@@ -68,8 +70,8 @@ export function lessonFigure(model, layout, cell, { lesson: isLesson, weights, c
   if (!cell || !isLesson) return null;
   if (model === "instruct") {
     const want = LESSON_SHARES[LESSON_SIDE[layout]];
-    const at = (cell.top_k_tokens || []).indexOf(want.token);
-    const p = at >= 0 ? cell.top_k[at][2] : null;
+    const at = (cell.top_k_tokens?.[0] || []).indexOf(want.token);
+    const p = at >= 0 ? cell.top_k[0][at][2] : null;
     const first = at === 0;
     const lesson = `The lesson: “${want.token}” first, at ${want.percent}%.`;
     const here = p === null ? `Here: “${want.token}” is not among the candidates shown.`

@@ -39,8 +39,38 @@
  */
 
 /**
- * A chatlens.record.TurnRecord (preview; run and a chat job's done, with its reply: Reply's fields filled).
- * @typedef {object} TurnRecordAnswer
+ * One turn.
+ * @typedef {object} TurnRecord
+ * @property {string} prompt_text as chatlens.record.TurnRecord documents it
+ * @property {Array} prompt_ids as chatlens.record.TurnRecord documents it
+ * @property {Array} prompt_tokens as chatlens.record.TurnRecord documents it
+ * @property {Array} prompt_vocab as chatlens.record.TurnRecord documents it
+ * @property {Array} prompt_bytes as chatlens.record.TurnRecord documents it
+ * @property {Array} special_ids as chatlens.record.TurnRecord documents it
+ * @property {boolean} special_in_text as chatlens.record.TurnRecord documents it
+ * @property {Array} pieces as chatlens.record.TurnRecord documents it
+ * @property {Array} dropped_messages as chatlens.record.TurnRecord documents it
+ * @property {number} window as chatlens.record.TurnRecord documents it
+ * @property {number|null} context as chatlens.record.TurnRecord documents it
+ * @property {number} reserve as chatlens.record.TurnRecord documents it
+ * @property {number} used as chatlens.record.TurnRecord documents it
+ * @property {number} free as chatlens.record.TurnRecord documents it
+ * @property {number} reused_tokens as chatlens.record.TurnRecord documents it
+ * @property {number} computed_tokens as chatlens.record.TurnRecord documents it
+ * @property {string|null} system as chatlens.record.TurnRecord documents it
+ * @property {string|null} preset as chatlens.record.TurnRecord documents it
+ * @property {number} max_tokens as chatlens.record.TurnRecord documents it
+ * @property {string|null} [reply_text=null] as chatlens.record.TurnRecord documents it
+ * @property {Array|null} [reply_ids=null] as chatlens.record.TurnRecord documents it
+ * @property {Array|null} [reply_tokens=null] as chatlens.record.TurnRecord documents it
+ * @property {Array|null} [reply_vocab=null] as chatlens.record.TurnRecord documents it
+ * @property {Array|null} [reply_bytes=null] as chatlens.record.TurnRecord documents it
+ * @property {string|null} [stop_reason=null] as chatlens.record.TurnRecord documents it
+ * @property {object|null} [timings=null] as chatlens.record.TurnRecord documents it
+ * @property {string|null} [backend=null] as chatlens.record.TurnRecord documents it
+ * @property {Array|null} [top_k=null] as chatlens.record.TurnRecord documents it
+ * @property {Array|null} [top_k_tokens=null] as chatlens.record.TurnRecord documents it
+ * @property {Array|null} [top_k_bytes=null] as chatlens.record.TurnRecord documents it
  */
 
 /**
@@ -66,7 +96,7 @@
  */
 
 /**
- * The GPU program: chatlens.gpu.program's plain data.
+ * The GPU program: chatlens.gpu.program's plain data (a dict, the one answer that is not an instance of its class: the program is data the browser's executor reads as it is).
  * @typedef {object} GpuProgramAnswer
  */
 
@@ -94,9 +124,9 @@
  * @property {number} read the prompt read so far: tokens (a reply), characters (a count)
  * @property {number} of all of it, in the same unit
  * @property {number} in_flight runs submitted whose bytes are not given yet
- * @property {object|null} record a chat job's start only: the TurnRecord (chatlens.record) the reply will fill, as a preview answers it, before any step; null otherwise
- * @property {*} done null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation (text), a Prediction (predict), Counted (count), Compared (compare); a stopped count answers {stopped: true}
- * @property {object|null} [prompt=null] a compare job's start only: what both models read (Compared's prompt), before any step; null otherwise
+ * @property {TurnRecord|null} [record=null] a chat job's start only: the TurnRecord the reply will fill, as a preview answers it, before any step; null otherwise
+ * @property {*} [done=null] null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation (text), a Prediction (predict), Counted (count), Compared (compare); Stopped (a count stopped)
+ * @property {ComparePrompt|null} [prompt=null] a compare job's start only: what both models read, before any step; null otherwise
  * @property {string} [model="instruct"] the model whose backend computes the runs (a compare job: the current reply's; its tokens also carry their model and layout)
  * @property {number|null} [cell=null] a compare job: the reply under way (0 to 3, in Compared's order); runs of an earlier one still in flight are not needed; null otherwise
  */
@@ -133,25 +163,26 @@
  */
 
 /**
- * A plain-text continuation (complete, and a text job's done): Tokenized's fields, Reply's fields under CONTINUATION_NAMES, and eos_id.
+ * A plain-text continuation (complete, and a text job's done): the text's tokens (Tokenized's fields), what the model wrote after them (Reply's fields), and eos_id.
  * @typedef {object} Continuation
  * @property {Array} prompt_ids the token ids, in order
  * @property {Array} prompt_tokens each id's token as text
  * @property {Array} prompt_vocab each id's token as the vocabulary writes it
  * @property {Array} prompt_bytes each id's token's bytes, as hex
  * @property {Array} special_ids the distinct special ids among them, sorted
- * @property {Array} ids the ids chosen, the end-of-turn id included when the model wrote it
- * @property {string} text the reply as text, without the end-of-turn token
- * @property {Array} tokens each reply id's token as text (its bytes decoded on their own)
- * @property {Array} vocab each reply id's token as the vocabulary writes it
- * @property {Array} bytes each reply id's token's bytes, as hex
+ * @property {Array} reply_ids the ids chosen, the end-of-turn id included when the model wrote it
+ * @property {string} reply_text the reply as text, without the end-of-turn token
+ * @property {Array} reply_tokens each reply id's token as text (its bytes decoded on their own)
+ * @property {Array} reply_vocab each reply id's token as the vocabulary writes it
+ * @property {Array} reply_bytes each reply id's token's bytes, as hex
  * @property {string} stop_reason "end_turn", "max_tokens" or "stopped"
  * @property {Array|null} top_k rows, one per reply id: the step's K best [id, logit, probability], best first (null unless asked)
  * @property {Array|null} top_k_tokens those candidates' tokens as text
  * @property {Array|null} top_k_bytes those candidates' bytes, as hex
  * @property {number} reused_tokens prompt tokens the cache held already
- * @property {string} backend what computed the reply
- * @property {object} timings prefill_ms, decode_ms, prefill_tok_s, decode_tok_s
+ * @property {number} computed_tokens prompt tokens read now, after the reused ones (fewer than the rest when stopped while the prompt was read)
+ * @property {string|null} backend what computed the reply (null: nothing did, it never started)
+ * @property {object|null} timings prefill_ms, decode_ms, prefill_tok_s, decode_tok_s (null: it never started)
  * @property {number} eos_id the end-of-turn id
  */
 
@@ -278,9 +309,9 @@
  */
 
 /**
- * A compare job's done (chatlens.compare.Plan.answer): the prompt, and the four replies, each {reply_ids, reply_tokens, reply_text, stop_reason, top_k (the first step's rows), top_k_tokens, backend, timings}.
+ * A compare job's done (chatlens.compare.Plan.answer): the prompt, and the four replies, each a Reply (top_k: each step's candidates; a reply a stop kept from starting has no ids, stop_reason "stopped" and no backend).
  * @typedef {object} Compared
- * @property {object} prompt {text, plain_ids, plain_tokens, template_text, template_ids, template_tokens, special_ids}: what both models read
+ * @property {ComparePrompt} prompt what both models read
  * @property {object} instruct {plain, template}: the instruct model's replies
  * @property {object} base {plain, template}: the base model's replies
  * @property {number} max_tokens the cap each reply had
@@ -308,7 +339,7 @@
  */
 
 /**
- * A reply's half of an answer, shared by the turn record (chatlens.record.TurnRecord: these names) and a plain-text continuation (chatlens.complete.continuation: the same data, named without "reply_": ids, text, tokens, vocab, bytes; see CONTINUATION_NAMES).
+ * A reply, as every answer that carries one carries it: built once (chatlens.reply.reply_of) for the turn record (chatlens.record.TurnRecord has these fields), a plain-text continuation and each of the comparison's four.
  * @typedef {object} Reply
  * @property {Array} reply_ids the ids chosen, the end-of-turn id included when the model wrote it
  * @property {string} reply_text the reply as text, without the end-of-turn token
@@ -320,8 +351,21 @@
  * @property {Array|null} top_k_tokens those candidates' tokens as text
  * @property {Array|null} top_k_bytes those candidates' bytes, as hex
  * @property {number} reused_tokens prompt tokens the cache held already
- * @property {string} backend what computed the reply
- * @property {object} timings prefill_ms, decode_ms, prefill_tok_s, decode_tok_s
+ * @property {number} computed_tokens prompt tokens read now, after the reused ones (fewer than the rest when stopped while the prompt was read)
+ * @property {string|null} backend what computed the reply (null: nothing did, it never started)
+ * @property {object|null} timings prefill_ms, decode_ms, prefill_tok_s, decode_tok_s (null: it never started)
+ */
+
+/**
+ * What both models of a comparison read (chatlens.compare.prompts).
+ * @typedef {object} ComparePrompt
+ * @property {string} text the message
+ * @property {Array} plain_ids the message's ids as plain text, nothing added
+ * @property {Array} plain_tokens their tokens as text
+ * @property {string} template_text the message inside the instruct model's chat template, as text
+ * @property {Array} template_ids its ids
+ * @property {Array} template_tokens their tokens as text
+ * @property {Array} special_ids the distinct special ids in either, sorted
  */
 
 /**
@@ -336,10 +380,10 @@
 /**
  * A compare job's token: a Token's fields, and the reply it belongs to.
  * @typedef {object} CellToken
- * @property {number} id as Token's
- * @property {string} text as Token's
- * @property {string} token as Token's
- * @property {string} bytes as Token's
+ * @property {number} id the token id (-1: no id, only text ending a character the last ids left split)
+ * @property {string} text what it adds to the reply, decoded incrementally so no character is ever split
+ * @property {string} token the id's token as text, as the record's reply_tokens writes it
+ * @property {string} bytes its bytes, as hex, as reply_bytes writes them
  * @property {string} model instruct or base
  * @property {string} layout plain or template
  */
@@ -349,9 +393,15 @@
  * @typedef {object} GpuRun
  * @property {Array} sequences the program's sequences to dispatch, in order
  * @property {Array} params the step buffer's u32 words
- * @property {*} readback what the run reads back, or null
+ * @property {string|null} readback what the run reads back, or null
  * @property {number} tokens the number of ids it feeds
  * @property {boolean} chooses whether it ends with an id chosen
+ */
+
+/**
+ * A job's done when it was stopped before it had an answer of its own (a count).
+ * @typedef {object} Stopped
+ * @property {boolean} [stopped=true] true
  */
 
 /**
@@ -419,14 +469,14 @@
 export const REQUESTS = {
   load: { args: "Load", answers: "Loaded" },
   load_base: { args: "LoadBase", answers: "Loaded" },
-  preview: { args: "Turn", answers: "TurnRecordAnswer" },
+  preview: { args: "Turn", answers: "TurnRecord" },
   use_numpy: { args: "UseNumpy", answers: "BackendInfo" },
   gpu_program: { args: "GpuProgram", answers: "GpuProgramAnswer" },
   use_gpu: { args: "UseGpu", answers: "BackendInfo" },
   start: { args: "Start", answers: "PullAnswer" },
   step: { args: "Step", answers: "PullAnswer" },
   stop: { args: "Empty", answers: "PullAnswer" },
-  run: { args: "Turn", answers: "TurnRecordAnswer" },
+  run: { args: "Turn", answers: "TurnRecord" },
   predict: { args: "Turn", answers: "Prediction" },
   complete: { args: "Text", answers: "Continuation" },
   tokenize: { args: "Tokenize", answers: "Tokenized" },
@@ -435,9 +485,6 @@ export const REQUESTS = {
   lab_source: { args: "Empty", answers: "LabSource" },
   run_python: { args: "RunPython", answers: "PythonRun" },
 };
-
-/** start's kinds: the arguments each takes. */
-export const KINDS = {"chat": "Turn", "text": "Text", "predict": "Turn", "count": "Turn", "compare": "Compare"};
 
 /** The page<->worker messages, by type: requests (page -> worker: [args, answer]), signals
  * (page -> worker, never answered), events (worker -> page) and the answer envelope. */
@@ -448,8 +495,8 @@ export const MESSAGES = {
     attach_base: { args: "AttachBase", answers: "ModelInfo" },
     compare: { args: "Compare", answers: "Compared" },
     debug: { args: "Empty", answers: "DebugInfo" },
-    preview: { args: "Turn", answers: "TurnRecordAnswer" },
-    run: { args: "Turn", answers: "TurnRecordAnswer" },
+    preview: { args: "Turn", answers: "TurnRecord" },
+    run: { args: "Turn", answers: "TurnRecord" },
     predict: { args: "Turn", answers: "Prediction" },
     complete: { args: "Text", answers: "Continuation" },
     count: { args: "Turn", answers: "Counted" },
@@ -470,7 +517,7 @@ export const FIELDS = {
   Loaded: ["eos_token", "n_ctx", "vocab_size", "source"],
   LoadBase: ["path"],
   Turn: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k"],
-  TurnRecordAnswer: [],
+  TurnRecord: ["prompt_text", "prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "special_in_text", "pieces", "dropped_messages", "window", "context", "reserve", "used", "free", "reused_tokens", "computed_tokens", "system", "preset", "max_tokens", "reply_text", "reply_ids", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "timings", "backend", "top_k", "top_k_tokens", "top_k_bytes"],
   UseNumpy: ["model"],
   BackendInfo: ["backend", "n_ctx"],
   GpuProgram: ["n_ctx", "features", "limits", "model"],
@@ -482,7 +529,7 @@ export const FIELDS = {
   Empty: [],
   Prediction: ["top_k", "top_k_tokens", "top_k_bytes", "used", "reused_tokens", "backend"],
   Text: ["text", "max_tokens", "top_k"],
-  Continuation: ["prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "ids", "text", "tokens", "vocab", "bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "backend", "timings", "eos_id"],
+  Continuation: ["prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "reply_ids", "reply_text", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "computed_tokens", "backend", "timings", "eos_id"],
   Tokenize: ["text"],
   Tokenized: ["prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids"],
   Render: ["messages", "template", "tools", "documents", "add_generation_prompt", "continue_final_message", "variables", "assistant_mask"],
@@ -499,10 +546,12 @@ export const FIELDS = {
   Compared: ["prompt", "instruct", "base", "max_tokens", "top_k", "eos_id"],
   DebugInfo: ["wasm_heap", "last_reply"],
   Counted: ["needed", "window", "reserve", "at_least", "pieces", "message", "context"],
-  Reply: ["reply_ids", "reply_text", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "backend", "timings"],
+  Reply: ["reply_ids", "reply_text", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "computed_tokens", "backend", "timings"],
+  ComparePrompt: ["text", "plain_ids", "plain_tokens", "template_text", "template_ids", "template_tokens", "special_ids"],
   Token: ["id", "text", "token", "bytes"],
   CellToken: ["id", "text", "token", "bytes", "model", "layout"],
   GpuRun: ["sequences", "params", "readback", "tokens", "chooses"],
+  Stopped: ["stopped"],
   StopSignal: ["id"],
   StatusEvent: ["state", "detail"],
   ModelEvent: ["model"],

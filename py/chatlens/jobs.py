@@ -1,0 +1,346 @@
+"""The jobs a host pulls: one class for each kind of request that computes, one interface for all.
+
+A job holds, from its start, everything it needs (the tokenizer, the cache over the model's
+backend, the prompt), and is pulled:
+
+    pull(raw=None, ms=STEP_MS)  the next step: computed here (NumPy; natively on a GPU, a run
+                                submitted and waited for), or, given `raw`, the bytes the oldest
+                                GPU run in flight read back (the browser's worker submitted it:
+                                Python never waits for the GPU). Returns the Tokens it chose.
+    answer(tokens, depth)       where the job is, as the page's worker is answered
+                                (protocol.PullAnswer): those tokens, the GPU runs to submit now,
+                                the prompt read so far, and `result` once done
+    stop()                      end it between two pulls ("stopped": a reply keeps what it wrote)
+    done, result                whether it has ended, and its answer: a TurnRecord (chat), a
+                                Continuation (text), a Prediction (predict), Compared (compare),
+                                Counted or Stopped (count)
+
+Who pulls: the page's worker (chatlens.worker) starts one from its request's kind (KINDS; each
+class's `start` takes what it needs from the worker, the `host`) and answers each pull; the
+command line and the tests construct one and pull it to its end with chatlens.pull.greedy, the
+one synchronous driver. A reply is chatlens.pull.Pull over the cache (what the cache holds of
+the prompt is reused), its text decoded as it streams, and built once when it ends
+(chatlens.reply.reply_of).
+"""
+
+import time
+from dataclasses import asdict
+
+from . import defaults, protocol
+from .errors import ChatlensError
+from .protocol import CellToken, GpuRun, Prediction, PullAnswer, Stopped, Token
+from .pull import Pull
+from .record import candidate_bytes, candidate_tokens
+from .reply import reply_of
+
+STEP_MS = protocol.Step().ms  # a count's step counts this long before it answers
+
+
+def checked_top_k(k, default) -> int:
+    """A request's top_k (None: `default`), or ChatlensError: 0 (none) or more candidates."""
+    k = default if k is None else int(k)
+    if k < 0:
+        raise ChatlensError(f"top_k must be 0 (none) or more candidates, not {k}")
+    return k
+
+
+class Writing:
+    """One greedy reply being written over `cache` (a chatlens.cache.PromptCache): what the cache
+    holds of `prompt_ids` is reused, the rest is read `chunk` ids a pull (0: the backend's own),
+    then ids are chosen until `reading`'s end of turn (reading: its tokenizer and eos_id) or
+    max_tokens. Each pull's ids come back as Tokens, their text decoded so no character is ever
+    split; `reply` is built once it has ended."""
+
+    def __init__(self, reading, cache, prompt_ids, *, max_tokens, top_k=0, depth=defaults.IN_FLIGHT, chunk=0):
+        self.tokenizer, self.eos_id, self.top_k = reading.tokenizer, reading.eos_id, top_k
+        self.cache = cache
+        self.reused = cache.reusable(prompt_ids)
+        cache.truncate(self.reused)
+        # A GPU step reads the program's own chunk: a smaller one only adds steps.
+        self.loop = Pull(cache, prompt_ids[self.reused:], eos_id=self.eos_id, max_new_tokens=max_tokens,
+                         top_k=top_k, depth=depth, chunk=0 if cache.planned else chunk)
+        self.decoder = self.tokenizer.incremental_decoder()
+        self._reply = None
+
+    @property
+    def done(self) -> bool:
+        return self.loop.done
+
+    @property
+    def started(self) -> bool:
+        """Whether the model has read any of the prompt yet (a step's result given)."""
+        return self.loop.prompt_read > 0 or self.loop.chosen > 0
+
+    def pull(self, raw=None) -> list:
+        """The next step (on the GPU in the browser: the oldest run's bytes); the Tokens it chose,
+        and once the reply has ended the text its last ids left unfinished (id -1)."""
+        p = self.loop
+        if p.planned and raw is None and p.in_flight:
+            raise ChatlensError("a GPU reply's step needs the bytes its oldest run read back")
+        chosen = p.give(bytes(raw)) if raw is not None else p.pull()
+        tok = self.tokenizer
+        out = [Token(id=c.id, text="" if c.id == self.eos_id else self.decoder.add(c.id), token=tok.token_text(c.id),
+                     bytes=tok.token_bytes(c.id).hex()) for c in chosen]
+        if p.done:
+            tail = self.decoder.flush()
+            if tail:  # the end of a character the last ids left incomplete
+                out.append(Token(id=-1, text=tail, token="", bytes=""))
+        return out
+
+    def stop(self):
+        self.loop.stop()
+
+    def runs(self, depth=None) -> list:
+        """The GPU runs to submit now (none once done, or on a backend that computes itself)."""
+        p = self.loop
+        return [GpuRun(**r.to_json()) for r in p.runs(depth)] if p.planned and not p.done else []
+
+    def progress(self) -> dict:
+        p = self.loop
+        return {"read": p.prompt_read, "of": p.prompt_tokens, "in_flight": p.in_flight}
+
+    @property
+    def reply(self):
+        """The reply (protocol.Reply), once it has ended."""
+        if self._reply is None and self.done:
+            self._reply = reply_of(self.tokenizer, self.eos_id, self.loop.generation, reused=self.reused,
+                                   backend=self.cache.backend.name, top_k=self.top_k)
+        return self._reply
+
+
+class _OneReply:
+    """A job that is one reply (chat, text, predict): pulled, answered and stopped as its reply;
+    its result built once, when the reply has ended (`_result_of`)."""
+
+    writing: Writing
+    _result = None
+
+    @property
+    def done(self) -> bool:
+        return self.writing.done
+
+    @property
+    def result(self):
+        if self._result is None and self.done:
+            self._result = self._result_of(self.writing)
+        return self._result
+
+    def pull(self, raw=None, ms=STEP_MS) -> list:
+        return self.writing.pull(raw)
+
+    def stop(self):
+        self.writing.stop()
+
+    def answer(self, tokens, depth=None) -> PullAnswer:
+        w = self.writing
+        return PullAnswer(tokens=tokens, runs=w.runs(depth), **w.progress(), record=self._first(),
+                          done=self.result if w.done else None)
+
+    def _first(self):
+        return None
+
+
+class ChatJob(_OneReply):
+    """A chat turn's reply: `record` (chatlens.chat.preview's, what the model reads) completed with
+    it. The first answer carries the record as it stands before the reply, so a page draws what
+    the model reads before the first token."""
+
+    def __init__(self, reading, cache, record, *, top_k=0, depth=defaults.IN_FLIGHT, chunk=0):
+        self.record, self.shown = record, False
+        self.writing = Writing(reading, cache, record.prompt_ids, max_tokens=record.max_tokens, top_k=top_k,
+                               depth=depth, chunk=chunk)
+
+    @classmethod
+    def start(cls, host, turn, *, depth, chunk):
+        record = host.record_of(turn)
+        cache = host.cache_for(record.window, f"a window of {record.window} tokens")
+        return cls(host.text, cache, record, top_k=checked_top_k(turn.top_k, 0), depth=depth, chunk=chunk)
+
+    def _result_of(self, w):
+        return self.record.with_reply(w.reply)
+
+    def _first(self):
+        if self.shown:
+            return None
+        self.shown = True
+        return self.record
+
+
+class TextJob(_OneReply):
+    """Plain text continued with no template (chatlens.complete): a Continuation."""
+
+    def __init__(self, reading, cache, text, *, max_tokens, top_k=0, depth=defaults.IN_FLIGHT, chunk=0):
+        from .complete import prepared
+
+        self.text = prepared(reading.tokenizer, text, max_tokens, cache.capacity)
+        self.writing = Writing(reading, cache, self.text.prompt_ids, max_tokens=max_tokens, top_k=top_k, depth=depth,
+                               chunk=chunk)
+
+    @classmethod
+    def start(cls, host, request, *, depth, chunk):
+        n = len(host.text.tokenizer.encode(request.text)) + request.max_tokens
+        cache = host.cache_for(n, f"the text and {request.max_tokens} new tokens ({n} tokens)")
+        return cls(host.text, cache, request.text, max_tokens=request.max_tokens,
+                   top_k=checked_top_k(request.top_k, 0), depth=depth, chunk=chunk)
+
+    def _result_of(self, w):
+        from .complete import continuation
+
+        return continuation(self.text, w.reply, w.eos_id)
+
+
+class PredictJob(_OneReply):
+    """A draft's likely first tokens: one step of its reply, with the first step's candidates. A
+    look-ahead: once done the cache is truncated back to what it reused, so the reuse a preview
+    and a send report stays."""
+
+    def __init__(self, reading, cache, record, *, top_k=defaults.TOP_K, depth=defaults.IN_FLIGHT, chunk=0):
+        self.record = record
+        self.writing = Writing(reading, cache, record.prompt_ids, max_tokens=1, top_k=top_k, depth=depth,
+                               chunk=chunk)
+
+    @classmethod
+    def start(cls, host, turn, *, depth, chunk):
+        record = host.record_of(turn)
+        cache = host.cache_for(record.window, f"a window of {record.window} tokens")
+        k = checked_top_k(turn.top_k, defaults.TOP_K) or defaults.TOP_K
+        return cls(host.text, cache, record, top_k=k, depth=depth, chunk=chunk)
+
+    def _result_of(self, w):
+        w.cache.truncate(w.reused)
+        best = w.loop.generation.top_k[0] if w.loop.generation.top_k else []
+        tok = w.tokenizer
+        return Prediction(top_k=best, top_k_tokens=candidate_tokens(tok, [best])[0] if best else [],
+                          top_k_bytes=candidate_bytes(tok, [best])[0] if best else [], used=self.record.used,
+                          reused_tokens=w.reused, backend=w.cache.backend.name)
+
+
+class CompareJob:
+    """The comparison's four replies (chatlens.compare.plan), in the plan's order, each from an
+    empty cache over its model's backend (`caches`: model key -> PromptCache), every one read with
+    the instruct model's tokenizer and stopped at its end of turn. Tokens are CellTokens; each
+    answer names the model whose runs it plans and the reply under way (`cell`). A stop ends the
+    reply under way and every one after it."""
+
+    def __init__(self, plan, caches, *, depth=defaults.IN_FLIGHT, chunk=0):
+        self.plan, self.caches, self.depth, self.chunk = plan, caches, depth, chunk
+        self.replies = {}  # (model key, layout) -> Reply, as each ends
+        self.stopped = False
+        self.at = -1  # the reply under way, in the plan's order
+        self.writing = None
+        self.prompt_shown = False
+        self._next()
+
+    @classmethod
+    def start(cls, host, request, *, depth, chunk):
+        from .compare import plan
+
+        if host.base_text is None:
+            raise ChatlensError("the comparison needs the base model, which is not loaded: download it first")
+        missing = [m for m in protocol.MODELS if not host.has_weights(m)]
+        if missing:
+            raise ChatlensError(f"the comparison needs the {' and the '.join(missing)} model's weights, which are not "
+                                "loaded yet")
+        p = plan(host.text, host.base_text, request.text, max_tokens=request.max_tokens, top_k=request.top_k)
+        caches = {m: host.cache_for(p.capacity, f"the comparison's {p.capacity} tokens", m) for m in protocol.MODELS}
+        return cls(p, caches, depth=depth, chunk=chunk)
+
+    def _next(self):
+        self.at += 1
+        if self.stopped or self.at >= len(self.plan.replies):
+            self.writing = None
+            return
+        key, _, ids = self.plan.replies[self.at]
+        cache = self.caches[key]
+        cache.reset()  # from nothing, as `complete` and `run` read each prompt
+        p = self.plan
+        self.writing = Writing(p, cache, list(ids), max_tokens=p.max_tokens, top_k=p.top_k, depth=self.depth,
+                               chunk=self.chunk)
+
+    @property
+    def done(self) -> bool:
+        return self.writing is None
+
+    @property
+    def key(self):
+        """(model key, layout) of the reply under way (the last one's once done)."""
+        return self.plan.replies[min(self.at, len(self.plan.replies) - 1)][:2]
+
+    def pull(self, raw=None, ms=STEP_MS) -> list:
+        key, layout = self.key
+        tokens = [CellToken(**asdict(t), model=key, layout=layout) for t in self.writing.pull(raw)]
+        if self.writing.done:  # this reply has ended: the next starts in the same answer
+            self.replies[key, layout] = self.writing.reply
+            self._next()
+        return tokens
+
+    def stop(self):
+        self.stopped = True
+        if self.writing is not None:
+            self.writing.stop()
+            if self.writing.started:  # else it never started: Plan.answer says so
+                self.replies[self.key] = self.writing.reply
+            self.writing = None
+
+    @property
+    def result(self):
+        return self.plan.answer(self.replies) if self.done else None
+
+    def answer(self, tokens, depth=None) -> PullAnswer:
+        w = self.writing
+        prompt = None if self.prompt_shown else self.plan.prompt
+        self.prompt_shown = True
+        progress = w.progress() if w else {"read": 0, "of": 0, "in_flight": 0}
+        return PullAnswer(tokens=tokens, runs=w.runs(depth) if w else [], **progress, done=self.result,
+                          prompt=prompt, model=self.key[0], cell=min(self.at, len(self.plan.replies) - 1))
+
+
+class CountJob:
+    """The exact count of what a turn's system prompt and new message need (chatlens.window.counting:
+    the figures a preview's bound could only put a floor under), a time-sliced step at a time: each
+    pull counts for at most `ms`, so the page's other requests wait about that long at most."""
+
+    def __init__(self, steps, context):
+        self.steps, self.context = steps, context
+        self.at = next(steps)  # (characters read, of all): nothing is counted yet
+        self.result = None
+
+    @classmethod
+    def start(cls, host, turn, *, depth, chunk):
+        job = cls(host.counting(turn), host.text.config.n_ctx)
+        job.pull()  # a short count is done in its start's answer
+        return job
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None
+
+    def pull(self, raw=None, ms=STEP_MS) -> list:
+        deadline = time.perf_counter() + ms / 1000
+        try:
+            while True:
+                self.at = next(self.steps)
+                if time.perf_counter() >= deadline:
+                    break
+        except StopIteration as end:
+            self.at = (self.at[1], self.at[1])
+            self.result = protocol.Counted(**end.value, context=self.context)
+        return []
+
+    def stop(self):
+        self.steps.close()
+        self.result = Stopped()
+
+    def answer(self, tokens, depth=None) -> PullAnswer:
+        read, of = self.at
+        return PullAnswer(tokens=[], runs=[], read=read, of=of, in_flight=0, done=self.result)
+
+
+# start's kinds: the arguments each takes (protocol's types) and the job it starts.
+KINDS = {
+    "chat": (protocol.Turn, ChatJob),
+    "text": (protocol.Text, TextJob),
+    "predict": (protocol.Turn, PredictJob),
+    "count": (protocol.Turn, CountJob),
+    "compare": (protocol.Compare, CompareJob),
+}
