@@ -97,7 +97,7 @@ export function continuePlain(page) {
   if (page.state.writing) return;
   return runSide(page, "plain",
     (options) => api.complete({ text: $("plain-text").value, topK: api.settings.top_k, maxTokens: maxTokens() }, options),
-    (out) => ({ result: out }));
+    (out) => ({ result: { ...out, ids: out.reply_ids, tokens: out.reply_tokens, bytes: out.reply_bytes, text: out.reply_text } }));
 }
 
 /** The same words the other way: one user message through the template (the nav's system
