@@ -70,11 +70,6 @@ def normalize(preset, custom=None) -> tuple:
     return name, None
 
 
-def check(preset, custom=None):
-    """Raise ChatlensError unless (preset, custom) names a system prompt (see normalize)."""
-    normalize(preset, custom)
-
-
 def system_for(preset, custom=None, clock=None):
     """The system prompt for a preset name, taken now.
 
