@@ -13,9 +13,6 @@ from pathlib import Path
 from .config import ModelConfig
 from .errors import ModelFormatError, TemplateError
 
-HF_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")
-
-
 @dataclass
 class TextSide:
     tokenizer: object
