@@ -1,0 +1,323 @@
+"""An inspection: where one token looked, and how the choice after it formed through the layers.
+
+For `ids` (a prompt and the reply so far) and a query `position` P, with the cache holding
+ids[:P] (reused, never recomputed; a part it lacks is prefilled as any prompt is), ids[P] is fed
+as one more token, and what the model did with it is kept: `Inspection`. Afterwards the cache
+holds exactly ids[:P + 1]: the inspected token's keys and values are cached as any step's are.
+
+Issue 34's step S (the step that chose reply id S) is the query at P = len(prompt_ids) + S - 1
+(`step_position`), and its `chosen_id` is reply id S (up to a near-tie, see Inspection).
+
+Who computes it (one job for both, `Inspecting`):
+- NumPy: model.NumpyBackend.inspect runs the forward pass for the token keeping each layer's
+  attention weights and each block's output; the logit lens is computed here (`numpy_lens`).
+- the GPU program: gpu.WebGPUBackend.plan_inspect makes one run ("inspect" then "lens" sequences)
+  that writes the attention weights, keeps each block's output and runs the lens on the GPU;
+  read_inspect reads its one readback (the lens as K (id, logit) pairs and a normalizer a layer).
+
+API (all ids and positions are ints; the cache is a chatlens.cache.PromptCache):
+    inspect(cache, ids, position, top_k=TOP_K) -> Inspection
+        computed where it is called: NumPy, or natively on a GPU (each run submitted and waited for)
+    Inspecting(cache, ids, position, top_k=TOP_K)
+        the same as a job a host pulls, as chatlens.pull.Pull is pulled (chatlens.pull.greedy
+        drives it to its end): pull() computes the next step here; on a planned GPU whose host
+        submits the runs itself (the browser's worker), runs(depth) gives the runs to submit now
+        (chatlens.gpu.Run, to_json() as a reply's) and give(raw) takes the bytes the oldest one
+        read back. done, result (the Inspection; None once stopped or failed), stop(), in_flight,
+        prompt_read / prompt_tokens (the prefill's progress) as Pull's. A step that raises ends
+        the job and empties the cache (what the backend holds is then unknown).
+    step_position(prompt_len, reply_len, step) -> int
+    mean_weights(attention, layer=None) -> [float]
+    by_piece(attention, pieces, *, layer=None, skip_first=False) -> [{kind, label, start, end, share}]
+    top_positions(attention, n=10, *, layer=None, skip_first=False) -> [[position, weight], ...]
+
+Bad input (a position outside ids, an id outside the vocabulary, a lens of no candidates or more
+than LENS_TOP_K_MAX, a position past the cache's capacity) is a ChatlensError, raised before the
+cache is touched. Pure Python but for numpy_lens (NumPy imported there): the browser's GPU path
+imports this module without NumPy.
+"""
+
+import math
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+from .errors import ChatlensError
+
+TOP_K = 5  # the lens's candidates a layer, by default (issue 34 shows the top 5)
+LENS_TOP_K_MAX = 64  # the most a layer lists: what the GPU's top-k holds (gpu/program.py TOP_K_MAX)
+
+
+@dataclass
+class Inspection:
+    """One position inspected: what the query token there read, and what each layer would choose.
+
+    Layers and heads are 0-based here and in every list below (the model's layers 0..n_layers-1;
+    query heads 0..n_heads-1, head h reading KV head h // (n_heads / n_kv_heads) as the model's
+    grouped-query attention does). A page that labels them from 1 adds 1.
+
+      position    P: where the query sits; ids[:P] were cached before it, ids[P] was fed
+      query_id    ids[P], the token whose step this is
+      chosen_id   the argmax of the last layer's logits (the lowest id among equal maxima): the id
+                  greedy decoding writes after ids[P]. NumPy takes it from the head's own logits,
+                  the GPU from the head's own matvec on the same values, so it is the id the
+                  reply chose at this step on the same backend
+      attention   attention[layer][head]: the query's softmax weights over positions 0..P (P + 1
+                  floats, summing to 1): where that head of that layer read from
+      lens        lens[layer]: the logit lens of the residual stream after block `layer` (the
+                  final RMSNorm and the output layer applied to it, softmax over the whole
+                  vocabulary): the top K as [id, probability], best first, equal logits by lower
+                  id. The last layer's is the step's own distribution ("why this token"), its
+                  first id chosen_id
+    """
+    position: int
+    query_id: int
+    chosen_id: int
+    attention: list
+    lens: list
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def step_position(prompt_len: int, reply_len: int, step: int) -> int:
+    """The query position of issue 34's step `step`, the step that chose reply id `step` (or, at
+    step == reply_len, the step after the reply so far, the next id's): len(prompt) + step - 1."""
+    prompt_len, reply_len, step = int(prompt_len), int(reply_len), int(step)
+    if prompt_len < 1:
+        raise ChatlensError("an inspection needs a prompt of at least one token")
+    if not 0 <= step <= reply_len:
+        raise ChatlensError(f"step {step} is out of range: the reply has {reply_len} tokens, so steps 0 to {reply_len}")
+    return prompt_len + step - 1
+
+
+def inspect(cache, ids, position: int, top_k: int = TOP_K) -> Inspection:
+    """Inspect ids[position] over `cache` (a PromptCache holding any prefix of ids, or none), computed
+    here: NumPy, or a GPU whose runs this host submits (native wgpu). Afterwards the cache holds
+    ids[:position + 1]."""
+    job = Inspecting(cache, ids, position, top_k)
+    while not job.done:
+        job.pull()
+    return job.result
+
+
+class Inspecting:
+    """One inspection as a job: the ids the cache lacks before the position are prefilled (a
+    chunk a pull, choosing nothing), then the inspected token's step. See the module's docstring."""
+
+    def __init__(self, cache, ids, position: int, top_k: int = TOP_K):
+        backend = cache.backend
+        ids, position, top_k = _checked(backend, cache.capacity, ids, position, top_k)
+        self.cache, self.backend = cache, backend
+        self.position, self.query_id, self.top_k = position, ids[position], top_k
+        self.planned = bool(getattr(cache, "planned", False))
+        self.reused = _common_prefix(cache.ids, ids[:position])
+        cache.truncate(self.reused)
+        chunk = int(getattr(cache, "chunk", 0) or 0) or max(position - self.reused, 1)
+        self._todo = deque(ids[at:min(at + chunk, position)] for at in range(self.reused, position, chunk))
+        self.prompt_tokens = position - self.reused  # ids prefilled before the inspected one
+        self.prompt_read = 0
+        self._flight = deque()  # (run, ids it feeds, or None for the inspect run), submitted, not given
+        self.result = None  # the Inspection, once done
+        self.stopped = self.failed = False
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None or self.stopped or self.failed
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._flight)
+
+    # -- a host that runs planned steps (the browser's worker) -----------------------------------
+    def runs(self, depth: int | None = None) -> list:
+        """The GPU runs to submit now, in order: the next one when none is in flight (a prefill
+        chunk or the inspect run; depth is Pull's, and one at a time is enough here)."""
+        if self.done or self._flight or not self.planned:
+            return []
+        with self._failing():
+            if self._todo:
+                ids = list(self._todo[0])
+                self._flight.append((self.cache.plan(ids, 0, chooses=False), ids))
+            else:
+                self._flight.append((self.backend.plan_inspect(self.query_id, self.top_k), None))
+        return [self._flight[-1][0]]
+
+    def give(self, raw) -> list:
+        """The bytes the oldest run in flight read back (b"" for a prefill chunk). Returns [] (an
+        inspection chooses no reply ids)."""
+        if self.done:
+            return []
+        if not self._flight:
+            raise ChatlensError("no run is in flight: submit runs() first")
+        run, ids = self._flight.popleft()
+        with self._failing():
+            if ids is not None:
+                self.cache.read(run, bytes(raw), ids)
+                self._fed()
+                return []
+            attention, lens = self.backend.read_inspect(run, bytes(raw))
+            self.cache.ids.append(self.query_id)  # what the backend now holds (PromptCache's invariant)
+            self.result = Inspection(self.position, self.query_id, lens[-1][0][0][0], attention,
+                                     [[[int(i), math.exp(logit - log_z)] for i, logit in pairs] for pairs, log_z in lens])
+        return []
+
+    # -- the synchronous driver's step ------------------------------------------------------------
+    def pull(self) -> list:
+        """Compute (or, planned, submit and collect) the next step here. Returns []."""
+        if self.done:
+            return []
+        if self.planned:
+            runs = self.runs()
+            if not runs:
+                raise ChatlensError("a run of this inspection is in flight: give its bytes first")
+            with self._failing():
+                raw = self.cache.collect(self.cache.submit(runs[0]))
+            return self.give(raw)
+        with self._failing():
+            if self._todo:
+                self.cache.prefill(self._todo[0])
+                self._fed()
+                return []
+            attention, blocks = self.backend.inspect(self.query_id)
+            self.cache.ids.append(self.query_id)  # what the backend now holds (PromptCache's invariant)
+            lens = numpy_lens(self.backend, blocks, self.top_k)
+            self.result = Inspection(self.position, self.query_id, lens[-1][0][0], attention.tolist(), lens)
+        return []
+
+    def stop(self):
+        """End it between two pulls, with no result: what was planned and not given is undone, so
+        the cache holds exactly the ids it has read."""
+        if self.done:
+            return
+        self.stopped = True
+        if self._flight:
+            self._flight.clear()
+            self.cache.truncate(len(self.cache.ids))
+
+    def _fed(self):
+        self.prompt_read += len(self._todo.popleft())
+
+    @contextmanager
+    def _failing(self):
+        """A step that fails ends the job (done, no result), and since what the backend then
+        holds is unknown, the cache empties (PromptCache's own rule for its calls)."""
+        try:
+            yield
+        except BaseException:
+            self._flight.clear()
+            self.failed = True
+            self.cache.reset()
+            raise
+
+
+def numpy_lens(backend, blocks, top_k: int) -> list:
+    """The logit lens of a NumpyBackend's block outputs `blocks` (layers, dim): for each layer,
+    softmax(lm_head @ rms_norm(block)) over the vocabulary, its top_k as [id, probability], best
+    first (chatlens.backend's tie rule). The last layer's logits are the head's own
+    (backend.logits, set by its inspect step), so its best id is the step's chosen id exactly."""
+    import numpy as np
+
+    from .backend import log_z_of, top_k_of
+    from .model import rms_norm
+
+    cfg = backend.cfg
+    h = rms_norm(blocks[:-1], backend.final_norm, cfg.norm_eps)  # (layers - 1, dim)
+    rows = list(backend.products.linear(h, backend.lm_head)) + [np.asarray(backend.logits)]  # (layers, vocab)
+    out = []
+    for logits in rows:
+        log_z = log_z_of(logits)
+        out.append([[i, math.exp(logit - log_z)] for i, logit in _top_k(logits, top_k, top_k_of)])
+    return out
+
+
+def _top_k(logits, k, top_k_of):
+    """top_k_of on the few candidates that can be in it (all logits at least the k-th largest:
+    ties at the edge included, so the tie rule is top_k_of's), not a sort of the vocabulary."""
+    import numpy as np
+
+    if k >= logits.shape[-1]:
+        return top_k_of(logits, k)
+    edge = np.partition(logits, -k)[-k]
+    few = np.flatnonzero(logits >= edge)
+    return tuple((int(few[i]), logit) for i, logit in top_k_of(logits[few], k))
+
+
+def mean_weights(attention, layer: int | None = None) -> list:
+    """Each position's attention weight, averaged over the heads of every layer (layer None) or
+    of one layer: what a view tints each token by."""
+    layers = attention if layer is None else [attention[_layer(attention, layer)]]
+    rows = [row for heads in layers for row in heads]
+    n = len(rows[0])
+    return [math.fsum(row[j] for row in rows) / len(rows) for j in range(n)]
+
+
+def by_piece(attention, pieces, *, layer: int | None = None, skip_first: bool = False) -> list:
+    """The mean weights (mean_weights) summed over each piece of the turn record's prompt
+    (record.TurnRecord.pieces: kind, label, start, end), then the reply so far (kind "reply",
+    positions from the prompt's end up to the query's own) when the query lies past the prompt:
+    [{kind, label, start, end, share}], in order. skip_first: position 0 (the first token, where
+    most heads park their attention) left out and the shares taken of the rest, so they still sum
+    to 1 (its piece's `start` stays as the record has it)."""
+    weights = mean_weights(attention, layer)
+    n = len(weights)
+    spans = [{"kind": p["kind"], "label": p["label"], "start": int(p["start"]), "end": min(int(p["end"]), n)}
+             for p in pieces if int(p["start"]) < n]
+    prompt_end = max((int(p["end"]) for p in pieces), default=0)
+    if n > prompt_end:
+        spans.append({"kind": "reply", "label": "reply so far", "start": prompt_end, "end": n})
+    first = 1 if skip_first else 0
+    total = math.fsum(weights[first:]) or 1.0
+    return [{**s, "share": math.fsum(weights[max(s["start"], first):s["end"]]) / total} for s in spans]
+
+
+def top_positions(attention, n: int = 10, *, layer: int | None = None, skip_first: bool = False) -> list:
+    """The n positions with the most mean weight (mean_weights), as [position, weight], most
+    first (equal weights by lower position); skip_first leaves position 0 out."""
+    weights = mean_weights(attention, layer)
+    first = 1 if skip_first else 0
+    order = sorted(range(first, len(weights)), key=lambda j: (-weights[j], j))
+    return [[j, weights[j]] for j in order[:max(int(n), 0)]]
+
+
+def _layer(attention, layer) -> int:
+    layer = int(layer)
+    if not 0 <= layer < len(attention):
+        raise ChatlensError(f"layer {layer} is out of range: the model has layers 0 to {len(attention) - 1}")
+    return layer
+
+
+def _common_prefix(a, b) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _vocab(backend) -> int:
+    vocab = getattr(backend, "vocab", None)
+    return int(vocab if vocab is not None else backend.cfg.vocab_size)
+
+
+def _checked(backend, capacity, ids, position, top_k):
+    """(ids, position, top_k) as ints, or ChatlensError with a plain sentence."""
+    try:
+        ids = [int(i) for i in ids]
+        position, top_k = int(position), int(top_k)
+    except (TypeError, ValueError):
+        raise ChatlensError("an inspection takes a list of token ids, a position and top_k as whole numbers") from None
+    if not ids:
+        raise ChatlensError("an inspection needs at least one token id")
+    if not 0 <= position < len(ids):
+        raise ChatlensError(f"position {position} is out of range: the ids hold {len(ids)} tokens, "
+                            f"positions 0 to {len(ids) - 1}")
+    vocab = _vocab(backend)
+    for at, i in enumerate(ids[:position + 1]):
+        if not 0 <= i < vocab:
+            raise ChatlensError(f"token id {i} at position {at} is outside the vocabulary (ids 0 to {vocab - 1})")
+    if not 0 < top_k <= LENS_TOP_K_MAX:
+        raise ChatlensError(f"the logit lens lists 1 to {LENS_TOP_K_MAX} candidates a layer, not {top_k}")
+    if position + 1 > capacity:
+        raise ChatlensError(f"position {position} needs {position + 1} tokens of KV cache; it holds {capacity}")
+    return ids, position, top_k
