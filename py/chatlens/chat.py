@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from . import defaults, presets
 from .cache import PromptCache
 from .errors import ChatlensError, WindowError
-from .jobs import ChatJob
+from .jobs import BranchJob, ChatJob
 from .pull import greedy
 from .record import TurnRecord, token_lists
 from .window import fit
@@ -159,6 +159,7 @@ class ChatSession:
         self.history = [dict(m) for m in (history or [])]
         self.records = []
         self.cache = None
+        self.branched = None  # the branch made last (chatlens.protocol.Branched), until kept or the next turn
 
     # -- settings ----------------------------------------------------------------------------
     def set_system(self, *, preset=None, system=None):
@@ -217,6 +218,32 @@ class ChatSession:
         record = greedy(ChatJob(self.model, self.cache, record, top_k=top_k), on_token=on_token, should_stop=should_stop)
         self.history += [{"role": "user", "content": text}, {"role": "assistant", "content": record.reply_text}]
         self.records.append(record)
+        self.branched = None
+        return record
+
+    def branch(self, step, id, *, top_k=0, on_token=None, should_stop=None):
+        """The last reply with token `id` taken at `step`, continued greedily (chatlens.jobs.BranchJob;
+        the reply limit caps the whole branch): a chatlens.protocol.Branched. The cache holds the
+        last turn, so only `id` is read before the branch chooses. The history is unchanged until
+        `keep`."""
+        record = self.last_record
+        if record is None:
+            raise ChatlensError("there is no reply to branch yet: send a message first")
+        job = BranchJob(self.model, self.cache, record.prompt_ids, record.reply_ids, step=step, id=id,
+                        max_tokens=self.max_tokens, top_k=top_k)
+        self.branched = greedy(job, on_token=on_token, should_stop=should_stop)
+        return self.branched
+
+    def keep(self) -> TurnRecord:
+        """The branch made last becomes the last turn's reply, marked as chosen by hand
+        (TurnRecord.branched): later turns read it, and it can be branched in its turn."""
+        b = self.branched
+        if b is None:
+            raise ChatlensError("there is no branch to keep: branch the last reply first")
+        record = self.records[-1].with_branch(b, self.tokenizer)
+        self.records[-1] = record
+        self.history[-1] = {"role": "assistant", "content": record.reply_text}
+        self.branched = None
         return record
 
     @property

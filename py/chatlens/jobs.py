@@ -13,7 +13,7 @@ backend, the prompt), and is pulled:
     stop()                      end it between two pulls ("stopped": a reply keeps what it wrote)
     done, result                whether it has ended, and its answer: a TurnRecord (chat), a
                                 Continuation (text), a Prediction (predict), Compared (compare),
-                                Counted or Stopped (count)
+                                Branched (branch), Counted or Stopped (count)
 
 Who pulls: the page's worker (chatlens.worker) starts one from its request's kind (KINDS; each
 class's `start` takes what it needs from the worker, the `host`) and answers each pull; the
@@ -28,9 +28,9 @@ from dataclasses import asdict
 
 from . import defaults, protocol
 from .errors import ChatlensError
-from .protocol import CellToken, GpuRun, Prediction, PullAnswer, Stopped, Token
+from .protocol import Branched, CellToken, GpuRun, Prediction, PullAnswer, Stopped, Token
 from .pull import Pull
-from .record import candidate_bytes, candidate_tokens
+from .record import candidate_bytes, candidate_tokens, token_lists
 from .reply import reply_of
 
 STEP_MS = protocol.Step().ms  # a count's step counts this long before it answers
@@ -215,6 +215,86 @@ class PredictJob(_OneReply):
                           reused_tokens=w.reused, backend=w.cache.backend.name)
 
 
+class BranchJob(_OneReply):
+    """Another choice at one step of a reply (protocol.Branch): the reply's first `step` ids, then
+    `id`, then greedy again, until the end of turn or max_tokens ids in all (the ids kept
+    included). The cache reuses what it holds of the prompt and the reply up to the step: after
+    the reply it holds them, so only `id` is read before the branch chooses. An `id` that ends
+    the turn, or a cap the kept ids already reach, ends the branch with nothing to compute."""
+
+    def __init__(self, reading, cache, prompt_ids, reply_ids, *, step, id, max_tokens, top_k=0,
+                 depth=defaults.IN_FLIGHT, chunk=0):
+        vocab = reading.tokenizer.vocab_size
+        if not 0 <= step < len(reply_ids):
+            raise ChatlensError(f"step {step} is not a step of this reply, which chose {len(reply_ids)} "
+                                f"token{'s' if len(reply_ids) != 1 else ''} (steps 0 to {len(reply_ids) - 1})")
+        if not 0 <= id < vocab:
+            raise ChatlensError(f"id {id} is not a token: the vocabulary's ids are 0 to {vocab - 1}")
+        if max_tokens < step + 1:
+            raise ChatlensError(f"max_tokens {max_tokens} leaves no room for the id taken at step {step}")
+        self.prompt_ids, self.reply_ids, self.step, self.id = list(prompt_ids), list(reply_ids), step, id
+        self.tokenizer, self.eos_id, self.top_k = reading.tokenizer, reading.eos_id, top_k
+        self.kept = self.reply_ids[:step] + [id]
+        self.cache = cache
+        ids = self.prompt_ids + self.kept
+        if id == self.eos_id or max_tokens == len(self.kept):  # nothing left to choose
+            self.writing = None
+            self.reused = cache.reusable(ids)
+            return
+        self.writing = Writing(reading, cache, ids, max_tokens=max_tokens - len(self.kept), top_k=top_k, depth=depth,
+                               chunk=chunk)
+
+    @classmethod
+    def start(cls, host, request, *, depth, chunk):
+        if request.reply_ids is None:
+            raise ChatlensError("a branch needs the reply it branches from (reply_ids)")
+        record = host.record_of(request)
+        cache = host.cache_for(record.window, f"a window of {record.window} tokens")
+        return cls(host.text, cache, record.prompt_ids, request.reply_ids, step=request.step, id=request.id,
+                   max_tokens=record.max_tokens, top_k=checked_top_k(request.top_k, 0), depth=depth, chunk=chunk)
+
+    @property
+    def done(self) -> bool:
+        return self.writing is None or self.writing.done
+
+    def pull(self, raw=None, ms=STEP_MS) -> list:
+        return self.writing.pull(raw) if self.writing is not None else []
+
+    def stop(self):
+        if self.writing is not None:
+            self.writing.stop()
+
+    def answer(self, tokens, depth=None) -> PullAnswer:
+        if self.writing is None:
+            n = len(self.prompt_ids) + len(self.kept)
+            return PullAnswer(tokens=tokens, runs=[], read=n, of=n, in_flight=0, done=self.result)
+        return super().answer(tokens, depth)
+
+    @property
+    def result(self):
+        if self._result is None and self.done:
+            self._result = self._result_of(self.writing)
+        return self._result
+
+    def _result_of(self, w):
+        from .generate import Generation
+
+        if w is None:  # the id ended it, or the cap: nothing was computed
+            gen = Generation(stop_reason="end_turn" if self.id == self.eos_id else "max_tokens")
+            reply = reply_of(self.tokenizer, self.eos_id, gen, reused=self.reused, backend=None, top_k=self.top_k)
+        else:
+            reply = w.reply
+        ids = self.kept + reply.reply_ids
+        lists = token_lists(self.tokenizer, ids, "branch_")
+        words = ids[:-1] if ids[-1] == self.eos_id else ids
+        return Branched(prompt_ids=self.prompt_ids, reply_ids=self.reply_ids, step=self.step, id=self.id,
+                        branch_ids=ids, branch_text=self.tokenizer.decode(words), branch_tokens=lists["branch_tokens"],
+                        branch_bytes=lists["branch_bytes"], stop_reason=reply.stop_reason, top_k=reply.top_k,
+                        top_k_tokens=reply.top_k_tokens, top_k_bytes=reply.top_k_bytes,
+                        reused_tokens=reply.reused_tokens, computed_tokens=reply.computed_tokens,
+                        backend=reply.backend, timings=reply.timings)
+
+
 class CompareJob:
     """The comparison's four replies (chatlens.compare.plan), in the plan's order, each from an
     empty cache over its model's backend (`caches`: model key -> PromptCache), every one read with
@@ -343,4 +423,5 @@ KINDS = {
     "predict": (protocol.Turn, PredictJob),
     "count": (protocol.Turn, CountJob),
     "compare": (protocol.Compare, CompareJob),
+    "branch": (protocol.Branch, BranchJob),
 }

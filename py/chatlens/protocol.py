@@ -78,6 +78,16 @@ class Turn:
                             None)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Branch(Turn):
+    """Another choice at one step of a turn's reply: the reply up to that step, then `id`, then
+    greedy again; max_tokens caps the whole branch (the reply's ids it keeps included)."""
+    reply_ids: list | None = doc("the reply to branch, as the turn's record has it (null, on the command line only: "
+                                 "the turn's reply is computed first)", None)
+    step: int = doc("the step whose choice is replaced: the branch keeps reply_ids[:step], then takes id")
+    id: int = doc("the token id taken at that step")
+
+
 @dataclass(frozen=True)
 class Text:
     """Plain text to continue, with no template."""
@@ -104,8 +114,9 @@ READ_CHUNK = 16
 class Start:
     """Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count."""
     kind: str = doc("chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count "
-                    "(a Turn's overflow, counted exactly) or compare (a Compare's four replies)")
-    args: dict = doc("the arguments of that kind: a Turn, a Text or a Compare")
+                    "(a Turn's overflow, counted exactly), compare (a Compare's four replies) or branch (a Branch: "
+                    "another choice at one step of a reply); chatlens.jobs.KINDS")
+    args: dict = doc("the arguments of that kind: a Turn, a Text, a Compare or a Branch")
     depth: int = doc("GPU steps to keep in flight", defaults.IN_FLIGHT)
     chunk: int = doc("the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls "
                      "between chunks (0: the backend's own; a GPU step reads the program's chunk)", READ_CHUNK)
@@ -229,6 +240,32 @@ class Continuation(Reply, Tokenized):
 
 
 @dataclass(frozen=True)
+class Branched:
+    """A branch's answer (a branch job's done, and `python -m chatlens branch`'s output): the reply
+    it branched from, where, and what the model wrote after the choice made by hand."""
+    prompt_ids: list = doc("the prompt's ids, as the turn's record has them")
+    reply_ids: list = doc("the reply it branched from")
+    step: int = doc("the step whose choice was replaced")
+    id: int = doc("the id taken there")
+    branch_ids: list = doc("reply_ids[:step], then id, then the ids the model chose after it (the end-of-turn id "
+                           "included when written)")
+    branch_text: str = doc("the branch as text, without the end-of-turn token")
+    branch_tokens: list = doc("each branch id's token as text (as the record's reply_tokens)")
+    branch_bytes: list = doc("each branch id's token's bytes, as hex")
+    stop_reason: str = doc('"end_turn", "max_tokens" or "stopped"')
+    top_k: list | None = doc("rows for the ids the branch chose itself (branch_ids[step + 1:]): each step's K best "
+                             "[id, logit, probability] (null unless asked); the steps before are the reply's own")
+    top_k_tokens: list | None = doc("those candidates' tokens as text")
+    top_k_bytes: list | None = doc("those candidates' bytes, as hex")
+    reused_tokens: int = doc("tokens the cache held already: the prompt and reply_ids[:step] when the reply is the "
+                             "cache's")
+    computed_tokens: int = doc("tokens read before the branch's first own choice (1, the id taken, when the reply "
+                               "was the cache's)")
+    backend: str | None = doc("what computed it (null: nothing needed computing, the id ended the branch)")
+    timings: dict | None = doc("as a Reply's")
+
+
+@dataclass(frozen=True)
 class Prediction:
     """predict's answer (and a predict job's done): the reply's likely first tokens; the cache is left as it was."""
     top_k: list = doc("rows: the first step's K best [id, logit, probability], best first")
@@ -321,8 +358,8 @@ class PullAnswer:
     record: TurnRecord | None = doc("a chat job's start only: the TurnRecord the reply will fill, as a preview "
                                     "answers it, before any step; null otherwise", None)
     done: object = doc("null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation "
-                       "(text), a Prediction (predict), Counted (count), Compared (compare); Stopped (a count "
-                       "stopped)", None)
+                       "(text), a Prediction (predict), Counted (count), Compared (compare), Branched (branch); "
+                       "Stopped (a count stopped)", None)
     prompt: ComparePrompt | None = doc("a compare job's start only: what both models read, before any step; "
                                        "null otherwise", None)
     model: str = doc("the model whose backend computes the runs (a compare job: the current reply's; its tokens "
@@ -609,7 +646,8 @@ def _all_types():
     for args, answer in [*REQUESTS.values(), *PAGE_REQUESTS.values()]:
         out.setdefault(args.__name__, args)
         out.setdefault(answer.__name__, answer)
-    for cls in [Reply, ComparePrompt, Token, CellToken, GpuRun, Stopped, *SIGNALS.values(), *EVENTS.values(), Answer]:
+    for cls in [Reply, ComparePrompt, Token, CellToken, GpuRun, Stopped, Branch, Branched, *SIGNALS.values(),
+                *EVENTS.values(), Answer]:
         out.setdefault(cls.__name__, cls)
     return out
 

@@ -91,6 +91,11 @@ class TurnRecord:
                        step's logits), computed where the logits are (the GPU or NumPy)
       top_k_tokens     the same candidates' tokens as text (as prompt_tokens writes them), and
                        top_k_bytes their bytes
+    A reply chosen by hand (a branch kept: chatlens.jobs.BranchJob; None otherwise):
+      branched         {step, id, reply_ids}: at `step` the learner took `id` where the model had
+                       written reply_ids (the reply it branched from); the reply fields hold the
+                       branch (top_k None: the kept steps' candidates are the reply's, the
+                       branch's own are in its chatlens.protocol.Branched)
     """
     prompt_text: str
     prompt_ids: list
@@ -122,10 +127,19 @@ class TurnRecord:
     top_k: list | None = None
     top_k_tokens: list | None = None
     top_k_bytes: list | None = None
+    branched: dict | None = None
 
     def to_json(self) -> dict:
         """The record as JSON-able data (what the page, `run` and recorded.json hold)."""
         return asdict(self)
+
+    def with_branch(self, b, tokenizer) -> "TurnRecord":
+        """This record with the branch `b` (a chatlens.protocol.Branched of its reply) as its reply,
+        marked as chosen by hand (`branched`)."""
+        return replace(self, reply_ids=b.branch_ids, reply_text=b.branch_text, reply_tokens=b.branch_tokens,
+                       reply_vocab=[tokenizer.id_to_token(i) for i in b.branch_ids], reply_bytes=b.branch_bytes,
+                       stop_reason=b.stop_reason, top_k=None, top_k_tokens=None, top_k_bytes=None,
+                       branched={"step": b.step, "id": b.id, "reply_ids": b.reply_ids})
 
     def with_reply(self, reply) -> "TurnRecord":
         """This record with the reply (a chatlens.protocol.Reply, chatlens.reply.reply_of's) in its

@@ -141,6 +141,41 @@ def run(args) -> int:
     return 0
 
 
+def branch(args) -> int:
+    """run's JSON on stdin, plus optional "reply_ids" (without them the turn's reply is computed
+    first): the reply with --id taken at --step, continued greedily (chatlens.jobs.BranchJob);
+    --max-tokens caps the whole branch. Prints a chatlens.protocol.Branched."""
+    from ..cache import PromptCache
+    from ..chat import ChatSession
+    from ..jobs import BranchJob
+    from ..protocol import to_json
+    from ..pull import greedy
+    from ..window import check_messages
+
+    preset, system = _system_args(args)
+    data = _read_json_stdin()
+    reply_ids = data.get("reply_ids") if isinstance(data, dict) else None
+    if reply_ids is not None and not (isinstance(reply_ids, list) and all(isinstance(i, int) for i in reply_ids)):
+        raise ChatlensError('stdin\'s "reply_ids" must be a JSON array of token ids')
+    messages = _messages(data.get("messages") if isinstance(data, dict) else data, 'stdin\'s "messages"')
+    check_messages(messages)
+    _checked_limits(args)
+    top_k = _top_k(args.top_k)
+    model = open_model(args.model, args.backend)
+    session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
+                          history=messages[:-1])
+    _say_system(session)
+    text = messages[-1]["content"]
+    record = session.preview(text)
+    if reply_ids is None:  # the turn's reply first: then the cache holds it, and the branch reuses it
+        reply_ids = session.send(text).reply_ids
+    cache = session.cache or PromptCache(model.backend(n_ctx=session.window))
+    job = BranchJob(model, cache, record.prompt_ids, reply_ids, step=args.step, id=args.id,
+                    max_tokens=args.max_tokens, top_k=top_k)
+    _write_json(to_json(greedy(job)))
+    return 0
+
+
 def _top_k(k) -> int:
     """--top-k and /topk: 0 (off) or more candidates a reply token."""
     if k < 0:
@@ -155,6 +190,8 @@ HELP = """commands:
   /preset NAME    system prompt preset: none, pirate, brief, date
   /system TEXT    a custom system prompt
   /topk K         record each reply token's K best candidates (/show lists them); /topk 0 turns it off
+  /branch S ID    the last reply with token ID taken at step S (0: its first), continued greedily
+  /keep           the branch shown last becomes the last reply (later turns read it)
   /clear          start a new conversation (the cache is emptied)
   /quit, /exit    leave"""
 
@@ -202,6 +239,7 @@ def chat(args) -> int:
     print(f"chatlens: {model.name}, window {session.window} tokens, reply limit {session.max_tokens}, "
           f"system prompt: {session.describe_system()}. /help lists the commands.", file=sys.stderr, flush=True)
     top_k = _top_k(args.top_k)
+    tok = model.tokenizer
 
     while True:
         try:
@@ -244,6 +282,18 @@ def chat(args) -> int:
                 elif cmd == "/system":
                     session.set_system(system=rest)
                     print(f"(system prompt: {session.describe_system()})")
+                elif cmd == "/branch":
+                    try:
+                        step, token = (int(x) for x in rest.split())
+                    except ValueError:
+                        raise ChatlensError("usage: /branch S ID (the step, 0 for the reply's first, and a token id)") from None
+                    b = session.branch(step, token, top_k=top_k)
+                    print(f"(step {step}: {tok.token_text(b.reply_ids[step])!r} -> {tok.token_text(token)!r}; "
+                          f"{b.reused_tokens} tokens reused, {b.computed_tokens} computed; /keep keeps it)")
+                    print(b.branch_text)
+                elif cmd == "/keep":
+                    session.keep()
+                    print("(the branch is the last reply now: the next turn reads it)")
                 elif cmd == "/topk":
                     try:
                         top_k = _top_k(int(rest))

@@ -102,6 +102,13 @@ def parser() -> argparse.ArgumentParser:
     _model_arg(p)
     _chat_args(p)
 
+    p = sub.add_parser("branch", help="run's JSON (and reply_ids) on stdin -> the reply with another token taken at "
+                                      "one step, continued greedily (JSON)")
+    _model_arg(p)
+    _chat_args(p)
+    p.add_argument("--step", type=int, required=True, help="the step whose choice is replaced (0: the reply's first)")
+    p.add_argument("--id", type=int, required=True, help="the token id taken at that step")
+
     p = sub.add_parser("complete", help="plain text on stdin, no chat template -> its greedy continuation (JSON)")
     _model_arg(p)
     _backend_arg(p)
@@ -166,7 +173,7 @@ def main(argv=None) -> int:
         elif args.command == "compare":
             from .compare import compare
             return compare(args)
-        elif args.command in ("render", "run", "chat", "record"):
+        elif args.command in ("render", "run", "branch", "chat", "record"):
             from . import chatcli
             return getattr(chatcli, args.command)(args)
         elif args.command == "build":

@@ -71,6 +71,7 @@
  * @property {Array|null} [top_k=null] as chatlens.record.TurnRecord documents it
  * @property {Array|null} [top_k_tokens=null] as chatlens.record.TurnRecord documents it
  * @property {Array|null} [top_k_bytes=null] as chatlens.record.TurnRecord documents it
+ * @property {object|null} [branched=null] as chatlens.record.TurnRecord documents it
  */
 
 /**
@@ -110,8 +111,8 @@
 /**
  * Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count.
  * @typedef {object} Start
- * @property {string} kind chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count (a Turn's overflow, counted exactly) or compare (a Compare's four replies)
- * @property {object} args the arguments of that kind: a Turn, a Text or a Compare
+ * @property {string} kind chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count (a Turn's overflow, counted exactly), compare (a Compare's four replies) or branch (a Branch: another choice at one step of a reply); chatlens.jobs.KINDS
+ * @property {object} args the arguments of that kind: a Turn, a Text, a Compare or a Branch
  * @property {number} [depth=2] GPU steps to keep in flight
  * @property {number} [chunk=16] the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls between chunks (0: the backend's own; a GPU step reads the program's chunk)
  */
@@ -125,7 +126,7 @@
  * @property {number} of all of it, in the same unit
  * @property {number} in_flight runs submitted whose bytes are not given yet
  * @property {TurnRecord|null} [record=null] a chat job's start only: the TurnRecord the reply will fill, as a preview answers it, before any step; null otherwise
- * @property {*} [done=null] null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation (text), a Prediction (predict), Counted (count), Compared (compare); Stopped (a count stopped)
+ * @property {*} [done=null] null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation (text), a Prediction (predict), Counted (count), Compared (compare), Branched (branch); Stopped (a count stopped)
  * @property {ComparePrompt|null} [prompt=null] a compare job's start only: what both models read, before any step; null otherwise
  * @property {string} [model="instruct"] the model whose backend computes the runs (a compare job: the current reply's; its tokens also carry their model and layout)
  * @property {number|null} [cell=null] a compare job: the reply under way (0 to 3, in Compared's order); runs of an earlier one still in flight are not needed; null otherwise
@@ -405,6 +406,44 @@
  */
 
 /**
+ * Another choice at one step of a turn's reply: the reply up to that step, then `id`, then greedy again; max_tokens caps the whole branch (the reply's ids it keeps included).
+ * @typedef {object} Branch
+ * @property {Array} messages [{role, content}, ...]: the history, then the new user message last
+ * @property {number} [window=1024] the context window, in tokens
+ * @property {number} [reserve=96] tokens kept free in the window for the reply
+ * @property {number|null} [max_tokens=null] the reply limit (default: the reserve)
+ * @property {string|null} [preset=null] a system prompt preset (chatlens.presets), or none
+ * @property {string|null} [custom=null] the custom preset's text
+ * @property {string|null} [system=null] the system prompt as text (null: the template's default)
+ * @property {boolean} [special_in_text=true] special tokens written in a message are read as tokens (false: as characters)
+ * @property {number|null} [top_k=null] candidates a reply token records (chat: default 0, none; predict: default the site's)
+ * @property {Array|null} [reply_ids=null] the reply to branch, as the turn's record has it (null, on the command line only: the turn's reply is computed first)
+ * @property {number} step the step whose choice is replaced: the branch keeps reply_ids[:step], then takes id
+ * @property {number} id the token id taken at that step
+ */
+
+/**
+ * A branch's answer (a branch job's done, and `python -m chatlens branch`'s output): the reply it branched from, where, and what the model wrote after the choice made by hand.
+ * @typedef {object} Branched
+ * @property {Array} prompt_ids the prompt's ids, as the turn's record has them
+ * @property {Array} reply_ids the reply it branched from
+ * @property {number} step the step whose choice was replaced
+ * @property {number} id the id taken there
+ * @property {Array} branch_ids reply_ids[:step], then id, then the ids the model chose after it (the end-of-turn id included when written)
+ * @property {string} branch_text the branch as text, without the end-of-turn token
+ * @property {Array} branch_tokens each branch id's token as text (as the record's reply_tokens)
+ * @property {Array} branch_bytes each branch id's token's bytes, as hex
+ * @property {string} stop_reason "end_turn", "max_tokens" or "stopped"
+ * @property {Array|null} top_k rows for the ids the branch chose itself (branch_ids[step + 1:]): each step's K best [id, logit, probability] (null unless asked); the steps before are the reply's own
+ * @property {Array|null} top_k_tokens those candidates' tokens as text
+ * @property {Array|null} top_k_bytes those candidates' bytes, as hex
+ * @property {number} reused_tokens tokens the cache held already: the prompt and reply_ids[:step] when the reply is the cache's
+ * @property {number} computed_tokens tokens read before the branch's first own choice (1, the id taken, when the reply was the cache's)
+ * @property {string|null} backend what computed it (null: nothing needed computing, the id ended the branch)
+ * @property {object|null} timings as a Reply's
+ */
+
+/**
  * Stop the job of request `id`: a reply ends at its next pull (stop_reason "stopped"); a count rejects with an AbortError.
  * @typedef {object} StopSignal
  * @property {number} id the request's id
@@ -517,7 +556,7 @@ export const FIELDS = {
   Loaded: ["eos_token", "n_ctx", "vocab_size", "source"],
   LoadBase: ["path"],
   Turn: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k"],
-  TurnRecord: ["prompt_text", "prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "special_in_text", "pieces", "dropped_messages", "window", "context", "reserve", "used", "free", "reused_tokens", "computed_tokens", "system", "preset", "max_tokens", "reply_text", "reply_ids", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "timings", "backend", "top_k", "top_k_tokens", "top_k_bytes"],
+  TurnRecord: ["prompt_text", "prompt_ids", "prompt_tokens", "prompt_vocab", "prompt_bytes", "special_ids", "special_in_text", "pieces", "dropped_messages", "window", "context", "reserve", "used", "free", "reused_tokens", "computed_tokens", "system", "preset", "max_tokens", "reply_text", "reply_ids", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "timings", "backend", "top_k", "top_k_tokens", "top_k_bytes", "branched"],
   UseNumpy: ["model"],
   BackendInfo: ["backend", "n_ctx"],
   GpuProgram: ["n_ctx", "features", "limits", "model"],
@@ -552,6 +591,8 @@ export const FIELDS = {
   CellToken: ["id", "text", "token", "bytes", "model", "layout"],
   GpuRun: ["sequences", "params", "readback", "tokens", "chooses"],
   Stopped: ["stopped"],
+  Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id"],
+  Branched: ["prompt_ids", "reply_ids", "step", "id", "branch_ids", "branch_text", "branch_tokens", "branch_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "computed_tokens", "backend", "timings"],
   StopSignal: ["id"],
   StatusEvent: ["state", "detail"],
   ModelEvent: ["model"],
