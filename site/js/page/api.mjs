@@ -1,5 +1,6 @@
 // window.chatlens: the page's API, for the UI, for embedding and for tests. It talks to the
-// module worker where Python runs.
+// module worker where Python runs. Its arguments are named in camelCase (protocol.mjs alone puts
+// them on the wire, in snake_case); its answers come as the wire names them, in snake_case.
 //   await chatlens.ready                        -> {source, info, pyodide, stored, snapshot, device} once the
 //                                                  worker is up (snapshot: "restored" when Python started
 //                                                  from the memory snapshot an earlier visit saved, "saved",
@@ -41,9 +42,10 @@
 //        compare_top_k by default
 //   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, prompt_vocab, prompt_bytes,
 //                                                  special_ids}: no template
-//   await chatlens.render({messages, template, tools, documents, add_generation_prompt,
-//        continue_final_message, variables, assistant_mask}) -> {text, ids, tokens, vocab, bytes,
-//        special_ids, assistant_mask?}: transformers' apply_chat_template, for the template workbench
+//   await chatlens.render({messages, template, tools, documents, addGenerationPrompt,
+//        continueFinalMessage, variables, assistantMask}) -> {text, ids, tokens, vocab, bytes,
+//        special_ids, assistant_mask?}: transformers' apply_chat_template, for the template
+//        workbench (the wire's names, add_generation_prompt, ..., are still taken: protocol.mjs)
 //   await chatlens.chatTemplate()               -> {source, names, special_tokens}: the model's template
 //   await chatlens.labSource()                  -> {name, source}: the lab's hand-written Python
 //   await chatlens.runPython({code, seconds, results}) -> {stdout, stderr, error, timed_out, seconds, results}
@@ -77,7 +79,7 @@
 
 import { createDownloads } from "./downloads.mjs";
 import { connect } from "./connection.mjs";
-import { plain } from "./protocol.mjs";
+import { toWire } from "./protocol.mjs";
 import { backendPref, modelPref } from "./prefs.mjs";
 import { resolveSource } from "./source.mjs";
 
@@ -156,8 +158,8 @@ export function createApi() {
       // ?gpu=one-model, for tests: the GPU takes one model's weights only, so the comparison's
       // one-at-a-time fallback runs as it would on a GPU with too little memory for both
       const oneModelOnGpu = asked.get("gpu") === "one-model";
-      const info = await c.call("init", { source: api.source, build: api.build, backend: api.backend, lock: c.lock,
-                                          hide_jspi: hideJspi, one_model_on_gpu: oneModelOnGpu }).answer;
+      const info = await c.call("init", toWire("init", { source: api.source, build: api.build, backend: api.backend,
+                                                         lock: c.lock, hideJspi, oneModelOnGpu })).answer;
       booted = true;
       c.watch();
       return info;
@@ -168,7 +170,8 @@ export function createApi() {
     api.modelReady.catch(() => {}); // chatlens.model and the status say why
   }
   start();
-  const call = (type, args, on) => conn.call(type, args, on);
+  /** Request `type` of the worker, `args` in the page API's names (protocol.mjs puts them on the wire). */
+  const call = (type, args, on) => conn.call(type, toWire(type, args, api.settings), on);
 
   const checkMessages = (args) => {
     if (!args || !Array.isArray(args.messages) || args.messages.length === 0) {
@@ -178,13 +181,14 @@ export function createApi() {
   api.preview = async (args) => {
     checkMessages(args);
     await api.ready;
-    return call("preview", plain(args, api.settings)).answer;
+    return call("preview", args).answer;
   };
   /** A reply request (run, complete, compare): streamed, stopped by its signal. */
-  async function reply(type, request, { onRecord, onPrompt, onToken, onProgress, signal } = {}) {
+  async function reply(type, args, { onRecord, onPrompt, onToken, onProgress, signal } = {}) {
     if (signal?.aborted) throw new DOMException("the reply was stopped before it started", "AbortError");
     const c = conn; // a stop goes to the worker that writes it, even once another replaced it
-    const { id, answer } = c.call(type, request, { record: onRecord, prompt: onPrompt, token: onToken, progress: onProgress });
+    const { id, answer } = c.call(type, toWire(type, args, api.settings),
+                                  { record: onRecord, prompt: onPrompt, token: onToken, progress: onProgress });
     const stop = () => c.signal("stop", { id });
     signal?.addEventListener("abort", stop, { once: true });
     const me = { id };
@@ -201,19 +205,19 @@ export function createApi() {
   api.run = async (args, options) => {
     checkMessages(args);
     await api.ready;
-    return reply("run", plain(args, api.settings), options);
+    return reply("run", args, options);
   };
   api.predict = async (args) => {
     checkMessages(args);
     await api.ready;
-    return call("predict", plain(args, api.settings)).answer;
+    return call("predict", args).answer;
   };
   api.count = async (args, { onProgress, signal } = {}) => {
     checkMessages(args);
     if (signal?.aborted) throw new DOMException("the count was stopped before it started", "AbortError");
     await api.ready;
     const c = conn; // a stop goes to the worker that counts, even once another replaced it
-    const { id, answer } = c.call("count", plain(args, api.settings), { progress: onProgress });
+    const { id, answer } = c.call("count", toWire("count", args, api.settings), { progress: onProgress });
     const stop = () => c.signal("stop", { id });
     if (signal?.aborted) stop(); // while the page waited for the worker
     signal?.addEventListener("abort", stop, { once: true });
@@ -226,9 +230,7 @@ export function createApi() {
   api.complete = async (args, options) => {
     if (!args || typeof args.text !== "string") throw new TypeError("chatlens: complete needs {text}");
     await api.ready;
-    const request = { text: args.text, max_tokens: args.maxTokens ?? api.settings.reply_limit }; // a Text
-    if (args.topK !== undefined) request.top_k = args.topK;
-    return reply("complete", request, options);
+    return reply("complete", args, options);
   };
   api.compare = async (args, { onPrompt, onToken, signal } = {}) => {
     if (!args || typeof args.text !== "string") throw new TypeError("chatlens: compare needs {text}");
@@ -240,16 +242,14 @@ export function createApi() {
         `${found.status?.bytes ? " whole yet" : ""}: download it first (its box in Manage downloads)`);
     }
     await call("attach_base", { source: found.source }).answer;
-    const request = { text: args.text, max_tokens: args.maxTokens ?? api.settings.compare_limit,
-                      top_k: args.topK ?? api.settings.compare_top_k }; // a Compare
     const token = onToken && ((t) => onToken({ model: t.model, layout: t.layout,
                                                 token: { id: t.id, text: t.text, token: t.token, bytes: t.bytes } }));
-    return reply("compare", request, { onPrompt, onToken: token, signal });
+    return reply("compare", args, { onPrompt, onToken: token, signal });
   };
   // The text side's requests: the tokenizer and the template, no weights needed.
   const textRequest = (type) => async (args = {}) => {
     await api.ready;
-    return call(type, JSON.parse(JSON.stringify(args))).answer;
+    return call(type, args).answer;
   };
   api.tokenize = textRequest("tokenize");
   api.render = textRequest("render");
