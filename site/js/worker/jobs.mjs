@@ -5,23 +5,25 @@
 // (a count: a few milliseconds of counting) until its answer is done, or a `stop`. On the GPU
 // this side submits the runs Python plans (several in flight: the GPU never waits for the host)
 // and hands Python each run's bytes; with NumPy, Python computes each step in `step`. Between two
-// steps the worker reads its messages (a stop, a preview). Python holds one job at a time, and
-// its `start` ends the one before; the worker queues the replies (worker.mjs), so the job a
-// start ends is only ever a count. No JSPI, no SharedArrayBuffer. What can happen, and what does:
-//   a stop before the job starts  -> its record is marked: once started, its first pull is a
-//   (it waits behind a request)      `stop` (a reply answers "stopped", a count rejects)
-//   a stop while it is pulled     -> the next pull is a `stop`; on the GPU at once, the runs in
-//                                    flight dropped; a reply keeps what it wrote, "stopped"
-//   a count while a reply is      -> it waits for that reply to end (its `finished`)
+// steps the worker reads its messages (a stop, a preview). Python holds one job at a time and its
+// `start` ends the one before; the worker queues replies (worker.mjs), so the job a start ends is
+// only ever a count. No JSPI, no SharedArrayBuffer. What can happen, and what does:
+//   a stop before the job starts   -> its record says so: a reply starts and its first pull is a
+//   (it waits behind a request)       `stop` (stop_reason "stopped", nothing written); a count
+//                                     rejects without starting
+//   a stop while it is pulled      -> the next pull is a `stop` (on the GPU at once, the runs in
+//                                     flight dropped): a reply keeps what it wrote, "stopped"
+//   a count while a reply is       -> it waits for that reply to end
 //   pulled
-//   a newer count, a preview or   -> the count ends, rejecting with an Error named AbortError
-//   a reply, during a count          that says which
-//   the GPU lost during a reply   -> its weights on a new device (placement.mjs), the job pulled
-//                                    again from its start, the tokens the page has not posted twice
-//   Python raises                 -> the job ends; the error is its request's answer
-// The invariant: a record lives from its request's message to its answer (so a stop always finds
-// the job it names, and never one after it), and a job asked to end (`ended`, set once) is
-// pulled only to `stop` from then on.
+//   a newer count, a preview or a  -> the count ends: it rejects with an Error named AbortError
+//   reply, during a count             whose message says which
+//   the GPU lost during a reply    -> its weights go to a new device (placement.mjs) and the job is
+//                                     pulled again from its start; the tokens the page has already
+//                                     are not posted again
+//   Python raises                  -> the job ends; the error is its request's answer
+// In every case a record lives from its request's message to its answer, so a stop finds the
+// job it names whenever it comes; and a job asked to end (`ended`, set once) is pulled only to
+// `stop` from then on.
 
 const ENDED = Symbol("ended");
 
@@ -53,7 +55,7 @@ export function createJobs() {
     return job;
   }
 
-  /** Ask the counts begun (one at most, but for one ending) to end, for `why`. */
+  /** End the counts begun (one; two while the older is ending) but `except`, for `why`. */
   function endCounts(why, except = null) {
     for (const job of records.values()) if (job.kind === "count" && job.begun && job !== except) job.end(why);
   }
@@ -61,7 +63,7 @@ export function createJobs() {
   /**
    * Pull `job` to its end: a chat's record, the tokens and the progress posted as they come, a
    * stop answered at the next pull. Resolves with Python's answer (`done`); a count asked to end
-   * rejects with an AbortError. engine: {call (chatlens.worker's), models (placement.mjs's)}.
+   * rejects with an AbortError. `call`: chatlens.worker's; `models`: the weights' placement.mjs.
    */
   async function pull(job, args, { call, models }) {
     endCounts(job.kind === "count" ? "a newer count replaced this one" : "a reply replaced the count", job);

@@ -1,20 +1,20 @@
 // Where each model's weights are: the instruct model's (the page's source) and, for the
 // comparison, the base model's beside it, each with its own weights in Python and, on the GPU,
 // its own program and executor (weights.mjs puts them there). What can go wrong, and what happens:
-//   no model stored              -> attach refuses with a sentence: download it first
-//   neither GPU nor NumPy works  -> attach refuses with weights.mjs's sentence; the page is told
-//                                   (a "model" event with the error and, maybe, a backend to offer)
+//   a model not stored whole     -> attach (attachBase) refuses with a sentence: download it first
+//   neither GPU nor NumPy works  -> attach refuses with weights.mjs's sentence, and the page is
+//                                   told (a "model" event: the error and a backend to offer, if any)
+//   a base whose tokenizer       -> Python refuses it, with TokenizerMismatchError's sentence
+//   differs
 //   a window past the program's  -> the instruct's program is built again for the model's whole
 //                                   context (`fit`), before the reply that asked for it
-//   a GPU device lost            -> the instruct's weights go to a new device, in turn with the
-//   (a driver reset, lose_gpu)      requests (a reply pulling on it does so itself and is pulled
-//                                   again: jobs.mjs); the base's on the next comparison
-//   a base whose tokenizer       -> Python refuses it (TokenizerMismatchError's sentence)
-//   differs
-//   no room on the GPU for both  -> one model on the GPU at a time, said once in a status note and
-//                                   in the base's ModelInfo: the other's executor is let go, and
-//                                   `onDevice` swaps them (the instruct's before a job of its own,
-//                                   the comparison between its replies)
+//   a GPU device lost (a driver  -> the instruct's weights go to a new device, in turn with the
+//   reset, lose_gpu)                requests (a reply pulling on it has done so itself, and is
+//                                   pulled again: jobs.mjs); the base's on the next comparison
+//   no room on the GPU for both  -> one model on the GPU at a time, said in a status note and in
+//                                   the base's ModelInfo: `onDevice` lets the other's executor go
+//                                   and puts this one's back (the instruct's before a job of its
+//                                   own, the comparison's between its replies)
 // In every case a job's runs go to the executor of the model whose weights Python planned them
 // with, and an executor let go on purpose (`destroyed`) is never taken for a lost one.
 

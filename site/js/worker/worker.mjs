@@ -10,9 +10,9 @@
 // listed in protocol.gen.mjs; tests/page/messages.test.mjs keeps the worker's modules to that list.
 //
 // The routing: a signal is handled as it comes. A request that needs the model (a job, the
-// weights) waits its turn: one at a time, so a reply starts once the one before has ended. A
-// text-side request is answered at once, even between two pulls of a reply. A count waits for
-// nothing but a reply Python is pulling (jobs.mjs).
+// weights) waits its turn: one at a time, so a reply starts once the one before has ended. Once
+// Python is up, a text-side request is answered at once, even between two pulls of a reply. A
+// count waits for nothing but a reply Python is pulling (jobs.mjs).
 
 import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
