@@ -236,6 +236,35 @@ def test_logits_and_ids_equal_numpy_on_the_same_file(source):
     compare_run(gpu, model.backend(128), PROMPT, 3, top_k=5)
 
 
+@pytest.mark.parametrize("kv", ["F32", "F16"])
+def test_an_inspection_equals_numpy_s_on_the_same_file(source, monkeypatch, kv):
+    """chatlens.inspection on the GPU (an inspect run: attention weights, each block's output
+    through the lens' matvecs and top-k) against NumPy's on the same file: within one attention
+    workgroup's keys (inspect_short) and past it (split attention, then the inspect sequence),
+    the f16 cache against NumPy's f16 one. Lens ids equal but where two probabilities are within
+    the tolerance (either order is then right)."""
+    from chatlens.cache import PromptCache
+    from chatlens.inspection import inspect
+
+    monkeypatch.setattr(program, "KV_CACHE", kv)
+    path, model = source
+    tol = TOL if kv == "F32" else TOL_F16
+    ids = (PROMPT * 3)[:160]
+    gpu = PromptCache(open_native(path, 256, chunk=64))
+    ref = model.backend(256)
+    numpy = PromptCache(f16_cache(ref) if kv == "F16" else ref)
+    for position in (60, 159):
+        got, want = inspect(gpu, ids, position, top_k=5), inspect(numpy, ids, position, top_k=5)
+        assert gpu.ids == numpy.ids == ids[:position + 1] and gpu.backend.length == position + 1
+        np.testing.assert_allclose(got.attention, want.attention, atol=tol, rtol=0)
+        for g, w in zip(got.lens, want.lens):
+            probs = [p for _, p in w]
+            np.testing.assert_allclose([p for _, p in g], probs, atol=tol, rtol=0)
+            for j, ((i, _), (wi, _)) in enumerate(zip(g, w)):
+                assert i == wi or min(abs(probs[j] - q) for q in probs[:j] + probs[j + 1:] + [0.0]) < tol
+        assert got.chosen_id == want.chosen_id
+
+
 def test_an_f16_cache_equals_numpy_over_the_same_f16_values(source, monkeypatch):
     monkeypatch.setattr(program, "KV_CACHE", "F16")
     path, model = source
@@ -340,6 +369,26 @@ def test_a_decode_step_takes_5_dispatches_a_layer_at_every_context(gguf_path):
         assert runs["decode"] + runs["head"] == 153, n_ctx
         assert (short is None) == (n_ctx <= 128) and (short is None or runs[short["decode"]] == runs["decode"])
         assert "attention_merge" not in [d["label"] for d in built["sequences"]["decode"]]
+
+
+def test_an_inspection_adds_its_dispatches_only_to_its_own_sequences(gguf_path):
+    """The real model's program: an inspect run (chatlens.inspection) takes decode's dispatches
+    plus one a layer (attention_weights), then the lens: a matvec a layer and a top-k pass of
+    two, 213 at every context; no ordinary sequence holds an inspection's kernel, and its one
+    readback (lens top-k a layer, then attention for every key of the context) stays small."""
+    plan = weight_plan(gguf_path)
+    layers = plan["config"]["n_layers"]
+    inspecting = ("attention-weights", "residual_keep", "store_row")
+    for n_ctx in (64, 129, 8192):
+        built = program.build_program(plan, n_ctx)
+        runs, short, meta = built["meta"]["dispatches"], built["meta"]["short"], built["meta"]["inspect"]
+        for body in ("inspect",) + ((short["inspect"],) if short else ()):
+            assert runs[body] == runs["decode"] + layers and runs[body] + runs["lens"] == 213, n_ctx
+        assert runs["lens"] == layers + 2
+        for name in ("prefill", "decode", "head", "top_k") + ((short["prefill"], short["decode"]) if short else ()):
+            assert not [d["label"] for d in built["sequences"][name] if any(k in d["label"] for k in inspecting)]
+        size = built["readbacks"]["inspection"]["size"]
+        assert meta["attention_at"] + 4 * layers * meta["heads"] * n_ctx <= size < 9 * 2 ** 20
 
 
 def test_more_splits_than_a_matvec_merges_take_a_merge_pass_and_equal_numpy(tmp_path, monkeypatch):

@@ -23,7 +23,7 @@ from chatlens.host import native_gpu as native
 from chatlens.gpu.builder import ProgramBuilder
 from chatlens.gpu.kernels import Matrix, Target
 from chatlens.gpu.program import STEP_FIELDS, rope_table
-from chatlens.model import attention, rms_norm, rope, rope_tables, silu, split_heads
+from chatlens.model import Probe, attention, rms_norm, rope, rope_tables, silu, split_heads
 from chatlens.config import ModelConfig
 from chatlens.quants import dequantize
 
@@ -383,6 +383,34 @@ def test_the_o_projection_merges_split_attention_as_it_loads_it(device, nh, nkv,
         close(got[:n].reshape(1, n), stream + want.reshape(1, nh * hd) @ wv.T)
 
 
+@pytest.mark.parametrize("nh, nkv, hd", ATTENTION_SHAPES)
+@pytest.mark.parametrize("kv", ["F16", "F32"])
+def test_attention_weights_equal_numpy_attention_s(device, nh, nkv, hd, kv):
+    """An inspection's weights (attention_weights.wgsl): one token's softmax over keys 0..start for
+    each query head, as model.attention computes them (its Probe), at 1, 71 and 320 keys (past the
+    workgroup's 64), written for layer index[0] at `at`, packed for this step's keys."""
+    n_ctx, layer, at = 320, 2, 12
+    for start in (0, 70, 319):
+        kern = Kernel(device)
+        step, q, kc, vc, _ = attention_case(kern, nh, nkv, hd, kv, splits=1, t=1, start=start, split=n_ctx, n_ctx=n_ctx)
+        n_keys = start + 1
+        out = kern.output("out", 4 * (at + (layer + 1) * nh * n_keys))
+        index = kern.input("index", np.array([layer, 0, 0, 0], np.uint32))
+        K.attention_weights(kern.b, "k", step=step, q=q, kc=kc, vc=vc, out=out, index=index, at=at, n_heads=nh,
+                            n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, kv=kv)
+        (got,) = kern.run("out")
+        probe = Probe()
+        qv = np.frombuffer(kern.blobs["q"], np.float32).reshape(1, nh * hd)
+        keys = np.frombuffer(kern.blobs["kc"], {"F16": np.float16, "F32": np.float32}[kv]).reshape(nkv, n_ctx, hd)
+        values = np.frombuffer(kern.blobs["vc"], keys.dtype).reshape(nkv, n_ctx, hd)
+        attention(split_heads(qv, nh), keys[:, :n_keys].astype(np.float32), values[:, :n_keys].astype(np.float32),
+                  start, probe=probe)
+        want = probe.attention[0][:, 0]  # (nh, n_keys)
+        rows = got[at + layer * nh * n_keys:at + (layer + 1) * nh * n_keys].reshape(nh, n_keys)
+        np.testing.assert_allclose(rows, want, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=0, atol=1e-5)
+
+
 def test_decode_attention_takes_one_dispatch_at_every_length():
     """Up to SHORT_KEYS keys attention writes its output directly; past them its splits' partials
     are merged by the o projection (no merge pass): one dispatch either way, 5 a layer."""
@@ -455,6 +483,30 @@ def test_top_k_equals_backend_top_k_of(device, vocab):
         big, total = got[2 * 64:2 * 64 + 2].view(np.float32)
         assert big == logits.max()
         np.testing.assert_allclose(float(big) + np.log(total), log_z_of(logits), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("vocab", [301, 1025])
+def test_top_k_over_rows_finds_each_row_s_own(device, vocab):
+    """The logit lens's top-k: logits (rows, vocab), each row's top_k_of and normalizer written
+    after the row before's, as one row's are (rows that tie across rows keep to their own)."""
+    rng = rng_for("topk-rows", vocab)
+    rows, k = 3, 7
+    logits = np.round(rng.standard_normal((rows, vocab)), 1).astype(np.float32)
+    logits[1] = logits[0][::-1]  # the same values in another order: each row must read its own
+    kern = Kernel(device)
+    step = kern.step(top_k=k)
+    out = kern.output("out", rows * K.top_k_out_bytes(64))
+    kern.b.buffer("cand", rows * K.top_k_candidates_bytes(vocab, 64))
+    K.top_k(kern.b, "k", step=step, logits=kern.input("logits", logits), candidates="cand", out=out,
+            vocab=vocab, k_max=64, rows=rows)
+    (got,) = kern.run("out", dtype="<u4")
+    for r in range(rows):
+        row = got[r * 2 * 65:(r + 1) * 2 * 65]
+        want = top_k_of(logits[r], k)
+        assert list(row[0:2 * k:2]) == [i for i, _ in want]
+        assert list(row[1:2 * k:2].view(np.float32)) == [v for _, v in want]
+        big, total = row[2 * 64:2 * 64 + 2].view(np.float32)
+        np.testing.assert_allclose(float(big) + np.log(total), log_z_of(logits[r]), rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
