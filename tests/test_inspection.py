@@ -151,9 +151,10 @@ def test_the_cache_is_reused_and_holds_the_position_after(make):
 
 @pytest.mark.parametrize("held", ["longer", "other"])
 def test_a_cache_holding_more_or_other_ids_is_cut_to_the_common_prefix(make, held):
-    """A cache past the position (a reply written after it) is truncated to it, with nothing
-    recomputed; one that parts from ids at 3 keeps 3 and prefills the rest before the position,
-    pulled a chunk at a time. Either way the inspection is a fresh cache's."""
+    """A cache past the position (a reply written after it) is inspected in place, with nothing
+    recomputed but the query, and keeps what it held after it (regrown: the next reply reuses
+    it); one that parts from ids at 3 keeps 3 and prefills the rest before the position, pulled a
+    chunk at a time. Either way the inspection is a fresh cache's, and so is what follows it."""
     position = 9
     cache = PromptCache(make(32))
     cache.prefill(PROMPT[:position + 2] if held == "longer" else PROMPT[:3] + [1, 2, 3, 4])
@@ -166,7 +167,13 @@ def test_a_cache_holding_more_or_other_ids_is_cut_to_the_common_prefix(make, hel
     assert job.prompt_read == job.prompt_tokens
     computed = sum(n for _, n in fed.calls)
     assert computed == 1 + position - job.reused
-    assert cache.ids == PROMPT[:position + 1] and cache.backend.length == position + 1
+    held_after = PROMPT[:position + 2] if held == "longer" else PROMPT[:position + 1]
+    assert cache.ids == held_after and cache.backend.length == len(held_after)
+    follow = PROMPT + [5]
+    rest = cache.prefill(follow[len(held_after):])  # the cache it leaves is a fresh one's
+    fresh_step, fresh_logits = logits_after(make, follow)
+    assert rest.id == fresh_step.id
+    np.testing.assert_allclose(np.asarray(cache.backend.last_logits(), np.float32), fresh_logits, rtol=0, atol=1e-4)
     fresh = inspect(PromptCache(make(32)), PROMPT, position, top_k=K)
     np.testing.assert_allclose(job.result.attention, fresh.attention, rtol=0, atol=1e-5)
     assert [[i for i, _ in row] for row in job.result.lens] == [[i for i, _ in row] for row in fresh.lens]

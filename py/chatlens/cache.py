@@ -71,6 +71,27 @@ class PromptCache:
         self.ids += list(ids)
         return step
 
+    # An inspection's step (chatlens.inspection): the token is cached as any step's is.
+    def inspect(self, token_id: int):
+        out = self._guarded(self.backend.inspect, token_id)
+        self.ids.append(int(token_id))
+        return out
+
+    def plan_inspect(self, token_id: int, top_k: int):
+        return self._guarded(self.backend.plan_inspect, token_id, top_k)
+
+    def read_inspect(self, run, raw: bytes, token_id: int):
+        out = self._guarded(self.backend.read_inspect, run, raw)
+        self.ids.append(int(token_id))
+        return out
+
+    def regrow(self, ids) -> None:
+        """After an inspection in place (chatlens.inspection), the ids it held past the inspected
+        one, cached again (the backend's regrow)."""
+        ids = [int(i) for i in ids]
+        self._guarded(self.backend.regrow, len(self.ids) + len(ids))
+        self.ids += ids
+
     def submit(self, run):
         return self._guarded(self.backend.submit, run)
 

@@ -3,7 +3,11 @@
 For `ids` (a prompt and the reply so far) and a query `position` P, with the cache holding
 ids[:P] (reused, never recomputed; a part it lacks is prefilled as any prompt is), ids[P] is fed
 as one more token, and what the model did with it is kept: `Inspection`. Afterwards the cache
-holds exactly ids[:P + 1]: the inspected token's keys and values are cached as any step's are.
+holds ids[:P + 1]: the inspected token's keys and values are cached as any step's are. A cache
+that held ids[:P + 1] and more before (the reply after the inspected step) holds all of it
+again: the step rewrote only the query's own slot, with the same token (equal values; up to
+float rounding where the token was first read in a prefill chunk), and the rest is regrown
+(PromptCache.regrow), so an inspection costs the next reply nothing.
 
 Issue 34's step S (the step that chose reply id S) is the query at P = len(prompt_ids) + S - 1
 (`step_position`), and its `chosen_id` is reply id S (up to a near-tie, see Inspection).
@@ -111,7 +115,11 @@ class Inspecting:
         self.cache, self.backend = cache, backend
         self.position, self.query_id, self.top_k = position, ids[position], top_k
         self.planned = bool(getattr(cache, "planned", False))
-        self.reused = _common_prefix(cache.ids, ids[:position])
+        held = list(cache.ids)
+        self.reused = _common_prefix(held, ids[:position])
+        # A cache that holds the query and more (the reply after the inspected step) keeps it: the
+        # step rewrites only the query's own slot, with the same token, and the rest is regrown.
+        self.kept = held[position + 1:] if self.reused == position and held[position:position + 1] == ids[position:position + 1] else []
         cache.truncate(self.reused)
         chunk = int(getattr(cache, "chunk", 0) or 0) or max(position - self.reused, 1)
         self._todo = deque(ids[at:min(at + chunk, position)] for at in range(self.reused, position, chunk))
@@ -140,7 +148,7 @@ class Inspecting:
                 ids = list(self._todo[0])
                 self._flight.append((self.cache.plan(ids, 0, chooses=False), ids))
             else:
-                self._flight.append((self.backend.plan_inspect(self.query_id, self.top_k), None))
+                self._flight.append((self.cache.plan_inspect(self.query_id, self.top_k), None))
         return [self._flight[-1][0]]
 
     def give(self, raw) -> list:
@@ -156,8 +164,8 @@ class Inspecting:
                 self.cache.read(run, bytes(raw), ids)
                 self._fed()
                 return []
-            attention, lens = self.backend.read_inspect(run, bytes(raw))
-            self.cache.ids.append(self.query_id)  # what the backend now holds (PromptCache's invariant)
+            attention, lens = self.cache.read_inspect(run, bytes(raw), self.query_id)
+            self.cache.regrow(self.kept)
             self.result = Inspection(self.position, self.query_id, lens[-1][0][0][0], attention,
                                      [[[int(i), math.exp(logit - log_z)] for i, logit in pairs] for pairs, log_z in lens])
         return []
@@ -179,9 +187,9 @@ class Inspecting:
                 self.cache.prefill(self._todo[0])
                 self._fed()
                 return []
-            attention, blocks = self.backend.inspect(self.query_id)
-            self.cache.ids.append(self.query_id)  # what the backend now holds (PromptCache's invariant)
+            attention, blocks = self.cache.inspect(self.query_id)
             lens = numpy_lens(self.backend, blocks, self.top_k)
+            self.cache.regrow(self.kept)
             self.result = Inspection(self.position, self.query_id, lens[-1][0][0], attention.tolist(), lens)
         return []
 

@@ -213,6 +213,14 @@ class NumpyBackend:
     def reset(self):
         self.length = 0
 
+    def regrow(self, n):
+        """Hold n tokens again after a truncate: the slots past it still hold what they held, since
+        only an inspection ran meanwhile, rewriting its own position with the same token
+        (chatlens.inspection: the reply after an inspected step stays cached)."""
+        if not self.length <= n <= self.capacity:
+            raise ChatlensError(f"cannot hold {n} tokens again: the cache holds {self.length} of {self.capacity}")
+        self.length = n
+
     def _forward(self, ids, probe=None):
         start, T = self.length, len(ids)
         if start + T > self.capacity:

@@ -183,6 +183,14 @@ class WebGPUBackend:
     def truncate(self, n: int) -> None:
         self.length = max(0, min(int(n), self.length))  # the cache past `length` is simply overwritten
 
+    def regrow(self, n: int) -> None:
+        """Hold n tokens again after a truncate: the slots past it still hold what they held, since
+        only an inspection ran meanwhile, rewriting its own position with the same token
+        (chatlens.inspection: the reply after an inspected step stays cached)."""
+        if not self.length <= n <= self.capacity:
+            raise ChatlensError(f"cannot hold {n} tokens again: the cache holds {self.length} of {self.capacity}")
+        self.length = int(n)
+
     def reset(self) -> None:
         self.length = 0
 
