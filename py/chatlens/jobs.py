@@ -13,7 +13,8 @@ backend, the prompt), and is pulled:
     stop()                      end it between two pulls ("stopped": a reply keeps what it wrote)
     done, result                whether it has ended, and its answer: a TurnRecord (chat), a
                                 Continuation (text), a Prediction (predict), Compared (compare),
-                                Branched (branch), Counted or Stopped (count)
+                                Branched (branch), Inspected (inspect), Counted or Stopped (count,
+                                inspect)
 
 Who pulls: the page's worker (chatlens.worker) starts one from its request's kind (KINDS; each
 class's `start` takes what it needs from the worker, the `host`) and answers each pull; the
@@ -28,7 +29,7 @@ from dataclasses import asdict
 
 from . import defaults, protocol
 from .errors import ChatlensError
-from .protocol import Branched, CellToken, GpuRun, Prediction, PullAnswer, Stopped, Token
+from .protocol import Branched, CellToken, GpuRun, Inspected, Prediction, PullAnswer, Stopped, Token
 from .pull import Pull
 from .record import candidate_bytes, candidate_tokens, token_lists
 from .reply import reply_of
@@ -295,6 +296,69 @@ class BranchJob(_OneReply):
                         backend=reply.backend, timings=reply.timings)
 
 
+class InspectJob:
+    """One step of a reply inspected (chatlens.inspection.Inspecting over the cache): the query's
+    attention over what it read and the logit lens, placed on the turn's pieces. The cache
+    reuses what it holds before the query's position (after the reply, all of it: one token is
+    read); what it lacks is read first, a chunk a pull, and the answer says so in a note."""
+
+    def __init__(self, cache, record, reply_ids, *, step, top_k=None, depth=defaults.IN_FLIGHT):
+        from .inspection import TOP_K, Inspecting, step_position
+
+        self.record, self.reply_ids, self.step = record, list(reply_ids), step
+        position = step_position(len(record.prompt_ids), len(self.reply_ids), step)
+        ids = list(record.prompt_ids) + self.reply_ids[:step]
+        self.cache, self.depth = cache, depth
+        self.inspecting = Inspecting(cache, ids, position, TOP_K if top_k is None else top_k)
+        self._result = None
+
+    @classmethod
+    def start(cls, host, request, *, depth, chunk):
+        if request.reply_ids is None:
+            raise ChatlensError("an inspection needs the reply so far (reply_ids; [] for the first token)")
+        record = host.record_of(request)
+        n = len(record.prompt_ids) + request.step
+        cache = host.cache_for(max(n, record.window), f"the prompt and the reply so far ({n} tokens)")
+        return cls(cache, record, request.reply_ids, step=request.step, top_k=request.top_k, depth=depth)
+
+    @property
+    def done(self) -> bool:
+        return self.inspecting.done
+
+    def pull(self, raw=None, ms=STEP_MS) -> list:
+        return self.inspecting.give(bytes(raw)) if raw is not None else self.inspecting.pull()
+
+    def stop(self):
+        self.inspecting.stop()
+
+    @property
+    def result(self):
+        i = self.inspecting
+        if self._result is None and i.done:
+            self._result = Stopped() if i.result is None else self._inspected(i)
+        return self._result
+
+    def _inspected(self, i):
+        from .inspection import by_piece
+
+        r = i.result
+        read = i.prompt_tokens + 1
+        note = None
+        if i.prompt_tokens:  # what the cache lacked: the figures, not a guess at why
+            note = (f"The model's cache held {i.reused} of the {r.position} tokens before this step, so the "
+                    f"inspection read {read} tokens, not one.")
+        return Inspected(prompt_ids=list(self.record.prompt_ids), reply_ids=self.reply_ids, step=self.step,
+                         position=r.position, query_id=r.query_id, chosen_id=r.chosen_id, attention=r.attention,
+                         by_piece=by_piece(r.attention, self.record.pieces), lens=r.lens, reused_tokens=i.reused,
+                         computed_tokens=read, backend=self.cache.backend.name, note=note)
+
+    def answer(self, tokens, depth=None) -> PullAnswer:
+        i = self.inspecting
+        runs = [GpuRun(**r.to_json()) for r in i.runs(depth)] if i.planned and not i.done else []
+        return PullAnswer(tokens=[], runs=runs, read=i.prompt_read, of=i.prompt_tokens, in_flight=i.in_flight,
+                          done=self.result)
+
+
 class CompareJob:
     """The comparison's four replies (chatlens.compare.plan), in the plan's order, each from an
     empty cache over its model's backend (`caches`: model key -> PromptCache), every one read with
@@ -424,4 +488,5 @@ KINDS = {
     "count": (protocol.Turn, CountJob),
     "compare": (protocol.Compare, CompareJob),
     "branch": (protocol.Branch, BranchJob),
+    "inspect": (protocol.Inspect, InspectJob),
 }

@@ -88,6 +88,16 @@ class Branch(Turn):
     id: int = doc("the token id taken at that step")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Inspect(Turn):
+    """One step of a turn's reply inspected (chatlens.inspection): where its query token looked,
+    and how the choice formed through the layers. top_k: the lens's candidates a layer."""
+    reply_ids: list | None = doc("the reply so far, as the turn's record has it ([]: the draft's first token; "
+                                 "null, on the command line only: the turn's reply is computed first)", None)
+    step: int = doc("the step that chose reply id `step` (its query: the token before it); len(reply_ids) for the "
+                    "step after the reply so far", 0)
+
+
 @dataclass(frozen=True)
 class Text:
     """Plain text to continue, with no template."""
@@ -114,9 +124,10 @@ READ_CHUNK = 16
 class Start:
     """Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count."""
     kind: str = doc("chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count "
-                    "(a Turn's overflow, counted exactly), compare (a Compare's four replies) or branch (a Branch: "
-                    "another choice at one step of a reply); chatlens.jobs.KINDS")
-    args: dict = doc("the arguments of that kind: a Turn, a Text, a Compare or a Branch")
+                    "(a Turn's overflow, counted exactly), compare (a Compare's four replies), branch (a Branch: "
+                    "another choice at one step of a reply) or inspect (an Inspect: one step's attention and lens); "
+                    "chatlens.jobs.KINDS")
+    args: dict = doc("the arguments of that kind: a Turn, a Text, a Compare, a Branch or an Inspect")
     depth: int = doc("GPU steps to keep in flight", defaults.IN_FLIGHT)
     chunk: int = doc("the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls "
                      "between chunks (0: the backend's own; a GPU step reads the program's chunk)", READ_CHUNK)
@@ -266,6 +277,30 @@ class Branched:
 
 
 @dataclass(frozen=True)
+class Inspected:
+    """An inspection's answer (an inspect job's done, and `python -m chatlens inspect`'s output):
+    chatlens.inspection.Inspection's figures for the step, placed on the turn's prompt. Layers and
+    heads are counted from 0."""
+    prompt_ids: list = doc("the prompt's ids, as the turn's record has them")
+    reply_ids: list = doc("the reply so far")
+    step: int = doc("the step inspected: the one that chose reply id `step`")
+    position: int = doc("where its query sits: len(prompt_ids) + step - 1")
+    query_id: int = doc("the token at that position, whose step this is")
+    chosen_id: int = doc("the id the last layer makes most likely: the one greedy decoding writes there")
+    attention: list = doc("attention[layer][head]: the query's weights over positions 0..position, each row "
+                          "summing to 1")
+    by_piece: list = doc("[{kind, label, start, end, share}]: the mean weight (all layers and heads) on each piece "
+                         "of the prompt, then on the reply so far (kind \"reply\")")
+    lens: list = doc("lens[layer]: the residual stream after that block through the final norm and the output "
+                     "layer, its top K [id, probability], best first; the last layer's is the step's own")
+    reused_tokens: int = doc("tokens the cache held already before the position")
+    computed_tokens: int = doc("tokens read now: those the cache lacked before the position, and the query")
+    backend: str = doc("what computed it")
+    note: str | None = doc("a sentence when the inspection read more than one token (the cache lacked part of "
+                           "what comes before the step), null otherwise", None)
+
+
+@dataclass(frozen=True)
 class Prediction:
     """predict's answer (and a predict job's done): the reply's likely first tokens; the cache is left as it was."""
     top_k: list = doc("rows: the first step's K best [id, logit, probability], best first")
@@ -358,8 +393,8 @@ class PullAnswer:
     record: TurnRecord | None = doc("a chat job's start only: the TurnRecord the reply will fill, as a preview "
                                     "answers it, before any step; null otherwise", None)
     done: object = doc("null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation "
-                       "(text), a Prediction (predict), Counted (count), Compared (compare), Branched (branch); "
-                       "Stopped (a count stopped)", None)
+                       "(text), a Prediction (predict), Counted (count), Compared (compare), Branched (branch), "
+                       "Inspected (inspect); Stopped (a count or an inspection stopped)", None)
     prompt: ComparePrompt | None = doc("a compare job's start only: what both models read, before any step; "
                                        "null otherwise", None)
     model: str = doc("the model whose backend computes the runs (a compare job: the current reply's; its tokens "
@@ -646,8 +681,8 @@ def _all_types():
     for args, answer in [*REQUESTS.values(), *PAGE_REQUESTS.values()]:
         out.setdefault(args.__name__, args)
         out.setdefault(answer.__name__, answer)
-    for cls in [Reply, ComparePrompt, Token, CellToken, GpuRun, Stopped, Branch, Branched, *SIGNALS.values(),
-                *EVENTS.values(), Answer]:
+    for cls in [Reply, ComparePrompt, Token, CellToken, GpuRun, Stopped, Branch, Branched, Inspect, Inspected,
+                *SIGNALS.values(), *EVENTS.values(), Answer]:
         out.setdefault(cls.__name__, cls)
     return out
 

@@ -146,10 +146,44 @@ def branch(args) -> int:
     first): the reply with --id taken at --step, continued greedily (chatlens.jobs.BranchJob);
     --max-tokens caps the whole branch. Prints a chatlens.protocol.Branched."""
     from ..cache import PromptCache
-    from ..chat import ChatSession
     from ..jobs import BranchJob
     from ..protocol import to_json
     from ..pull import greedy
+
+    top_k = _top_k(args.top_k)
+    session, text, reply_ids = _turn_on_stdin(args)
+    record = session.preview(text)
+    if reply_ids is None:  # the turn's reply first: then the cache holds it, and the branch reuses it
+        reply_ids = session.send(text).reply_ids
+    cache = session.cache or PromptCache(session.model.backend(n_ctx=session.window))
+    job = BranchJob(session.model, cache, record.prompt_ids, reply_ids, step=args.step, id=args.id,
+                    max_tokens=args.max_tokens, top_k=top_k)
+    _write_json(to_json(greedy(job)))
+    return 0
+
+
+def inspect(args) -> int:
+    """run's JSON on stdin, plus optional "reply_ids" (without them the turn's reply is computed
+    first): step --step of the reply inspected (chatlens.jobs.InspectJob), its attention over what
+    the model read and its logit lens. Prints a chatlens.protocol.Inspected."""
+    from ..cache import PromptCache
+    from ..jobs import InspectJob
+    from ..protocol import to_json
+    from ..pull import greedy
+
+    session, text, reply_ids = _turn_on_stdin(args)
+    record = session.preview(text)
+    if reply_ids is None:  # the turn's reply first: then the cache holds it, and the inspection reuses it
+        reply_ids = session.send(text).reply_ids
+    cache = session.cache or PromptCache(session.model.backend(n_ctx=session.window))
+    _write_json(to_json(greedy(InspectJob(cache, record, reply_ids, step=args.step, top_k=args.top_k))))
+    return 0
+
+
+def _turn_on_stdin(args):
+    """run's JSON on stdin, and optional "reply_ids": (a ChatSession holding its history, the new
+    message, the reply's ids or None), the settings checked before the weights load."""
+    from ..chat import ChatSession
     from ..window import check_messages
 
     preset, system = _system_args(args)
@@ -160,20 +194,11 @@ def branch(args) -> int:
     messages = _messages(data.get("messages") if isinstance(data, dict) else data, 'stdin\'s "messages"')
     check_messages(messages)
     _checked_limits(args)
-    top_k = _top_k(args.top_k)
     model = open_model(args.model, args.backend)
     session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
                           history=messages[:-1])
     _say_system(session)
-    text = messages[-1]["content"]
-    record = session.preview(text)
-    if reply_ids is None:  # the turn's reply first: then the cache holds it, and the branch reuses it
-        reply_ids = session.send(text).reply_ids
-    cache = session.cache or PromptCache(model.backend(n_ctx=session.window))
-    job = BranchJob(model, cache, record.prompt_ids, reply_ids, step=args.step, id=args.id,
-                    max_tokens=args.max_tokens, top_k=top_k)
-    _write_json(to_json(greedy(job)))
-    return 0
+    return session, messages[-1]["content"], reply_ids
 
 
 def _top_k(k) -> int:

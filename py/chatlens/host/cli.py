@@ -109,6 +109,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=int, required=True, help="the step whose choice is replaced (0: the reply's first)")
     p.add_argument("--id", type=int, required=True, help="the token id taken at that step")
 
+    p = sub.add_parser("inspect", help="run's JSON (and reply_ids) on stdin -> one reply step's attention and logit "
+                                       "lens (JSON)")
+    _model_arg(p)
+    _backend_arg(p)
+    p.add_argument("--window", type=int, default=defaults.DEFAULT_WINDOW, help="context window in tokens")
+    p.add_argument("--max-tokens", type=int, default=defaults.REPLY_LIMIT, help="reply limit (also the reserve kept free)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--system", help="custom system prompt (blank: the template's default)")
+    g.add_argument("--preset", help=f"system prompt preset: {', '.join(presets.PRESETS)}")
+    p.add_argument("--step", type=int, default=0, help="the step that chose reply id S (0: the reply's first)")
+    p.add_argument("--top-k", type=int, default=5, metavar="K", help="the lens's candidates a layer (default 5)")
+
     p = sub.add_parser("complete", help="plain text on stdin, no chat template -> its greedy continuation (JSON)")
     _model_arg(p)
     _backend_arg(p)
@@ -173,7 +185,7 @@ def main(argv=None) -> int:
         elif args.command == "compare":
             from .compare import compare
             return compare(args)
-        elif args.command in ("render", "run", "branch", "chat", "record"):
+        elif args.command in ("render", "run", "branch", "inspect", "chat", "record"):
             from . import chatcli
             return getattr(chatcli, args.command)(args)
         elif args.command == "build":

@@ -111,8 +111,8 @@
 /**
  * Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count.
  * @typedef {object} Start
- * @property {string} kind chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count (a Turn's overflow, counted exactly), compare (a Compare's four replies) or branch (a Branch: another choice at one step of a reply); chatlens.jobs.KINDS
- * @property {object} args the arguments of that kind: a Turn, a Text, a Compare or a Branch
+ * @property {string} kind chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count (a Turn's overflow, counted exactly), compare (a Compare's four replies), branch (a Branch: another choice at one step of a reply) or inspect (an Inspect: one step's attention and lens); chatlens.jobs.KINDS
+ * @property {object} args the arguments of that kind: a Turn, a Text, a Compare, a Branch or an Inspect
  * @property {number} [depth=2] GPU steps to keep in flight
  * @property {number} [chunk=16] the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls between chunks (0: the backend's own; a GPU step reads the program's chunk)
  */
@@ -126,7 +126,7 @@
  * @property {number} of all of it, in the same unit
  * @property {number} in_flight runs submitted whose bytes are not given yet
  * @property {TurnRecord|null} [record=null] a chat job's start only: the TurnRecord the reply will fill, as a preview answers it, before any step; null otherwise
- * @property {*} [done=null] null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation (text), a Prediction (predict), Counted (count), Compared (compare), Branched (branch); Stopped (a count stopped)
+ * @property {*} [done=null] null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation (text), a Prediction (predict), Counted (count), Compared (compare), Branched (branch), Inspected (inspect); Stopped (a count or an inspection stopped)
  * @property {ComparePrompt|null} [prompt=null] a compare job's start only: what both models read, before any step; null otherwise
  * @property {string} [model="instruct"] the model whose backend computes the runs (a compare job: the current reply's; its tokens also carry their model and layout)
  * @property {number|null} [cell=null] a compare job: the reply under way (0 to 3, in Compared's order); runs of an earlier one still in flight are not needed; null otherwise
@@ -444,6 +444,40 @@
  */
 
 /**
+ * One step of a turn's reply inspected (chatlens.inspection): where its query token looked, and how the choice formed through the layers. top_k: the lens's candidates a layer.
+ * @typedef {object} Inspect
+ * @property {Array} messages [{role, content}, ...]: the history, then the new user message last
+ * @property {number} [window=1024] the context window, in tokens
+ * @property {number} [reserve=96] tokens kept free in the window for the reply
+ * @property {number|null} [max_tokens=null] the reply limit (default: the reserve)
+ * @property {string|null} [preset=null] a system prompt preset (chatlens.presets), or none
+ * @property {string|null} [custom=null] the custom preset's text
+ * @property {string|null} [system=null] the system prompt as text (null: the template's default)
+ * @property {boolean} [special_in_text=true] special tokens written in a message are read as tokens (false: as characters)
+ * @property {number|null} [top_k=null] candidates a reply token records (chat: default 0, none; predict: default the site's)
+ * @property {Array|null} [reply_ids=null] the reply so far, as the turn's record has it ([]: the draft's first token; null, on the command line only: the turn's reply is computed first)
+ * @property {number} [step=0] the step that chose reply id `step` (its query: the token before it); len(reply_ids) for the step after the reply so far
+ */
+
+/**
+ * An inspection's answer (an inspect job's done, and `python -m chatlens inspect`'s output): chatlens.inspection.Inspection's figures for the step, placed on the turn's prompt. Layers and heads are counted from 0.
+ * @typedef {object} Inspected
+ * @property {Array} prompt_ids the prompt's ids, as the turn's record has them
+ * @property {Array} reply_ids the reply so far
+ * @property {number} step the step inspected: the one that chose reply id `step`
+ * @property {number} position where its query sits: len(prompt_ids) + step - 1
+ * @property {number} query_id the token at that position, whose step this is
+ * @property {number} chosen_id the id the last layer makes most likely: the one greedy decoding writes there
+ * @property {Array} attention attention[layer][head]: the query's weights over positions 0..position, each row summing to 1
+ * @property {Array} by_piece [{kind, label, start, end, share}]: the mean weight (all layers and heads) on each piece of the prompt, then on the reply so far (kind "reply")
+ * @property {Array} lens lens[layer]: the residual stream after that block through the final norm and the output layer, its top K [id, probability], best first; the last layer's is the step's own
+ * @property {number} reused_tokens tokens the cache held already before the position
+ * @property {number} computed_tokens tokens read now: those the cache lacked before the position, and the query
+ * @property {string} backend what computed it
+ * @property {string|null} [note=null] a sentence when the inspection read more than one token (the cache lacked part of what comes before the step), null otherwise
+ */
+
+/**
  * Stop the job of request `id`: a reply ends at its next pull (stop_reason "stopped"); a count rejects with an AbortError.
  * @typedef {object} StopSignal
  * @property {number} id the request's id
@@ -593,6 +627,8 @@ export const FIELDS = {
   Stopped: ["stopped"],
   Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id"],
   Branched: ["prompt_ids", "reply_ids", "step", "id", "branch_ids", "branch_text", "branch_tokens", "branch_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "computed_tokens", "backend", "timings"],
+  Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step"],
+  Inspected: ["prompt_ids", "reply_ids", "step", "position", "query_id", "chosen_id", "attention", "by_piece", "lens", "reused_tokens", "computed_tokens", "backend", "note"],
   StopSignal: ["id"],
   StatusEvent: ["state", "detail"],
   ModelEvent: ["model"],
