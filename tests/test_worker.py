@@ -1,7 +1,7 @@
 """chatlens.worker, the module the page's worker calls, fed exactly the JSON the page sends.
 
 The page's API (site/js/page/api.mjs) turns a call such as chatlens.preview({preset, messages}) into
-the worker's request with `plain()` (site/js/page/protocol.mjs); these tests run that same function in Node to make the
+the worker's request with `toWire()` (site/js/page/protocol.mjs); these tests run that same function in Node to make the
 request, then call the module as the worker does: call(name, json, ...callbacks) -> json.
 """
 
@@ -24,8 +24,8 @@ SETTINGS = defaults.for_page()
 
 def page_request(api_args: dict) -> str:
     """The worker request the page makes for chatlens.preview(api_args) / chatlens.run(api_args)."""
-    script = ("import('./site/js/page/protocol.mjs').then(({plain}) => "
-              "process.stdout.write(JSON.stringify(plain(JSON.parse(process.argv[1]), JSON.parse(process.argv[2])))))")
+    script = ("import('./site/js/page/protocol.mjs').then(({toWire}) => process.stdout.write(JSON.stringify("
+              "toWire('preview', JSON.parse(process.argv[1]), JSON.parse(process.argv[2])))))")
     done = subprocess.run(["node", "-e", script, json.dumps(api_args), json.dumps(SETTINGS)], cwd=ROOT,
                           capture_output=True, text=True, check=True)
     return done.stdout
