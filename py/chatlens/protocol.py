@@ -601,6 +601,8 @@ PAGE_REQUESTS = {
     "attach": (Empty, ModelInfo),
     "attach_base": (AttachBase, ModelInfo),
     "compare": (Compare, Compared),
+    "branch": (Branch, Branched),
+    "inspect": (Inspect, Inspected),
     "debug": (Empty, DebugInfo),
     "preview": (Turn, TurnRecord),
     "run": (Turn, TurnRecord),

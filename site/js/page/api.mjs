@@ -28,13 +28,27 @@
 //        onProgress({read, of, ms, parts}): characters of the prompt read; signal (an AbortSignal),
 //        a newer count, a new preview or a reply end it, and it rejects with an Error named AbortError
 //   await chatlens.complete({text, topK, maxTokens}, {onToken, onProgress, signal}) -> plain text
-//        continued with no template: {prompt_ids, ids, tokens, bytes, text, stop_reason, top_k, ...}, as run
+//        continued with no template: {prompt_ids, ..., reply_ids, reply_text, reply_tokens, reply_bytes,
+//        stop_reason, top_k, ...}: the text's tokens, then the reply as a record names it
+//   await chatlens.branch({...as run, replyIds, step, id, maxTokens, topK}, {onToken, onProgress, signal})
+//        -> another choice at one step of the turn's reply: {prompt_ids, reply_ids, step, id, branch_ids,
+//        branch_text, branch_tokens, branch_bytes, stop_reason, top_k (the steps after `step`),
+//        reused_tokens, computed_tokens, backend, timings}: reply_ids[:step], then id, then greedy
+//        again, maxTokens ids in all; onToken streams the ids after `id` as run's do; written as a
+//        reply is (one at a time; signal stops it, keeping what it wrote)
+//   await chatlens.inspect({...as run, replyIds, step, topK}, {onProgress, signal}) -> one step of the
+//        turn's reply inspected: {prompt_ids, reply_ids, step, position, query_id, chosen_id,
+//        attention ([layer][head] weights over positions 0..position), by_piece ([{kind, label,
+//        start, end, share}]), lens ([layer] top K [id, probability]), reused_tokens,
+//        computed_tokens, backend, note}; step: the one that chose reply id `step` (replyIds [] and
+//        step 0: a draft's first token); topK: the lens's candidates a layer (default 5). A
+//        signal rejects it with an AbortError
 //   await chatlens.compare({text, maxTokens, topK}, {onPrompt, onToken, signal}) -> the lesson's
 //        experiment: the message read as plain text and in the chat template, by the base and the
 //        instruct model: {prompt: {text, plain_ids, plain_tokens, template_text, template_ids,
 //        template_tokens, special_ids}, base: {plain, template}, instruct: {plain, template},
-//        max_tokens, top_k, eos_id}, each cell {reply_ids, reply_tokens, reply_text, stop_reason,
-//        top_k (the first step's [id, logit, probability] rows), top_k_tokens, backend, timings}.
+//        max_tokens, top_k, eos_id}, each cell a reply as a record names it {reply_ids, reply_tokens,
+//        reply_text, stop_reason, top_k (each step's [id, logit, probability] rows), top_k_tokens, ...}.
 //        Both models must be stored (the base attaches on the first compare); onPrompt(prompt)
 //        once, before any token; onToken({model, layout, token: {id, text, token, bytes}}) as
 //        each reply id is chosen; signal stops all four (stop_reason "stopped"); a new compare
@@ -212,12 +226,14 @@ export function createApi() {
     await api.ready;
     return call("predict", args).answer;
   };
-  api.count = async (args, { onProgress, signal } = {}) => {
+  /** A request that answers once it ends, with no reply to keep (count, inspect): a stop (its
+   * signal) rejects it with an AbortError. */
+  async function ended(type, args, { onProgress, signal } = {}) {
     checkMessages(args);
-    if (signal?.aborted) throw new DOMException("the count was stopped before it started", "AbortError");
+    if (signal?.aborted) throw new DOMException(`the ${type} was stopped before it started`, "AbortError");
     await api.ready;
-    const c = conn; // a stop goes to the worker that counts, even once another replaced it
-    const { id, answer } = c.call("count", toWire("count", args, api.settings), { progress: onProgress });
+    const c = conn; // a stop goes to the worker that computes it, even once another replaced it
+    const { id, answer } = c.call(type, toWire(type, args, api.settings), { progress: onProgress });
     const stop = () => c.signal("stop", { id });
     if (signal?.aborted) stop(); // while the page waited for the worker
     signal?.addEventListener("abort", stop, { once: true });
@@ -226,6 +242,13 @@ export function createApi() {
     } finally {
       signal?.removeEventListener("abort", stop);
     }
+  }
+  api.count = (args, options) => ended("count", args, options);
+  api.inspect = (args, options) => ended("inspect", args, options);
+  api.branch = async (args, options) => {
+    checkMessages(args);
+    await api.ready;
+    return reply("branch", args, options);
   };
   api.complete = async (args, options) => {
     if (!args || typeof args.text !== "string") throw new TypeError("chatlens: complete needs {text}");

@@ -33,6 +33,8 @@ const DEFAULTS = {
     out.top_k ??= settings.compare_top_k;
   },
 };
+// branch and inspect: a Turn (the turn whose reply they read), with their own fields beside it.
+DEFAULTS.Branch = DEFAULTS.Inspect = DEFAULTS.Turn;
 
 /**
  * The arguments the worker gets for request `type` (a page->worker request: MESSAGES.requests)

@@ -1,7 +1,7 @@
 // The worker's jobs: a record for each request that is one (a reply, a prediction, a count, a
 // comparison), and the one loop that pulls a job from Python a step at a time.
 //
-// A job is Python's `start(kind)` (chat, text, predict, count or compare), then one `step` a token
+// A job is Python's `start(kind)` (chat, text, predict, count, compare, branch or inspect), then one `step` a token
 // (a count: a few milliseconds of counting) until its answer is done, or a `stop`. On the GPU
 // this side submits the runs Python plans (several in flight: the GPU never waits for the host)
 // and hands Python each run's bytes; with NumPy, Python computes each step in `step`. Between two
@@ -12,7 +12,8 @@
 //   (it waits behind a request)       `stop` (stop_reason "stopped", nothing written); a count
 //                                     rejects without starting
 //   a stop while it is pulled      -> the next pull is a `stop` (on the GPU at once, the runs in
-//                                     flight dropped): a reply keeps what it wrote, "stopped"
+//                                     flight dropped): a reply keeps what it wrote, "stopped"; an
+//                                     inspection rejects with an AbortError
 //   a count while a reply is       -> it waits for that reply to end
 //   pulled
 //   a newer count, a preview or a  -> the count ends: it rejects with an Error named AbortError
@@ -26,6 +27,9 @@
 // `stop` from then on.
 
 const ENDED = Symbol("ended");
+// The kinds that write a reply: a stop keeps what they wrote ("stopped"); the others (a count, an
+// inspection) have no answer until they end, and a stop rejects them with an AbortError.
+const WRITES = { chat: true, text: true, predict: true, compare: true, branch: true, count: false, inspect: false };
 
 /** The worker's jobs. Each is opened when its request comes (`open`), pulled by its handler
  * (`pull`, once Python is up) and closed once answered (`close`). */
@@ -121,7 +125,7 @@ export function createJobs() {
     const ended = () => {
       if (held !== job) throw abortError(job.ended);
       const out = ask("stop", {});
-      if (kind === "count") throw abortError(job.ended);
+      if (!WRITES[kind]) throw abortError(job.ended); // a count or an inspection has nothing to keep
       return out;
     };
     // The prompt's progress, posted at each pull and, on the GPU, after each part of a step that

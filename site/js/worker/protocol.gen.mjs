@@ -321,6 +321,78 @@
  */
 
 /**
+ * Another choice at one step of a turn's reply: the reply up to that step, then `id`, then greedy again; max_tokens caps the whole branch (the reply's ids it keeps included).
+ * @typedef {object} Branch
+ * @property {Array} messages [{role, content}, ...]: the history, then the new user message last
+ * @property {number} [window=1024] the context window, in tokens
+ * @property {number} [reserve=96] tokens kept free in the window for the reply
+ * @property {number|null} [max_tokens=null] the reply limit (default: the reserve)
+ * @property {string|null} [preset=null] a system prompt preset (chatlens.presets), or none
+ * @property {string|null} [custom=null] the custom preset's text
+ * @property {string|null} [system=null] the system prompt as text (null: the template's default)
+ * @property {boolean} [special_in_text=true] special tokens written in a message are read as tokens (false: as characters)
+ * @property {number|null} [top_k=null] candidates a reply token records (chat: default 0, none; predict: default the site's)
+ * @property {Array|null} [reply_ids=null] the reply to branch, as the turn's record has it (null, on the command line only: the turn's reply is computed first)
+ * @property {number} step the step whose choice is replaced: the branch keeps reply_ids[:step], then takes id
+ * @property {number} id the token id taken at that step
+ */
+
+/**
+ * A branch's answer (a branch job's done, and `python -m chatlens branch`'s output): the reply it branched from, where, and what the model wrote after the choice made by hand.
+ * @typedef {object} Branched
+ * @property {Array} prompt_ids the prompt's ids, as the turn's record has them
+ * @property {Array} reply_ids the reply it branched from
+ * @property {number} step the step whose choice was replaced
+ * @property {number} id the id taken there
+ * @property {Array} branch_ids reply_ids[:step], then id, then the ids the model chose after it (the end-of-turn id included when written)
+ * @property {string} branch_text the branch as text, without the end-of-turn token
+ * @property {Array} branch_tokens each branch id's token as text (as the record's reply_tokens)
+ * @property {Array} branch_bytes each branch id's token's bytes, as hex
+ * @property {string} stop_reason "end_turn", "max_tokens" or "stopped"
+ * @property {Array|null} top_k rows for the ids the branch chose itself (branch_ids[step + 1:]): each step's K best [id, logit, probability] (null unless asked); the steps before are the reply's own
+ * @property {Array|null} top_k_tokens those candidates' tokens as text
+ * @property {Array|null} top_k_bytes those candidates' bytes, as hex
+ * @property {number} reused_tokens tokens the cache held already: the prompt and reply_ids[:step] when the reply is the cache's
+ * @property {number} computed_tokens tokens read before the branch's first own choice (1, the id taken, when the reply was the cache's)
+ * @property {string|null} backend what computed it (null: nothing needed computing, the id ended the branch)
+ * @property {object|null} timings as a Reply's
+ */
+
+/**
+ * One step of a turn's reply inspected (chatlens.inspection): where its query token looked, and how the choice formed through the layers. top_k: the lens's candidates a layer.
+ * @typedef {object} Inspect
+ * @property {Array} messages [{role, content}, ...]: the history, then the new user message last
+ * @property {number} [window=1024] the context window, in tokens
+ * @property {number} [reserve=96] tokens kept free in the window for the reply
+ * @property {number|null} [max_tokens=null] the reply limit (default: the reserve)
+ * @property {string|null} [preset=null] a system prompt preset (chatlens.presets), or none
+ * @property {string|null} [custom=null] the custom preset's text
+ * @property {string|null} [system=null] the system prompt as text (null: the template's default)
+ * @property {boolean} [special_in_text=true] special tokens written in a message are read as tokens (false: as characters)
+ * @property {number|null} [top_k=null] candidates a reply token records (chat: default 0, none; predict: default the site's)
+ * @property {Array|null} [reply_ids=null] the reply so far, as the turn's record has it ([]: the draft's first token; null, on the command line only: the turn's reply is computed first)
+ * @property {number} [step=0] the step that chose reply id `step` (its query: the token before it); len(reply_ids) for the step after the reply so far
+ */
+
+/**
+ * An inspection's answer (an inspect job's done, and `python -m chatlens inspect`'s output): chatlens.inspection.Inspection's figures for the step, placed on the turn's prompt. Layers and heads are counted from 0.
+ * @typedef {object} Inspected
+ * @property {Array} prompt_ids the prompt's ids, as the turn's record has them
+ * @property {Array} reply_ids the reply so far
+ * @property {number} step the step inspected: the one that chose reply id `step`
+ * @property {number} position where its query sits: len(prompt_ids) + step - 1
+ * @property {number} query_id the token at that position, whose step this is
+ * @property {number} chosen_id the id the last layer makes most likely: the one greedy decoding writes there
+ * @property {Array} attention attention[layer][head]: the query's weights over positions 0..position, each row summing to 1
+ * @property {Array} by_piece [{kind, label, start, end, share}]: the mean weight (all layers and heads) on each piece of the prompt, then on the reply so far (kind "reply")
+ * @property {Array} lens lens[layer]: the residual stream after that block through the final norm and the output layer, its top K [id, probability], best first; the last layer's is the step's own
+ * @property {number} reused_tokens tokens the cache held already before the position
+ * @property {number} computed_tokens tokens read now: those the cache lacked before the position, and the query
+ * @property {string} backend what computed it
+ * @property {string|null} [note=null] a sentence when the inspection read more than one token (the cache lacked part of what comes before the step), null otherwise
+ */
+
+/**
  * debug's answer (scripts/bench_browser.py).
  * @typedef {object} DebugInfo
  * @property {number|null} wasm_heap Python's wasm memory, in bytes
@@ -403,78 +475,6 @@
  * A job's done when it was stopped before it had an answer of its own (a count).
  * @typedef {object} Stopped
  * @property {boolean} [stopped=true] true
- */
-
-/**
- * Another choice at one step of a turn's reply: the reply up to that step, then `id`, then greedy again; max_tokens caps the whole branch (the reply's ids it keeps included).
- * @typedef {object} Branch
- * @property {Array} messages [{role, content}, ...]: the history, then the new user message last
- * @property {number} [window=1024] the context window, in tokens
- * @property {number} [reserve=96] tokens kept free in the window for the reply
- * @property {number|null} [max_tokens=null] the reply limit (default: the reserve)
- * @property {string|null} [preset=null] a system prompt preset (chatlens.presets), or none
- * @property {string|null} [custom=null] the custom preset's text
- * @property {string|null} [system=null] the system prompt as text (null: the template's default)
- * @property {boolean} [special_in_text=true] special tokens written in a message are read as tokens (false: as characters)
- * @property {number|null} [top_k=null] candidates a reply token records (chat: default 0, none; predict: default the site's)
- * @property {Array|null} [reply_ids=null] the reply to branch, as the turn's record has it (null, on the command line only: the turn's reply is computed first)
- * @property {number} step the step whose choice is replaced: the branch keeps reply_ids[:step], then takes id
- * @property {number} id the token id taken at that step
- */
-
-/**
- * A branch's answer (a branch job's done, and `python -m chatlens branch`'s output): the reply it branched from, where, and what the model wrote after the choice made by hand.
- * @typedef {object} Branched
- * @property {Array} prompt_ids the prompt's ids, as the turn's record has them
- * @property {Array} reply_ids the reply it branched from
- * @property {number} step the step whose choice was replaced
- * @property {number} id the id taken there
- * @property {Array} branch_ids reply_ids[:step], then id, then the ids the model chose after it (the end-of-turn id included when written)
- * @property {string} branch_text the branch as text, without the end-of-turn token
- * @property {Array} branch_tokens each branch id's token as text (as the record's reply_tokens)
- * @property {Array} branch_bytes each branch id's token's bytes, as hex
- * @property {string} stop_reason "end_turn", "max_tokens" or "stopped"
- * @property {Array|null} top_k rows for the ids the branch chose itself (branch_ids[step + 1:]): each step's K best [id, logit, probability] (null unless asked); the steps before are the reply's own
- * @property {Array|null} top_k_tokens those candidates' tokens as text
- * @property {Array|null} top_k_bytes those candidates' bytes, as hex
- * @property {number} reused_tokens tokens the cache held already: the prompt and reply_ids[:step] when the reply is the cache's
- * @property {number} computed_tokens tokens read before the branch's first own choice (1, the id taken, when the reply was the cache's)
- * @property {string|null} backend what computed it (null: nothing needed computing, the id ended the branch)
- * @property {object|null} timings as a Reply's
- */
-
-/**
- * One step of a turn's reply inspected (chatlens.inspection): where its query token looked, and how the choice formed through the layers. top_k: the lens's candidates a layer.
- * @typedef {object} Inspect
- * @property {Array} messages [{role, content}, ...]: the history, then the new user message last
- * @property {number} [window=1024] the context window, in tokens
- * @property {number} [reserve=96] tokens kept free in the window for the reply
- * @property {number|null} [max_tokens=null] the reply limit (default: the reserve)
- * @property {string|null} [preset=null] a system prompt preset (chatlens.presets), or none
- * @property {string|null} [custom=null] the custom preset's text
- * @property {string|null} [system=null] the system prompt as text (null: the template's default)
- * @property {boolean} [special_in_text=true] special tokens written in a message are read as tokens (false: as characters)
- * @property {number|null} [top_k=null] candidates a reply token records (chat: default 0, none; predict: default the site's)
- * @property {Array|null} [reply_ids=null] the reply so far, as the turn's record has it ([]: the draft's first token; null, on the command line only: the turn's reply is computed first)
- * @property {number} [step=0] the step that chose reply id `step` (its query: the token before it); len(reply_ids) for the step after the reply so far
- */
-
-/**
- * An inspection's answer (an inspect job's done, and `python -m chatlens inspect`'s output): chatlens.inspection.Inspection's figures for the step, placed on the turn's prompt. Layers and heads are counted from 0.
- * @typedef {object} Inspected
- * @property {Array} prompt_ids the prompt's ids, as the turn's record has them
- * @property {Array} reply_ids the reply so far
- * @property {number} step the step inspected: the one that chose reply id `step`
- * @property {number} position where its query sits: len(prompt_ids) + step - 1
- * @property {number} query_id the token at that position, whose step this is
- * @property {number} chosen_id the id the last layer makes most likely: the one greedy decoding writes there
- * @property {Array} attention attention[layer][head]: the query's weights over positions 0..position, each row summing to 1
- * @property {Array} by_piece [{kind, label, start, end, share}]: the mean weight (all layers and heads) on each piece of the prompt, then on the reply so far (kind "reply")
- * @property {Array} lens lens[layer]: the residual stream after that block through the final norm and the output layer, its top K [id, probability], best first; the last layer's is the step's own
- * @property {number} reused_tokens tokens the cache held already before the position
- * @property {number} computed_tokens tokens read now: those the cache lacked before the position, and the query
- * @property {string} backend what computed it
- * @property {string|null} [note=null] a sentence when the inspection read more than one token (the cache lacked part of what comes before the step), null otherwise
  */
 
 /**
@@ -567,6 +567,8 @@ export const MESSAGES = {
     attach: { args: "Empty", answers: "ModelInfo" },
     attach_base: { args: "AttachBase", answers: "ModelInfo" },
     compare: { args: "Compare", answers: "Compared" },
+    branch: { args: "Branch", answers: "Branched" },
+    inspect: { args: "Inspect", answers: "Inspected" },
     debug: { args: "Empty", answers: "DebugInfo" },
     preview: { args: "Turn", answers: "TurnRecord" },
     run: { args: "Turn", answers: "TurnRecord" },
@@ -617,6 +619,10 @@ export const FIELDS = {
   AttachBase: ["source"],
   Compare: ["text", "max_tokens", "top_k"],
   Compared: ["prompt", "instruct", "base", "max_tokens", "top_k", "eos_id"],
+  Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id"],
+  Branched: ["prompt_ids", "reply_ids", "step", "id", "branch_ids", "branch_text", "branch_tokens", "branch_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "computed_tokens", "backend", "timings"],
+  Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step"],
+  Inspected: ["prompt_ids", "reply_ids", "step", "position", "query_id", "chosen_id", "attention", "by_piece", "lens", "reused_tokens", "computed_tokens", "backend", "note"],
   DebugInfo: ["wasm_heap", "last_reply"],
   Counted: ["needed", "window", "reserve", "at_least", "pieces", "message", "context"],
   Reply: ["reply_ids", "reply_text", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "computed_tokens", "backend", "timings"],
@@ -625,10 +631,6 @@ export const FIELDS = {
   CellToken: ["id", "text", "token", "bytes", "model", "layout"],
   GpuRun: ["sequences", "params", "readback", "tokens", "chooses"],
   Stopped: ["stopped"],
-  Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id"],
-  Branched: ["prompt_ids", "reply_ids", "step", "id", "branch_ids", "branch_text", "branch_tokens", "branch_bytes", "stop_reason", "top_k", "top_k_tokens", "top_k_bytes", "reused_tokens", "computed_tokens", "backend", "timings"],
-  Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step"],
-  Inspected: ["prompt_ids", "reply_ids", "step", "position", "query_id", "chosen_id", "attention", "by_piece", "lens", "reused_tokens", "computed_tokens", "backend", "note"],
   StopSignal: ["id"],
   StatusEvent: ["state", "detail"],
   ModelEvent: ["model"],

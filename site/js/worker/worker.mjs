@@ -154,6 +154,16 @@ const requests = {
     await booting;
     return pulled(job, args);
   },
+  async branch(args, job) {
+    await booting;
+    await models.fit(args.window);
+    return pulled(job, args);
+  },
+  async inspect(args, job) {
+    await booting;
+    await models.fit(args.window);
+    return pulled(job, args);
+  },
 };
 
 // The text side's requests: answered from the tokenizer and template alone.
@@ -180,7 +190,8 @@ const TEXT_SIDE = new Set(["preview", "render", "tokenize", "chat_template", "la
 
 // The requests that are jobs, and the kind Python's `start` gives each: their record opens as
 // their message comes, so a stop that comes before the job starts finds it.
-const JOBS = { run: "chat", complete: "text", predict: "predict", count: "count", compare: "compare" };
+const JOBS = { run: "chat", complete: "text", predict: "predict", count: "count", compare: "compare", branch: "branch",
+               inspect: "inspect" };
 
 let queue = Promise.resolve();
 const enqueue = (task) => (queue = queue.then(task).catch(() => {}));
