@@ -112,7 +112,7 @@ def test_the_page_takes_its_defaults_from_python(built):
     assert settings["windows"] == [256, 512, 1024] and settings["default_window"] == 1024
     assert [p["name"] for p in settings["presets"]] == ["none", "pirate", "brief", "date", "custom"]
     numbers = {str(n) for n in [defaults.REPLY_LIMIT, *defaults.WINDOWS, defaults.DEFAULT_WINDOW]}
-    # the worker protocol's typedefs are written from chatlens.protocol, defaults included
+    # no page module writes these numbers again: they come from build.json (chatlens.defaults)
     pages = [built / "index.html", *(p for p in built.rglob("js/**/*.mjs") if not p.name.endswith(".gen.mjs"))]
     found = {p.name: [line for line in p.read_text().splitlines()
                       for n in numbers if re.search(rf"(?<![\w.#-]){n}(?![\w.-])", line)] for p in pages}

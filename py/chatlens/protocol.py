@@ -3,9 +3,10 @@
 Each request's arguments are a dataclass here: its fields, their types, their defaults (from
 chatlens.defaults) and a line of doc each. chatlens.worker reads every request through `parse`,
 which refuses a missing, unknown or mistyped argument with a plain sentence; the page's side is
-written from the same classes (`javascript()`: JSDoc typedefs and the list of requests, in
-site/js/worker/protocol.gen.mjs, which tests/test_worker.py keeps current; `describe()`: the
-same as data, in build.json).
+reads what it needs of the same classes (`javascript()`: the requests, the messages and the
+fields of each type a page request takes, in site/js/worker/protocol.gen.mjs, which
+tests/test_worker.py keeps current; `describe()`: every type's fields and docs as data, in
+build.json).
 
 One casing rule: every name on the wire between the page, its worker and Python (request,
 signal and event types, arguments, answers, events' fields) is snake_case, as Python writes it.
@@ -31,7 +32,7 @@ from .record import TurnRecord
 
 
 def doc(text, default=MISSING, factory=MISSING):
-    """A field with its line of doc (what the generated typedefs say)."""
+    """A field with its line of doc (describe() carries it)."""
     if factory is not MISSING:
         return field(default_factory=factory, metadata={"doc": text})
     return field(default=default, metadata={"doc": text})
@@ -711,24 +712,20 @@ def describe() -> dict:
 
 
 def javascript() -> str:
-    """site/js/worker/protocol.gen.mjs: the typedefs, the requests and the messages, for the page."""
+    """site/js/worker/protocol.gen.mjs: what the page's code reads of the contract, and no more:
+    the requests (Python's and the page's: their argument and answer types' names), the signals
+    and events, and the fields of each type a page request takes (site/js/page/protocol.mjs puts
+    a request's arguments on the wire from them). The types themselves are documented here, once."""
     import json
 
     d = describe()
+    m = d["messages"]
+    taken = dict.fromkeys(a for a, _ in m["requests"].values())  # the page's requests' argument types, in order
     out = ["// Generated from py/chatlens/protocol.py by `python -m chatlens protocol --write`: do not edit.",
-           "// The contract between the page, its worker (site/js/worker/worker.mjs) and Python",
-           "// (chatlens.worker): each request's arguments and answer, and the page<->worker messages.",
-           "// On the wire every name is snake_case, as Python writes it.", ""]
-    for name, cls in _all_types().items():
-        out.append("/**")
-        out.append(f" * {' '.join(cls.__doc__.split(chr(10) + chr(10))[0].split())}")  # its first paragraph
-        out.append(f" * @typedef {{object}} {name}")
-        for f in d["types"][name]:
-            label = f["name"] if f["required"] else f"[{f['name']}={json.dumps(f['default'])}]"
-            out.append(f" * @property {{{f['type']}}} {label} {f['doc']}")
-        out.append(" */")
-        out.append("")
-    out.append("/** Python's requests (chatlens.worker): the arguments and the answer, typedefs above. */")
+           "// What the page reads of the contract between the page, its worker and Python: the requests,",
+           "// the messages, and the fields of each type a page request takes. Every type is documented",
+           "// once, in py/chatlens/protocol.py. On the wire every name is snake_case, as Python writes it.", ""]
+    out.append("/** Python's requests (chatlens.worker): each one's argument and answer types. */")
     out.append("export const REQUESTS = {")
     for name, (cls, answer) in REQUESTS.items():
         out.append(f"  {name}: {{ args: {json.dumps(cls.__name__)}, answers: {json.dumps(answer.__name__)} }},")
@@ -736,7 +733,6 @@ def javascript() -> str:
     out.append("")
     out.append("/** The page<->worker messages, by type: requests (page -> worker: [args, answer]), signals")
     out.append(" * (page -> worker, never answered), events (worker -> page) and the answer envelope. */")
-    m = d["messages"]
     out.append("export const MESSAGES = {")
     out.append("  requests: {")
     for name, (a, r) in m["requests"].items():
@@ -747,9 +743,9 @@ def javascript() -> str:
     out.append(f"  answer: {json.dumps(m['answer'])},")
     out.append("};")
     out.append("")
-    out.append("/** Each type's fields, in order. */")
+    out.append("/** The fields of each type a page request takes, in order. */")
     out.append("export const FIELDS = {")
-    for t, fs in d["types"].items():
-        out.append(f"  {t}: {json.dumps([f['name'] for f in fs])},")
+    for t in taken:
+        out.append(f"  {t}: {json.dumps([f['name'] for f in d['types'][t]])},")
     out.append("};")
     return "\n".join(out) + "\n"
