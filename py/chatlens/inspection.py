@@ -46,6 +46,7 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
+from .cache import common_prefix
 from .errors import ChatlensError
 
 TOP_K = 5  # the lens's candidates a layer, by default (issue 34 shows the top 5)
@@ -116,7 +117,7 @@ class Inspecting:
         self.position, self.query_id, self.top_k = position, ids[position], top_k
         self.planned = bool(getattr(cache, "planned", False))
         held = list(cache.ids)
-        self.reused = _common_prefix(held, ids[:position])
+        self.reused = common_prefix(held, ids[:position])
         # A cache that holds the query and more (the reply after the inspected step) keeps it: the
         # step rewrites only the query's own slot, with the same token, and the rest is regrown.
         self.kept = held[position + 1:] if self.reused == position and held[position:position + 1] == ids[position:position + 1] else []
@@ -293,14 +294,6 @@ def _layer(attention, layer) -> int:
     if not 0 <= layer < len(attention):
         raise ChatlensError(f"layer {layer} is out of range: the model has layers 0 to {len(attention) - 1}")
     return layer
-
-
-def _common_prefix(a, b) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _vocab(backend) -> int:

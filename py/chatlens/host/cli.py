@@ -33,13 +33,18 @@ def _backend_arg(p):
                    help="what computes: numpy (default), webgpu (wgpu-py), auto (the GPU when an adapter exists)")
 
 
-def _chat_args(p):
+def _turn_args(p):
+    """What a turn is read under: the backend, the window, the reply limit, the system prompt."""
     _backend_arg(p)
     p.add_argument("--window", type=int, default=defaults.DEFAULT_WINDOW, help="context window in tokens")
     p.add_argument("--max-tokens", type=int, default=defaults.REPLY_LIMIT, help="reply limit (also the reserve kept free)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--system", help="custom system prompt (blank: the template's default)")
     g.add_argument("--preset", help=f"system prompt preset: {', '.join(presets.PRESETS)}")
+
+
+def _chat_args(p):
+    _turn_args(p)
     _top_k_arg(p)
 
 
@@ -112,12 +117,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="run's JSON (and reply_ids) on stdin -> one reply step's attention and logit "
                                        "lens (JSON)")
     _model_arg(p)
-    _backend_arg(p)
-    p.add_argument("--window", type=int, default=defaults.DEFAULT_WINDOW, help="context window in tokens")
-    p.add_argument("--max-tokens", type=int, default=defaults.REPLY_LIMIT, help="reply limit (also the reserve kept free)")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--system", help="custom system prompt (blank: the template's default)")
-    g.add_argument("--preset", help=f"system prompt preset: {', '.join(presets.PRESETS)}")
+    _turn_args(p)
     p.add_argument("--step", type=int, default=0, help="the step that chose reply id S (0: the reply's first)")
     p.add_argument("--top-k", type=int, default=5, metavar="K", help="the lens's candidates a layer (default 5)")
 

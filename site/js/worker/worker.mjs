@@ -101,6 +101,13 @@ async function chooseDevice(asked, emulatedNames) {
            passedOver: choice.backend === "numpy" && gpu ? gpu.name : null }; // a software GPU NumPy was preferred to
 }
 
+/** A job over a turn (a reply, a branch of one, an inspection): the weights fitted to its window first. */
+async function turnJob(args, job) {
+  await booting;
+  await models.fit(args.window);
+  return pulled(job, args);
+}
+
 const requests = {
   /** For scripts/bench_browser.py: the size of Python's wasm memory, in bytes, and where the
    * last reply's time went in this thread (jobs.mjs's figures). */
@@ -141,11 +148,7 @@ const requests = {
     await booting;
     return pulled(job, args);
   },
-  async run(args, job) {
-    await booting;
-    await models.fit(args.window);
-    return pulled(job, args);
-  },
+  run: turnJob,
   async predict(args, job) {
     await booting;
     return pulled(job, args);
@@ -154,16 +157,8 @@ const requests = {
     await booting;
     return pulled(job, args);
   },
-  async branch(args, job) {
-    await booting;
-    await models.fit(args.window);
-    return pulled(job, args);
-  },
-  async inspect(args, job) {
-    await booting;
-    await models.fit(args.window);
-    return pulled(job, args);
-  },
+  branch: turnJob,
+  inspect: turnJob,
 };
 
 // The text side's requests: answered from the tokenizer and template alone.
