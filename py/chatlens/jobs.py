@@ -29,6 +29,7 @@ from dataclasses import asdict
 
 from . import defaults, protocol
 from .errors import ChatlensError
+from .generate import Generation
 from .protocol import Branched, CellToken, GpuRun, Inspected, Prediction, PullAnswer, Stopped, Token
 from .pull import Pull
 from .record import candidate_bytes, candidate_tokens, token_lists
@@ -271,15 +272,7 @@ class BranchJob(_OneReply):
             return PullAnswer(tokens=tokens, runs=[], read=n, of=n, in_flight=0, done=self.result)
         return super().answer(tokens, depth)
 
-    @property
-    def result(self):
-        if self._result is None and self.done:
-            self._result = self._result_of(self.writing)
-        return self._result
-
     def _result_of(self, w):
-        from .generate import Generation
-
         if w is None:  # the id ended it, or the cap: nothing was computed
             gen = Generation(stop_reason="end_turn" if self.id == self.eos_id else "max_tokens")
             reply = reply_of(self.tokenizer, self.eos_id, gen, reused=self.reused, backend=None, top_k=self.top_k)
