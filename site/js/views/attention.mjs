@@ -1,0 +1,134 @@
+// The figures views/inspect.mjs draws from an inspection (chatlens.inspect's answer), computed on
+// the page: the mean weight over heads, each piece's share with or without the first token, the
+// positions most attended to, the heads that read furthest back, and where the logit lens settles.
+// No DOM. The first four are py/chatlens/inspection.py's mean_weights, by_piece, top_positions and
+// (in tests/page/inspect_reference.py until inspection.py holds it) look_back, written again for
+// the page: tests/page/attention.test.mjs runs both on the same arrays and asks for equal numbers,
+// bit for bit. Sums are therefore correctly rounded, as Python's math.fsum rounds them (`fsum`):
+// a plain loop's rounding would differ in the last bits and could reorder equal-looking weights.
+//
+// Layers and heads are 0-based here, as in the answer (attention[layer][head], lens[layer]); the
+// view labels them from 1 (views/inspect.mjs blockLabel).
+
+/** The correctly rounded sum of `xs` (finite numbers): CPython's math.fsum (Shewchuk's exact
+ * partials, then the half-even fix across partials), so a sum here equals Python's bit for bit. */
+export function fsum(xs) {
+  const p = [];
+  for (let x of xs) {
+    let i = 0;
+    for (let y of p) {
+      if (Math.abs(x) < Math.abs(y)) [x, y] = [y, x];
+      const hi = x + y;
+      const lo = y - (hi - x);
+      if (lo !== 0) p[i++] = lo;
+      x = hi;
+    }
+    p.length = i;
+    if (x !== 0) p.push(x);
+  }
+  let n = p.length;
+  if (n === 0) return 0;
+  let hi = p[--n];
+  let lo = 0;
+  while (n > 0) {
+    const x = hi;
+    const y = p[--n];
+    hi = x + y;
+    lo = y - (hi - x);
+    if (lo !== 0) break;
+  }
+  if (n > 0 && ((lo < 0 && p[n - 1] < 0) || (lo > 0 && p[n - 1] > 0))) {
+    const y = lo * 2;
+    const x = hi + y;
+    if (y === x - hi) hi = x;
+  }
+  return hi;
+}
+
+function layerOf(attention, layer) {
+  if (!(Number.isInteger(layer) && layer >= 0 && layer < attention.length)) {
+    throw new RangeError(`layer ${layer} is out of range: the model has layers 0 to ${attention.length - 1}`);
+  }
+  return layer;
+}
+
+/** Each position's weight averaged over the heads of every layer (layer null) or of one layer:
+ * inspection.mean_weights. */
+export function meanWeights(attention, layer = null) {
+  const layers = layer === null ? attention : [attention[layerOf(attention, layer)]];
+  const rows = layers.flat();
+  const n = rows[0].length;
+  const out = new Array(n);
+  for (let j = 0; j < n; j++) out[j] = fsum(rows.map((row) => row[j])) / rows.length;
+  return out;
+}
+
+/** The mean weights summed over each piece of the prompt, then over the reply so far (kind
+ * "reply") when the query lies past the prompt: inspection.by_piece. pieces: the record's
+ * pieces, or the answer's by_piece (its reply span is then a piece like the others, and the
+ * shares come out the same). skipFirst: position 0 left out, the shares taken of the rest. */
+export function byPiece(attention, pieces, { layer = null, skipFirst = false } = {}) {
+  const weights = meanWeights(attention, layer);
+  const n = weights.length;
+  const spans = pieces
+    .filter((p) => Number(p.start) < n)
+    .map((p) => ({ kind: p.kind, label: p.label, start: Number(p.start), end: Math.min(Number(p.end), n) }));
+  const promptEnd = Math.max(0, ...pieces.map((p) => Number(p.end)));
+  if (n > promptEnd) spans.push({ kind: "reply", label: "reply so far", start: promptEnd, end: n });
+  const first = skipFirst ? 1 : 0;
+  const total = fsum(weights.slice(first)) || 1;
+  return spans.map((s) => ({ ...s, share: fsum(weights.slice(Math.max(s.start, first), s.end)) / total }));
+}
+
+/** [[position, weight], ...], the `n` largest of `weights` from position `from` to `to`
+ * (exclusive), most first, equal weights by lower position. */
+function largest(weights, n, from = 0, to = weights.length) {
+  const order = [];
+  for (let j = from; j < to; j++) order.push(j);
+  order.sort((a, b) => (weights[b] - weights[a]) || (a - b));
+  return order.slice(0, Math.max(Math.trunc(n), 0)).map((j) => [j, weights[j]]);
+}
+
+/** The `n` positions with the most mean weight, as [position, weight], most first (equal weights
+ * by lower position); skipFirst leaves position 0 out: inspection.top_positions. */
+export function topPositions(attention, n = 10, { layer = null, skipFirst = false } = {}) {
+  return largest(meanWeights(attention, layer), n, skipFirst ? 1 : 0);
+}
+
+// The last positions a head's reach leaves out: the query's own token and the three before it
+// (at a reply's first step, the generation header `<|im_start|>assistant\n` and the line break
+// before it). Nearly every head reads there; what a learner looks for is a head that reads the
+// system prompt, an earlier turn or the message, further back.
+export const RECENT = 4;
+
+/** The heads that read furthest back: for each head (of every layer, or of one), the weight it
+ * puts on positions 1 to P - RECENT (the first token and the last `recent` positions, the query's
+ * own included, left out), with the `top` positions it reads most there, as
+ * {layer, head, weight, reads: [[position, weight], ...]}; the `n` with the most, most first
+ * (equal weights by lower layer, then head). look_back in tests/page/inspect_reference.py. */
+export function lookBack(attention, n = 6, { layer = null, recent = RECENT, top = 3 } = {}) {
+  const layers = layer === null ? attention.map((heads, l) => [l, heads]) : [[layerOf(attention, layer), attention[layer]]];
+  const heads = [];
+  for (const [l, rows] of layers) {
+    rows.forEach((row, h) => {
+      const end = Math.max(1, row.length - recent);
+      heads.push({ layer: l, head: h, weight: fsum(row.slice(1, end)), reads: largest(row, top, 1, end) });
+    });
+  }
+  heads.sort((a, b) => (b.weight - a.weight) || (a.layer - b.layer) || (a.head - b.head));
+  return heads.slice(0, Math.max(Math.trunc(n), 0));
+}
+
+/** Where the logit lens settles on `id`: the first layer from which it is every later layer's
+ * first choice (lens[layer][0][0]), or null when the last layer's first choice is another id. */
+export function settles(lens, id) {
+  let at = null;
+  for (let l = lens.length - 1; l >= 0 && lens[l][0]?.[0] === id; l--) at = l;
+  return at;
+}
+
+/** The lens's probability of `id` at `layer`, or null when it is not among that layer's top K. */
+export function lensProbability(lens, layer, id) {
+  const row = lens[layer].find(([i]) => i === id);
+  return row ? row[1] : null;
+}
