@@ -1,0 +1,90 @@
+// The requests a step of a reply makes (site/js/page/step.mjs), as the page makes them and as
+// they reach the worker (protocol.mjs's toWire). tests/test_page_step.py sends the same requests
+// to the worker and checks that they read the prompts the replies were written from.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { branchRequest, compareCellRequest, draftRequest, inspectRequest, recordedRequest, withBranch } from "../../site/js/page/step.mjs";
+import { toWire } from "../../site/js/page/protocol.mjs";
+
+const settings = { reply_limit: 96, windows: [256, 512, 1024], compare_limit: 48, top_k: 10 };
+// A live turn's request with "why this token" on: its candidates a token, topK 10.
+const turn = { messages: [{ role: "user", content: "Who are you?" }], preset: "pirate", window: 512, topK: 10 };
+const reply = [32, 1045, 30, 2];
+
+test("inspecting step 2 of a live reply: the turn's request, the reply and the step; the lens's own K", () => {
+  const args = inspectRequest(turn, reply, 2);
+  assert.deepEqual(toWire("inspect", args, settings), {
+    messages: turn.messages, preset: "pirate", window: 512, max_tokens: 96, reserve: 96, reply_ids: reply, step: 2,
+  }); // no top_k: the run's 10 candidates a token are not the lens's K (the engine's 5)
+  assert.equal(toWire("inspect", inspectRequest(turn, reply, 2, { topK: 3 }), settings).top_k, 3);
+});
+
+test("the draft's first token: no reply, step 0", () => {
+  const preview = { messages: [{ role: "user", content: "What year is it?" }], preset: "date", window: 256 };
+  assert.deepEqual(draftRequest(preview), { ...preview, replyIds: [], step: 0, topK: undefined });
+});
+
+test("a branch at step 1 takes the id and keeps the turn's candidates a token, so it can be branched again", () => {
+  const wire = toWire("branch", branchRequest(turn, reply, 1, 4093), settings);
+  assert.deepEqual(wire, { messages: turn.messages, preset: "pirate", window: 512, max_tokens: 96, reserve: 96, top_k: 10,
+                           reply_ids: reply, step: 1, id: 4093 });
+  assert.equal(toWire("branch", branchRequest(turn, reply, 1, 4093, { topK: 0 }), settings).top_k, 0);
+});
+
+test("the request is a copy: changing the reply afterwards changes nothing sent", () => {
+  const ids = [...reply];
+  const args = inspectRequest(turn, ids, 1);
+  ids.push(7);
+  assert.deepEqual(args.replyIds, reply);
+});
+
+const recorded = JSON.parse(readFileSync(new URL("../../site/recorded.json", import.meta.url), "utf8"));
+
+test("a recorded turn's request: the lesson's messages, each earlier one answered as recorded", () => {
+  const conversation = recorded.conversations.find((c) => c.preset === "date" && c.window === 256);
+  const args = recordedRequest(recorded, conversation, 2);
+  assert.deepEqual(args.messages.map((m) => m.role), ["user", "assistant", "user", "assistant", "user"]);
+  assert.equal(args.messages[1].content, conversation.turns[0].reply_text);
+  assert.equal(args.messages[4].content, recorded.messages[2]);
+  // the recording's own system text (its day), not the date preset, which would state today's
+  assert.equal(args.system, conversation.system);
+  assert.equal(args.preset, undefined);
+  assert.deepEqual([args.window, args.maxTokens], [256, recorded.reply_limit]);
+});
+
+test("a comparison cell: the instruct model's template cell is a Turn; the other three say why not", () => {
+  const prompt = { text: "What is the capital of France?", template_ids: new Array(40).fill(0) };
+  const { args } = compareCellRequest(prompt, { model: "instruct", layout: "template" }, settings, 8192);
+  assert.deepEqual(args, { messages: [{ role: "user", content: prompt.text }], preset: "none", window: 256, maxTokens: 48 });
+  // a longer message: the smallest window that holds it and the cap
+  const long = { ...prompt, template_ids: new Array(300).fill(0) };
+  assert.equal(compareCellRequest(long, { model: "instruct", layout: "template" }, settings, 8192).args.window, 512);
+  const huge = { ...prompt, template_ids: new Array(2000).fill(0) };
+  assert.equal(compareCellRequest(huge, { model: "instruct", layout: "template" }, settings, 8192).args.window, 8192);
+  for (const cell of [{ model: "instruct", layout: "plain" }, { model: "base", layout: "template" }, { model: "base", layout: "plain" }]) {
+    const out = compareCellRequest(prompt, cell, settings, 8192);
+    assert.equal(out.args, undefined);
+    assert.match(out.why, /no request yet for plain text or for the base model/);
+  }
+});
+
+test("keeping a branch: the branch is the reply, marked chosen by hand, each step's candidates kept", () => {
+  const row = (id) => [[id, 1, 0.5], [id + 1, 0.5, 0.3]];
+  const record = { prompt_ids: [1, 2], reply_ids: [10, 11, 12], reply_text: "abc", reply_tokens: ["a", "b", "c"], reply_bytes: ["61", "62", "63"],
+                   reply_vocab: ["a", "b", "c"], stop_reason: "max_tokens", top_k: [row(10), row(11), row(12)],
+                   top_k_tokens: [["a", "x"], ["b", "y"], ["c", "z"]], top_k_bytes: [["61", "78"], ["62", "79"], ["63", "7a"]], reused_tokens: 0 };
+  const branched = { step: 1, id: 12, reply_ids: record.reply_ids, branch_ids: [10, 12, 13], branch_text: "acd",
+                     branch_tokens: ["a", "c", "d"], branch_bytes: ["61", "63", "64"], stop_reason: "max_tokens",
+                     top_k: [row(13)], top_k_tokens: [["d", "w"]], top_k_bytes: [["64", "77"]] };
+  const kept = withBranch(record, branched);
+  assert.deepEqual(kept.branched, { step: 1, id: 12, reply_ids: [10, 11, 12] });
+  assert.deepEqual([kept.reply_ids, kept.reply_text, kept.reply_tokens, kept.reply_vocab], [[10, 12, 13], "acd", ["a", "c", "d"], null]);
+  // step 0 and the step replaced are the reply's candidates; step 2 is the branch's own
+  assert.deepEqual(kept.top_k, [row(10), row(11), row(13)]);
+  assert.deepEqual(kept.top_k_tokens, [["a", "x"], ["b", "y"], ["d", "w"]]);
+  assert.equal(kept.top_k.length, kept.reply_ids.length);
+  assert.equal(kept.reused_tokens, 0); // the turn's own figures stay
+  // a reply with no candidates: a kept branch has none either (as TurnRecord.with_branch)
+  assert.equal(withBranch({ ...record, top_k: null, top_k_tokens: null, top_k_bytes: null }, branched).top_k, null);
+});
