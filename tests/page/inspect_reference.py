@@ -23,18 +23,24 @@ RECENT = 4  # the page's RECENT (site/js/views/attention.mjs)
 
 
 def look_back(attention, n=6, *, layer=None, recent=RECENT, top=3):
-    """For each head (of every layer, or of one), the weight on positions 1 .. P - recent (the first
-    token and the last `recent` positions left out) and the `top` positions it reads most there;
-    the n with the most, most first (equal weights by lower layer, then head)."""
+    """The heads (of every layer, or of one) whose weight lies furthest back: for each, over positions
+    1 .. P - recent (the first token and the last `recent` positions left out), its weight there,
+    `reach` (each weight times how many positions back from the query P it lies, summed), the mean
+    distance of that weight (reach / weight; 0 with none) and the `top` positions it reads most
+    there; the n with the most reach, most first (equal reach by lower layer, then head)."""
     layers = list(enumerate(attention)) if layer is None else [(layer, attention[layer])]
     heads = []
     for l, rows in layers:
         for h, row in enumerate(rows):
+            p = len(row) - 1
             end = max(1, len(row) - recent)
+            weight = math.fsum(row[1:end])
+            reach = math.fsum(row[j] * (p - j) for j in range(1, end))
             reads = sorted(range(1, end), key=lambda j: (-row[j], j))[:top]
-            heads.append({"layer": l, "head": h, "weight": math.fsum(row[1:end]),
+            heads.append({"layer": l, "head": h, "weight": weight, "reach": reach,
+                          "distance": reach / weight if weight else 0,
                           "reads": [[j, row[j]] for j in reads]})
-    heads.sort(key=lambda x: (-x["weight"], x["layer"], x["head"]))
+    heads.sort(key=lambda x: (-x["reach"], x["layer"], x["head"]))
     return heads[:n]
 
 

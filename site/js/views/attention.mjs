@@ -1,6 +1,6 @@
 // The figures views/inspect.mjs draws from an inspection (chatlens.inspect's answer), computed on
 // the page: the mean weight over heads, each piece's share with or without the first token, the
-// positions most attended to, the heads that read furthest back, and where the logit lens settles.
+// positions most attended to, the heads whose weight lies furthest back, and where the logit lens settles.
 // No DOM. The first four are py/chatlens/inspection.py's mean_weights, by_piece, top_positions and
 // (in tests/page/inspect_reference.py until inspection.py holds it) look_back, written again for
 // the page: tests/page/attention.test.mjs runs both on the same arrays and asks for equal numbers,
@@ -96,26 +96,33 @@ export function topPositions(attention, n = 10, { layer = null, skipFirst = fals
 }
 
 // The last positions a head's reach leaves out: the query's own token and the three before it
-// (at a reply's first step, the generation header `<|im_start|>assistant\n` and the line break
-// before it). Nearly every head reads there; what a learner looks for is a head that reads the
-// system prompt, an earlier turn or the message, further back.
+// (at a reply's first step, the generation header's tokens). Averaged over heads, most of the
+// weight sits on the first token and on the last few (issue 34, measured on this model); what a
+// learner looks for is a head that reads the system prompt, an earlier turn or the message.
 export const RECENT = 4;
 
-/** The heads that read furthest back: for each head (of every layer, or of one), the weight it
- * puts on positions 1 to P - RECENT (the first token and the last `recent` positions, the query's
- * own included, left out), with the `top` positions it reads most there, as
- * {layer, head, weight, reads: [[position, weight], ...]}; the `n` with the most, most first
- * (equal weights by lower layer, then head). look_back in tests/page/inspect_reference.py. */
+/** The heads whose weight lies furthest back. For each head (of every layer, or of one), over
+ * positions 1 to P - RECENT (the first token and the last `recent` positions, the query's own
+ * among them, left out): `weight`, its weight there; `reach`, each of those weights times how many
+ * positions back from the query it lies, summed; `distance`, the mean distance of that weight
+ * (reach / weight, 0 with none); `reads`, the `top` positions it reads most there, as [position,
+ * weight]. The `n` with the most reach, most first (equal reach by lower layer, then head): a head
+ * that puts half its weight 40 tokens back outranks one that puts all of it 5 back.
+ * look_back in tests/page/inspect_reference.py. */
 export function lookBack(attention, n = 6, { layer = null, recent = RECENT, top = 3 } = {}) {
   const layers = layer === null ? attention.map((heads, l) => [l, heads]) : [[layerOf(attention, layer), attention[layer]]];
   const heads = [];
   for (const [l, rows] of layers) {
     rows.forEach((row, h) => {
+      const p = row.length - 1;
       const end = Math.max(1, row.length - recent);
-      heads.push({ layer: l, head: h, weight: fsum(row.slice(1, end)), reads: largest(row, top, 1, end) });
+      const far = row.slice(1, end);
+      const weight = fsum(far);
+      const reach = fsum(far.map((w, k) => w * (p - (k + 1))));
+      heads.push({ layer: l, head: h, weight, reach, distance: weight ? reach / weight : 0, reads: largest(row, top, 1, end) });
     });
   }
-  heads.sort((a, b) => (b.weight - a.weight) || (a.layer - b.layer) || (a.head - b.head));
+  heads.sort((a, b) => (b.reach - a.reach) || (a.layer - b.layer) || (a.head - b.head));
   return heads.slice(0, Math.max(Math.trunc(n), 0));
 }
 
