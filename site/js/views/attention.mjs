@@ -13,20 +13,28 @@
 /** The correctly rounded sum of `xs` (finite numbers): CPython's math.fsum (Shewchuk's exact
  * partials, then the half-even fix across partials), so a sum here equals Python's bit for bit. */
 export function fsum(xs) {
+  // (indexed loops and a swap through a temporary: a view sums each position's 270 weights, and
+  // destructuring or iterators here made a 1,000-token inspection take seconds to draw)
   const p = [];
-  for (let x of xs) {
+  let n = 0;
+  for (let k = 0; k < xs.length; k++) {
+    let x = xs[k];
     let i = 0;
-    for (let y of p) {
-      if (Math.abs(x) < Math.abs(y)) [x, y] = [y, x];
+    for (let j = 0; j < n; j++) {
+      let y = p[j];
+      if (Math.abs(x) < Math.abs(y)) {
+        const t = x;
+        x = y;
+        y = t;
+      }
       const hi = x + y;
       const lo = y - (hi - x);
       if (lo !== 0) p[i++] = lo;
       x = hi;
     }
-    p.length = i;
-    if (x !== 0) p.push(x);
+    n = i;
+    if (x !== 0) p[n++] = x;
   }
-  let n = p.length;
   if (n === 0) return 0;
   let hi = p[--n];
   let lo = 0;
@@ -59,7 +67,11 @@ export function meanWeights(attention, layer = null) {
   const rows = layers.flat();
   const n = rows[0].length;
   const out = new Array(n);
-  for (let j = 0; j < n; j++) out[j] = fsum(rows.map((row) => row[j])) / rows.length;
+  const column = new Array(rows.length);
+  for (let j = 0; j < n; j++) {
+    for (let r = 0; r < rows.length; r++) column[r] = rows[r][j];
+    out[j] = fsum(column) / rows.length;
+  }
   return out;
 }
 
@@ -83,10 +95,19 @@ export function byPiece(attention, pieces, { layer = null, skipFirst = false } =
 /** [[position, weight], ...], the `n` largest of `weights` from position `from` to `to`
  * (exclusive), most first, equal weights by lower position. */
 function largest(weights, n, from = 0, to = weights.length) {
-  const order = [];
-  for (let j = from; j < to; j++) order.push(j);
-  order.sort((a, b) => (weights[b] - weights[a]) || (a - b));
-  return order.slice(0, Math.max(Math.trunc(n), 0)).map((j) => [j, weights[j]]);
+  // kept in order as it is scanned (n is 10 at most here): no sort of every position for each of
+  // the 270 heads
+  const k = Math.max(Math.trunc(n), 0);
+  const top = [];
+  for (let j = from; j < to && k > 0; j++) {
+    const w = weights[j];
+    if (top.length === k && !(w > top[k - 1][1])) continue; // equal: the lower position, already in, stays
+    let at = top.length;
+    while (at > 0 && w > top[at - 1][1]) at--;
+    top.splice(at, 0, [j, w]);
+    if (top.length > k) top.pop();
+  }
+  return top;
 }
 
 /** The `n` positions with the most mean weight, as [position, weight], most first (equal weights

@@ -136,17 +136,24 @@ export function inspectView(answer, read, { tokens = new Map(), onClose = null, 
     body,
   );
 
+  // Each figure once for each choice of the controls: a long prompt's take a moment, and tapping
+  // a token or a head redraws without changing them.
+  const memo = new Map();
+  const once = (key, f) => {
+    if (!memo.has(key)) memo.set(key, f());
+    return memo.get(key);
+  };
   function draw() {
     const { layer, skipFirst } = view;
-    const weights = view.head ? answer.attention[view.head[0]][view.head[1]] : meanWeights(answer.attention, layer);
-    const pieces = byPiece(answer.attention, answer.by_piece, { layer, skipFirst });
+    const mean = once(`mean ${layer}`, () => meanWeights(answer.attention, layer));
+    const weights = view.head ? answer.attention[view.head[0]][view.head[1]] : mean;
     fill(
       body,
-      firstTokenLine(answer, read, layer, skipFirst),
-      shareBars(pieces, skipFirst),
+      firstTokenLine(read, mean[0], layer, skipFirst),
+      shareBars(once(`pieces ${layer} ${skipFirst}`, () => byPiece(answer.attention, answer.by_piece, { layer, skipFirst })), skipFirst),
       readBox(answer, read, weights, view, set),
-      topList(answer, read, layer, skipFirst, set),
-      backHeads(answer, read, layer, view, set),
+      topList(answer, read, once(`top ${layer} ${skipFirst}`, () => topPositions(answer.attention, 10, { layer, skipFirst })), skipFirst, set),
+      backHeads(read, once(`back ${layer}`, () => lookBack(answer.attention, 6, { layer })), layer, view, set),
       lensTable(answer, tokens, layer, word),
     );
   }
@@ -165,8 +172,8 @@ function costLine(answer) {
   );
 }
 
-function firstTokenLine(answer, read, layer, skipFirst) {
-  const w = meanWeights(answer.attention, layer)[0];
+/** What the first token holds (w: its mean weight), said as what it is. */
+function firstTokenLine(read, w, layer, skipFirst) {
   const what = read ? tokenWords(read, 0) : "position 0";
   const whose = layer === null ? "the mean weight of all blocks" : `the mean weight of ${blockLabel(layer)}`;
   return el(
@@ -239,8 +246,7 @@ function pickedLine(answer, read, weights, j) {
     ` at position ${j}${piece ? `, in ${piece.label}` : ""}: ${percent(weights[j])} of the weight tinted here.`);
 }
 
-function topList(answer, read, layer, skipFirst, set) {
-  const top = topPositions(answer.attention, 10, { layer, skipFirst });
+function topList(answer, read, top, skipFirst, set) {
   return el(
     "div",
     { class: "inspect-top" },
@@ -270,8 +276,8 @@ function around(read, j, span = 4) {
   return el("span", { class: "ctx-line" }, from > 0 ? "…" : null, out, to < read.tokens.length ? "…" : null);
 }
 
-function backHeads(answer, read, layer, view, set) {
-  const heads = lookBack(answer.attention, 6, { layer }).filter((h) => h.weight > 0);
+function backHeads(read, back, layer, view, set) {
+  const heads = back.filter((h) => h.weight > 0);
   const scope = layer === null ? "of all blocks" : `of ${blockLabel(layer)}`;
   return el(
     "div",
