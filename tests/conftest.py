@@ -114,12 +114,26 @@ def tokenizer_json(hf_dir) -> Path:
     return hf_dir / "tokenizer.json"
 
 
+_LOADED = {}  # the models loaded in pytest's process, by resolved path: each file's weights dequantized once
+
+
+def load_once(path, clock=None):
+    """chatlens.source.load_model, once a session for each file or folder (none is changed after loading: a
+    Model hands each caller a backend of its own). With a clock (timings measured on it) it loads anew."""
+    from chatlens.source import load_model
+
+    if clock is not None:
+        return load_model(path, clock=clock)
+    key = str(Path(path).resolve())
+    if key not in _LOADED:
+        _LOADED[key] = load_model(path)
+    return _LOADED[key]
+
+
 @pytest.fixture(scope="session")
 def model(gguf_path):
     """The real model, its weights dequantized to float32 (a module may define its own)."""
-    from chatlens.source import load_model
-
-    return load_model(gguf_path)
+    return load_once(gguf_path)
 
 
 @pytest.fixture(scope="session")
@@ -139,6 +153,30 @@ def run_cli(*args, stdin="", model=None, env=None) -> subprocess.CompletedProces
         cmd += ["--model", str(model)]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "py"), **(env or {})})
+
+
+def cli_in_process(*args, stdin="", model=None) -> subprocess.CompletedProcess:
+    """The same command as run_cli, answered the same way (exit status, stdout, stderr), but run in pytest's
+    process by chatlens.host.cli.main, each model file it opens loaded once a session (load_once) instead
+    of once a command. For the checks a subprocess proves nothing more for: each command keeps a few real
+    runs through run_cli (a new interpreter, real pipes, the exit status the shell sees)."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from chatlens.host import cli, models
+
+    argv = [*args, *(["--model", str(model)] if model is not None else [])]
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(models, "load_model", load_once), mock.patch.object(sys, "stdin", io.StringIO(stdin)), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as e:  # argparse's usage errors, as the interpreter would exit on them
+            code = e.code if isinstance(e.code, int) or e.code is None else 1
+            if isinstance(e.code, str):
+                err.write(e.code + "\n")
+    return subprocess.CompletedProcess(["chatlens", *argv], code or 0, out.getvalue(), err.getvalue())
 
 
 # -- the browser tests' shared server and browser ---------------------------------------------------

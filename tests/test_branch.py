@@ -20,7 +20,7 @@ from chatlens.errors import ChatlensError
 from chatlens.jobs import BranchJob
 from chatlens.pull import Pull, greedy
 from chatlens.source import load_model
-from conftest import run_cli
+from conftest import cli_in_process, run_cli
 from tiny_model import write_tiny_model
 
 GAP = defaults.NEAR_TIE_GAP
@@ -143,8 +143,8 @@ def test_the_worker_pulls_a_branch_as_the_page_does(tiny):
 def test_chat_branches_with_a_command_and_keeps_the_branch(tiny):
     """`chat`'s /branch S ID shows the branch and what it reused; /keep makes it the reply the next
     turn reads (/show prints it)."""
-    done = run_cli("chat", "--max-tokens", "5", stdin="Hi there\n/branch 1 99\n/keep\n/show\n/branch 9 1\n",
-                   model=tiny.path)
+    done = cli_in_process("chat", "--max-tokens", "5", stdin="Hi there\n/branch 1 99\n/keep\n/show\n/branch 9 1\n",
+                          model=tiny.path)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "(step 1: " in out and "tokens reused, 1 computed; /keep keeps it)" in out
@@ -185,18 +185,18 @@ def test_the_command_line_branches_the_real_model_as_generate_continues_the_same
                       "top_k_bytes", "backend", "timings"}
     assert b["branch_ids"][:2] == [b["reply_ids"][0], 3681] and len(b["branch_ids"]) <= 12
     assert (b["reused_tokens"], b["computed_tokens"]) == (len(b["prompt_ids"]) + 1, 1)  # the turn ran first here
-    gen = run_cli("generate", "--max-new-tokens", str(12 - 2), stdin=json.dumps(b["prompt_ids"] + b["branch_ids"][:2]),
-                  model=gguf_path)
+    gen = cli_in_process("generate", "--max-new-tokens", str(12 - 2),
+                         stdin=json.dumps(b["prompt_ids"] + b["branch_ids"][:2]), model=gguf_path)
     assert gen.returncode == 0, gen.stderr
     want = json.loads(gen.stdout)["ids"]
     gaps = [row[0][1] - row[1][1] for row in b["top_k"]]
     assert equal_up_to_a_near_tie(b["branch_ids"][2:], want, gaps) >= 4
     # the same branch given the reply's ids: the turn is not run again, the prompt is read whole
-    given = run_cli("branch", "--step", "1", "--id", "3681", "--max-tokens", "12",
-                    stdin=json.dumps({**request, "reply_ids": b["reply_ids"]}), model=gguf_path)
+    given = cli_in_process("branch", "--step", "1", "--id", "3681", "--max-tokens", "12",
+                           stdin=json.dumps({**request, "reply_ids": b["reply_ids"]}), model=gguf_path)
     g = json.loads(given.stdout)
     assert g["branch_ids"] == b["branch_ids"] and g["reused_tokens"] == 0
     assert g["computed_tokens"] == len(b["prompt_ids"]) + 2
-    bad = run_cli("branch", "--step", "40", "--id", "3681", stdin=json.dumps({**request, "reply_ids": [1, 2]}),
-                  model=gguf_path)
+    bad = cli_in_process("branch", "--step", "40", "--id", "3681", stdin=json.dumps({**request, "reply_ids": [1, 2]}),
+                         model=gguf_path)
     assert bad.returncode == 1 and "step 40 is not a step of this reply" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,4 +1,7 @@
-"""The chat commands, run as a user runs them: `python -m chatlens render|run|chat` with stdin pipes."""
+"""The chat commands, run as a user runs them: `python -m chatlens render|run|chat` with stdin pipes.
+
+A few tests run each command in a process of its own (run_cli: a new interpreter, real pipes);
+the others run the same command line in pytest's process (cli_in_process), the model loaded once."""
 
 import argparse
 import datetime
@@ -12,7 +15,7 @@ from chatlens.host import chatcli
 from chatlens.record import TurnRecord
 from chatlens.source import load_text_side
 
-from conftest import run_cli as chatlens
+from conftest import cli_in_process as chatlens, run_cli
 from test_window import LESSON, REPLY_2
 
 RECORD_KEYS = set(TurnRecord.__dataclass_fields__)
@@ -24,14 +27,14 @@ def text(gguf_path):
 
 
 def test_render(gguf_path, text):
-    out = chatlens("render", stdin=json.dumps(LESSON), model=gguf_path)
+    out = run_cli("render", stdin=json.dumps(LESSON), model=gguf_path)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     want = text.template.render(LESSON, add_generation_prompt=True)
     assert got == {"text": want, "ids": text.tokenizer.encode(want)}
     assert len(got["ids"]) == 102 and got["text"].endswith("<|im_start|>assistant\n")
 
-    out = chatlens("render", "--no-generation-prompt", stdin=json.dumps(LESSON), model=gguf_path)
+    out = run_cli("render", "--no-generation-prompt", stdin=json.dumps(LESSON), model=gguf_path)
     got = json.loads(out.stdout)
     assert got["text"] == text.template.render(LESSON) and len(got["ids"]) == 98
 
@@ -51,8 +54,8 @@ def test_render_bad_input(gguf_path):
 
 def test_run_lesson_window(gguf_path):
     """The lesson's conversation in a 128-token window with 32 kept for the reply."""
-    out = chatlens("run", "--window", "128", "--max-tokens", "32", stdin=json.dumps({"messages": LESSON}),
-                   model=gguf_path)
+    out = run_cli("run", "--window", "128", "--max-tokens", "32", stdin=json.dumps({"messages": LESSON}),
+                  model=gguf_path)
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)
     assert set(rec) == RECORD_KEYS and rec["backend"] == "numpy"
@@ -109,7 +112,7 @@ def test_run_errors(gguf_path):
 def test_chat_through_a_pipe(gguf_path):
     lines = ["Hi! My name is Priya.", "/show", "/window 300", "/preset pirate", "/preset shakespeare", "/bogus",
              "/window x", "/help", "/clear", "/show", "/exit", "/show", "Never sent."]
-    out = chatlens("chat", "--max-tokens", "8", stdin="\n".join(lines) + "\n", model=gguf_path)
+    out = run_cli("chat", "--max-tokens", "8", stdin="\n".join(lines) + "\n", model=gguf_path)
     assert out.returncode == 0, out.stderr
     stdout = out.stdout
     reply = stdout.split("\n", 1)[0]
@@ -310,12 +313,12 @@ def _refused_before_loading(monkeypatch, capsys, argv, stdin=""):
 
 @pytest.mark.parametrize("command", ["chat", "run"])
 @pytest.mark.parametrize("window", ["0", "96", "100000"])
-def test_a_bad_window_is_refused_before_the_model_loads(gguf_path, monkeypatch, capsys, command, window):
+def test_a_bad_window_is_refused_before_the_model_loads(gguf_path, text, monkeypatch, capsys, command, window):
     from chatlens.chat import check_window
     from chatlens.errors import WindowError
 
     with pytest.raises(WindowError) as rule:  # the chat's one rule, against the model's own context
-        check_window(int(window), defaults.REPLY_LIMIT, load_text_side(gguf_path).config.n_ctx)
+        check_window(int(window), defaults.REPLY_LIMIT, text.config.n_ctx)
     stdin = json.dumps({"messages": [{"role": "user", "content": "Hi"}]})
     code, err = _refused_before_loading(monkeypatch, capsys, [command, "--window", window, "--model", str(gguf_path)], stdin)
     assert code == 1 and err == f"chatlens: {rule.value}\n"

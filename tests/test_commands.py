@@ -1,4 +1,7 @@
-"""The engine's command line: fetch, export-hf, tokenize, generate, bench."""
+"""The engine's command line: fetch, export-hf, tokenize, generate, bench.
+
+Each command runs at least once in a process of its own (run_cli); its refusals of bad input run
+the same command line in pytest's process (cli_in_process)."""
 
 import json
 
@@ -6,7 +9,7 @@ import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
 from chatlens.host import fetch
-from conftest import run_cli as chatlens
+from conftest import cli_in_process, run_cli as chatlens
 
 
 def test_fetch_is_a_no_op_when_cached(gguf_path):
@@ -39,16 +42,14 @@ def test_tokenize_matches_hf_tokenizers(gguf_path, hf_dir, tokenizer_json, model
     done = chatlens("tokenize", "--model", model, stdin=TEXTS[1])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == reference.encode(TEXTS[1], add_special_tokens=False).ids
-    done = chatlens("tokenize", "--jsonl", "--model", model, stdin="".join(json.dumps(t) + "\n" for t in TEXTS))
+    done = cli_in_process("tokenize", "--jsonl", "--model", model, stdin="".join(json.dumps(t) + "\n" for t in TEXTS))
     assert [json.loads(line) for line in done.stdout.splitlines()] == \
         [reference.encode(t, add_special_tokens=False).ids for t in TEXTS]
 
 
-def test_generate_prints_ids_stop_reason_and_top5(gguf_path):
+def test_generate_prints_ids_stop_reason_and_top5(model):
     from chatlens.pull import Pull, greedy
-    from chatlens.source import load_model
 
-    model = load_model(gguf_path)
     ids = model.tokenizer.encode("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n")
     done = chatlens("generate", "--max-new-tokens", "12", stdin=json.dumps(ids))
     assert done.returncode == 0, done.stderr
@@ -70,20 +71,20 @@ def test_generate_prints_ids_stop_reason_and_top5(gguf_path):
     ("[1]", ["--max-new-tokens", "9000"], "exceed the model's context of 8192"),
 ])
 def test_generate_rejects_bad_input(stdin, args, message):
-    done = chatlens("generate", *args, stdin=stdin)
+    done = cli_in_process("generate", *args, stdin=stdin)
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("stdin, message", [("not json\n", "line 1 is not JSON"), ('"ok"\n5\n', "line 2 must be a JSON string")])
 def test_tokenize_jsonl_rejects_bad_lines(stdin, message):
-    done = chatlens("tokenize", "--jsonl", stdin=stdin)
+    done = cli_in_process("tokenize", "--jsonl", stdin=stdin)
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
 
 
 def test_malformed_model_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 8)
-    done = chatlens("tokenize", "--model", str(bad), stdin="hi")
+    done = cli_in_process("tokenize", "--model", str(bad), stdin="hi")
     assert done.returncode == 1 and "chatlens:" in done.stderr and "Traceback" not in done.stderr
 
 

@@ -26,7 +26,7 @@ from chatlens.jobs import TextJob
 from chatlens.protocol import to_json
 from chatlens.pull import greedy
 from chatlens.source import load_model, load_text_side
-from conftest import run_cli
+from conftest import cli_in_process, load_once, run_cli
 from standin_base import instruct_folder, mismatched_tokenizer, standin_base
 from tiny_model import write_tiny_model
 
@@ -142,7 +142,7 @@ def test_a_base_model_with_another_tokenizer_is_refused(tiny, tmp_path):
     with pytest.raises(TokenizerMismatchError, match="its added tokens"):
         compare(instruct, load_model(other), FRANCE, max_tokens=2)
     # the same command line refuses it before any weights load
-    done = run_cli("compare", "--base-model", str(tmp_path / "bad"), "--text", FRANCE, model=instruct.path)
+    done = cli_in_process("compare", "--base-model", str(tmp_path / "bad"), "--text", FRANCE, model=instruct.path)
     assert done.returncode == 1 and "chatlens: the base model's tokenizer differs" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -160,8 +160,8 @@ def test_bad_input_is_a_sentence(tiny):
     instruct, _ = tiny
     for args, said in [(["--max-new-tokens", "0"], "at least 1 new token"), (["--top-k", "-2"], "top-k must be 0"),
                        (["--base-model", "/nonexistent"], "no such model file or folder")]:
-        done = run_cli("compare", "--text", FRANCE, *(["--base-model", str(instruct.path)] if "--base-model" not in args
-                                                    else []), *args, model=instruct.path)
+        base = [] if "--base-model" in args else ["--base-model", str(instruct.path)]
+        done = cli_in_process("compare", "--text", FRANCE, *base, *args, model=instruct.path)
         assert done.returncode == 1 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
@@ -187,8 +187,8 @@ def test_the_cli_answers_as_the_function_does(tiny):
             assert {k: g[k] for k in ("reply_ids", "reply_text", "stop_reason", "top_k")} == \
                    {k: w[k] for k in ("reply_ids", "reply_text", "stop_reason", "top_k")}
     assert got["models"] == {"instruct": str(instruct.path), "base": str(base.path)}
-    done = run_cli("compare", "--base-model", str(base.path), "--text", FRANCE, "--max-new-tokens", "2",
-                   model=instruct.path)
+    done = cli_in_process("compare", "--base-model", str(base.path), "--text", FRANCE, "--max-new-tokens", "2",
+                          model=instruct.path)
     assert len(json.loads(done.stdout)["base"]["plain"]["top_k"][0]) == defaults.COMPARE_TOP_K
 
 
@@ -219,7 +219,7 @@ def test_recordings_come_from_the_real_base_model_only(tiny, tmp_path):
 # -- the real instruct model and the stand-in base (slow: they decode with the real model) ----------------------
 @pytest.fixture(scope="module")
 def standin():
-    return load_model(standin_base())
+    return load_once(standin_base())  # the in-process command line below reads the same loaded weights
 
 
 @pytest.fixture(scope="module")
@@ -239,8 +239,8 @@ def prefix_equal(a, b, ends):
 def test_real_cells_equal_the_complete_and_run_commands(model, gguf_path, standin, france):
     out = france
     base_path = standin.path
-    done = run_cli("compare", "--base-model", str(base_path), "--text", FRANCE, "--max-new-tokens", "8", "--top-k",
-                   "10", model=gguf_path)
+    done = cli_in_process("compare", "--base-model", str(base_path), "--text", FRANCE, "--max-new-tokens", "8",
+                          "--top-k", "10", model=gguf_path)
     assert done.returncode == 0, done.stderr
     cli = json.loads(done.stdout)
     for key in MODELS:
@@ -248,12 +248,13 @@ def test_real_cells_equal_the_complete_and_run_commands(model, gguf_path, standi
             assert cli[key][layout]["reply_ids"] == out[key][layout]["reply_ids"], (key, layout)
             assert np.allclose([r[2] for r in cli[key][layout]["top_k"]], [r[2] for r in out[key][layout]["top_k"]],
                                atol=1e-6)
-    plain = json.loads(run_cli("complete", "--max-new-tokens", "8", "--top-k", "10", stdin=FRANCE, model=gguf_path).stdout)
+    plain = json.loads(cli_in_process("complete", "--max-new-tokens", "8", "--top-k", "10", stdin=FRANCE,
+                                      model=gguf_path).stdout)
     c = cli["instruct"]["plain"]
     assert (c["reply_ids"], c["reply_text"], c["stop_reason"], c["top_k"]) == \
            (plain["reply_ids"], plain["reply_text"], plain["stop_reason"], plain["top_k"])
     assert cli["prompt"]["plain_ids"] == plain["prompt_ids"]
-    run = run_cli("run", "--max-tokens", "8", "--top-k", "10", stdin=json.dumps({"messages": [
+    run = cli_in_process("run", "--max-tokens", "8", "--top-k", "10", stdin=json.dumps({"messages": [
         {"role": "user", "content": FRANCE}]}), model=gguf_path)
     rec = json.loads(run.stdout)
     c = cli["instruct"]["template"]
@@ -261,8 +262,8 @@ def test_real_cells_equal_the_complete_and_run_commands(model, gguf_path, standi
            (rec["reply_ids"], rec["reply_text"], rec["stop_reason"], rec["top_k"])
     assert cli["prompt"]["template_ids"] == rec["prompt_ids"]
     # the base model through `complete` (it stops at its own <|endoftext|>, the comparison at <|im_end|>)
-    base_plain = json.loads(run_cli("complete", "--max-new-tokens", "8", "--top-k", "10", stdin=FRANCE,
-                                    model=base_path).stdout)
+    base_plain = json.loads(cli_in_process("complete", "--max-new-tokens", "8", "--top-k", "10", stdin=FRANCE,
+                                           model=base_path).stdout)
     prefix_equal(cli["base"]["plain"]["reply_ids"], base_plain["reply_ids"], {standin.eos_id, model.eos_id})
     assert cli["base"]["plain"]["top_k"][0] == base_plain["top_k"][0]
     # `run` cannot read the base model (no template): its reply with the instruct's template, as run computes it

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from chatlens import worker
-from conftest import run_cli
+from conftest import cli_in_process, run_cli
 
 FRANCE = "What is the capital of France?"
 TOL = 1e-3
@@ -46,14 +46,15 @@ def assert_ranked_like_the_reference(candidates, probs):
     assert probs[left_out].max() <= probs[ids].min() + 2 * TOL, int(np.flatnonzero(left_out)[probs[left_out].argmax()])
 
 
-def complete_cli(text, *args, model):
-    done = run_cli("complete", *args, stdin=text, model=model)
+def complete_cli(text, *args, model, run=cli_in_process):
+    """`python -m chatlens complete ARGS` with `text` on stdin: its JSON (run_cli: in a process of its own)."""
+    done = run("complete", *args, stdin=text, model=model)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 def test_the_capital_of_france_as_plain_text_ends_the_message(gguf_path, model, reference, hf_tokenizer):
-    out = complete_cli(FRANCE, "--top-k", "10", "--max-new-tokens", "4", model=gguf_path)
+    out = complete_cli(FRANCE, "--top-k", "10", "--max-new-tokens", "4", model=gguf_path, run=run_cli)
     assert out["prompt_ids"] == hf_tokenizer.encode(FRANCE, add_special_tokens=False).ids
     probs = next_token_probabilities(reference, out["prompt_ids"])
     first = out["top_k"][0]
@@ -199,5 +200,5 @@ def test_a_continuations_token_lists_are_their_definitions(model, hf_tokenizer, 
     ([], "", "the text is empty"),
 ])
 def test_bad_input_is_a_clear_error(gguf_path, args, stdin, message):
-    done = run_cli("complete", *args, stdin=stdin, model=gguf_path)
+    done = cli_in_process("complete", *args, stdin=stdin, model=gguf_path)
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr

@@ -18,7 +18,7 @@ from chatlens import defaults
 from chatlens.backend import log_z_of, ranked
 from chatlens.chat import ChatSession
 from chatlens.host.why import is_near_tie
-from conftest import run_cli
+from conftest import cli_in_process
 from test_backend import BACKENDS, PROMPT, numpy_backend
 
 PROB_TOL = 1e-5  # tiny model: logits agree to 1e-4 at most, probabilities far closer
@@ -125,8 +125,8 @@ def test_the_records_top_k_equals_transformers(model, reference, index):
 
 def test_run_top_k_on_the_command_line_is_the_sessions_record(model, gguf_path):
     messages = CHATS[0]
-    done = run_cli("run", "--window", "256", "--max-tokens", "3", "--top-k", "5", stdin=json.dumps({"messages": messages}),
-                   model=gguf_path)
+    done = cli_in_process("run", "--window", "256", "--max-tokens", "3", "--top-k", "5",
+                          stdin=json.dumps({"messages": messages}), model=gguf_path)
     assert done.returncode == 0, done.stderr
     cli = json.loads(done.stdout)
     ours = session_record(model, messages, k=5, steps=3)
@@ -135,14 +135,14 @@ def test_run_top_k_on_the_command_line_is_the_sessions_record(model, gguf_path):
     np.testing.assert_allclose([[c[2] for c in s] for s in cli["top_k"]], [[c[2] for c in s] for s in ours.top_k],
                                atol=1e-6, rtol=0)
     assert cli["top_k_tokens"] == ours.top_k_tokens
-    without = run_cli("run", "--window", "256", "--max-tokens", "1", stdin=json.dumps({"messages": messages}),
-                      model=gguf_path)
+    without = cli_in_process("run", "--window", "256", "--max-tokens", "1", stdin=json.dumps({"messages": messages}),
+                             model=gguf_path)
     assert json.loads(without.stdout)["top_k"] is None
 
 
 def test_chat_show_lists_the_candidates_and_topk_changes_them(gguf_path, model):
-    done = run_cli("chat", "--window", "256", "--max-tokens", "2", "--top-k", "3",
-                   stdin="What is the capital of France?\n/show\n/topk 0\nThanks\n/show\n/topk x\n", model=gguf_path)
+    done = cli_in_process("chat", "--window", "256", "--max-tokens", "2", "--top-k", "3",
+                          stdin="What is the capital of France?\n/show\n/topk 0\nThanks\n/show\n/topk x\n", model=gguf_path)
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.split("--- what the model read")[1:3]
     ours = session_record(model, CHATS[0], k=3, steps=2)
