@@ -119,13 +119,20 @@ def test_bench_measures_each_row_in_a_child(tmp_path):
         ["webgpu", "webgpu, busy", "numpy, BLAS 1 thread", "numpy, BLAS 1 thread, busy"]
 
 
-def test_generate_on_the_gpu_chooses_the_ids_numpy_chooses(gguf_path):
+def test_generate_on_the_gpu_chooses_the_ids_numpy_chooses(hf_dir, tmp_path):
     """`--backend webgpu` (wgpu-py; lavapipe here): the same greedy ids as the NumPy default on
-    a short prompt, and the record names the backend."""
+    a short prompt, and the record names the backend. The tiny random model (tests/tiny_model.py)
+    runs the command's GPU path in seconds; the real model's GPU steps are held to NumPy's by
+    tests/test_gpu_backend.py, through the same open_native."""
+    from tiny_model import write_tiny_model
+
+    tiny = write_tiny_model(tmp_path / "tiny", hf_dir)
     ids = [1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 3365, 3511, 308]
-    runs = {b: chatlens("generate", "--backend", b, "--max-new-tokens", "3", stdin=json.dumps(ids)) for b in ("numpy", "webgpu")}
+    runs = {b: chatlens("generate", "--backend", b, "--max-new-tokens", "3", "--model", str(tiny), stdin=json.dumps(ids))
+            for b in ("numpy", "webgpu")}
     out = {b: json.loads(r.stdout) for b, r in runs.items() if r.returncode == 0}
     assert set(out) == {"numpy", "webgpu"}, {b: r.stderr for b, r in runs.items()}
     assert out["webgpu"]["ids"] == out["numpy"]["ids"] and out["webgpu"]["backend"].startswith("webgpu: ")
+    assert out["numpy"]["backend"] == "numpy" and len(out["numpy"]["ids"]) == 3
     assert [i for i, _ in out["webgpu"]["top5"]] == [i for i, _ in out["numpy"]["top5"]]
     assert [v for _, v in out["webgpu"]["top5"]] == pytest.approx([v for _, v in out["numpy"]["top5"]], abs=1e-3)
