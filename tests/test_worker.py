@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from chatlens import defaults, worker
+from chatlens.cache import common_prefix
 from chatlens.chat import ChatSession, preview
 from chatlens.record import TurnRecord
 from chatlens.source import load_model, load_text_side
@@ -105,7 +106,14 @@ def test_a_window_error_carries_its_numbers_to_the_page(loaded):
     # a pasted book is answered from a bound before tokenizing: its count is a floor, and says so
     book = json.loads(worker.call("preview", json.dumps({"messages": [{"role": "user", "content": "x" * 1_000_000}],
                                                         "window": 256})))["error"]
-    assert book["name"] == "WindowError" and book["data"]["at_least"] is True and book["data"]["needed"] > 256
+    from chatlens.errors import WindowError
+    from chatlens.window import fit
+
+    with pytest.raises(WindowError) as bound:  # CPython's fit, from the same bound
+        fit(loaded.tokenizer, loaded.template, system=None, messages=[{"role": "user", "content": "x" * 1_000_000}],
+            window=256, reserve=defaults.REPLY_LIMIT)
+    assert book["name"] == "WindowError" and book["message"] == str(bound.value)
+    assert book["data"] == {**bound.value.data, "context": loaded.config.n_ctx} and book["data"]["at_least"] is True
 
 
 
@@ -169,11 +177,24 @@ def test_the_count_a_preview_makes_equals_the_preview_s_own_overflow(loaded):
     assert done.pop("message") == error["message"] and done == error["data"]
 
 
+def counted(loaded, messages, window):
+    """The figures CPython's window.counting gives for the same Turn (the template's default system prompt)."""
+    from chatlens.window import counting as steps
+
+    job = steps(loaded.tokenizer, loaded.template, system=None, messages=messages, window=window)
+    while True:
+        try:
+            next(job)
+        except StopIteration as done:
+            return {**done.value, "context": loaded.config.n_ctx}
+
+
 def test_a_new_count_ends_the_one_before_and_a_stop_ends_it_unanswered(loaded):
     first = book_request(window=8192)
     assert answer("start", counting(first))["done"] is None
-    second = answer("start", counting(page_request({"messages": [{"role": "user", "content": "Hi"}], "window": 256})))
-    assert second["done"]["needed"] < 50  # the short one, counted in its first step: the book's is gone
+    hi = [{"role": "user", "content": "Hi"}]
+    second = answer("start", counting(page_request({"messages": hi, "window": 256})))
+    assert second["done"] == counted(loaded, hi, 256)  # the short one, counted in its first step: the book's is gone
     assert answer("start", counting(first))["done"] is None
     assert answer("stop", "{}")["done"] == {"stopped": True}
     assert error_of("stop", "{}") == ("ChatlensError", "no job is running: start one first")
@@ -208,7 +229,7 @@ def test_unknown_requests_and_replies_before_the_weights(loaded):
 def test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli(loaded, gguf_path):
     assert answer("use_numpy", "{}") == {"backend": "numpy", "n_ctx": 8192}
     session = ChatSession(load_model(gguf_path), window=256, max_tokens=12, preset="none")
-    messages, streamed = [], []
+    messages, streamed, held = [], [], []  # held: the ids the worker's cache holds after a turn
     for text in ["Hi! My name is Priya.", "What is my name?"]:
         messages.append({"role": "user", "content": text})
         request = page_request({"preset": "none", "messages": messages, "window": 256, "maxTokens": 12})
@@ -223,6 +244,8 @@ def test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli(loaded, gguf_
         assert [i for i, _, _ in streamed if i >= 0] == rec["reply_ids"]
         assert [t for i, _, t in streamed if i >= 0] == rec["reply_tokens"]
         assert "".join(p for _, p, _ in streamed) == rec["reply_text"]
+        assert rec["reused_tokens"] == min(common_prefix(rec["prompt_ids"], held), len(rec["prompt_ids"]) - 1)
+        held = rec["prompt_ids"] + rec["reply_ids"][:-1]  # the reply's last id was chosen, never read
         messages.append({"role": "assistant", "content": rec["reply_text"]})
     assert rec["reused_tokens"] > 0 and rec["backend"] == "numpy"
 
@@ -236,10 +259,12 @@ def test_a_stopped_run_keeps_its_partial_reply_and_the_next_turn_reuses_the_cach
     assert rec["stop_reason"] == "stopped" and len(rec["reply_ids"]) == 3
     messages += [{"role": "assistant", "content": rec["reply_text"]}, {"role": "user", "content": "Go on."}]
     nxt = answer("run", page_request({"messages": messages, "window": 256, "maxTokens": 2}))
-    assert nxt["reused_tokens"] >= rec["used"] and nxt["stop_reason"] == "max_tokens"
+    held = rec["prompt_ids"] + rec["reply_ids"][:-1]  # the partial reply's last id was chosen, never read
+    assert nxt["reused_tokens"] == common_prefix(nxt["prompt_ids"], held) >= rec["used"]
+    assert nxt["stop_reason"] == "max_tokens" and len(nxt["reply_ids"]) == 2
 
 
-def test_the_worker_module_needs_no_numpy_until_the_weights(gguf_path):
+def test_the_worker_module_needs_no_numpy_until_the_weights(gguf_path, loaded):
     """In the browser, previews run before NumPy is loaded: block it and preview."""
     import os
     import sys
@@ -251,7 +276,11 @@ def test_the_worker_module_needs_no_numpy_until_the_weights(gguf_path):
                          env={**os.environ, "PYTHONPATH": str(Path(ROOT) / "py")})
     assert out.returncode == 0, out.stderr
     load, rec = (json.loads(line) for line in out.stdout.splitlines())
-    assert load["ok"] and rec["ok"] and rec["result"]["used"] > 20
+    assert load == {"ok": True, "result": {"eos_token": "<|im_end|>", "n_ctx": 8192, "vocab_size": 49152,
+                                           "source": str(gguf_path)}}
+    want = preview(loaded.tokenizer, loaded.template, system=None, messages=[{"role": "user", "content": "Hi"}],
+                   window=256, context=loaded.config.n_ctx)
+    assert rec == {"ok": True, "result": want.to_json()}
 
 
 # -- render: the template workbench's request, against transformers' apply_chat_template ------------------------------
