@@ -2,7 +2,12 @@
 on the site that records its requests and fails on page errors and CSP violations.
 
 The session's `server`, `playwright` and `browser` fixtures are in conftest.py: one Playwright
-for the whole session (a second sync Playwright in the same thread fails).
+for the whole session (a second sync Playwright in the same thread fails). So is
+`python_snapshot`: Python's memory snapshot, which the page's first boot saves in Cache Storage
+and later boots start from (site/js/worker/python.mjs). App(..., snapshot=python_snapshot) puts
+it in the fresh context before the first page opens, so that page starts Python as a returning
+visitor's does (a few seconds sooner than a first boot); the profile is otherwise new (no stored
+model, no settings). tests/README.md says which fixture to take.
 """
 
 import json
@@ -28,12 +33,64 @@ WEBGPU_BY_CHOICE = """try {
 } catch {}"""
 
 
-class App:
-    """A fresh browser context on the site, recording every request it makes (worker included)."""
+SNAPSHOTS = "python-snapshot"  # the Cache Storage cache site/js/worker/python.mjs keeps it in
+SNAPSHOT_FILE = "__tests__/python-snapshot"  # where the tests serve a copy, under the site's root
 
-    def __init__(self, browser, server, first_visit=False):
+
+def snapshot_key(url, root):
+    """The snapshot's key in Cache Storage for the site built in `root` and served at `url`."""
+    return f"{url}{SNAPSHOTS}/{json.loads((Path(root) / 'build.json').read_text())['pyodide']['snapshot_id']}"
+
+
+def read_snapshot(page, url, root, timeout_ms=BOOT_MS):
+    """The snapshot a first boot of `page` saved (saving goes on after the boot: wait for it), as bytes."""
+    import base64
+
+    b64 = page.evaluate("""async ([name, key, timeout]) => {
+        const until = performance.now() + timeout;
+        let saved;
+        while (!(saved = await caches.open(name).then((c) => c.match(key)))) {
+            if (performance.now() > until) throw new Error(`no Python snapshot at ${key} after ${timeout} ms`);
+            await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        const bytes = new Uint8Array(await saved.arrayBuffer());
+        let s = "";
+        for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+        return btoa(s);
+    }""", [SNAPSHOTS, snapshot_key(url, root), timeout_ms])
+    return base64.b64decode(b64)
+
+
+def seed_snapshot(context, url, root, data):
+    """Put Python's snapshot `data` into `context`'s Cache Storage for the site served at `url`
+    from `root`, as a first boot there would have left it. The copy is served from the site's
+    own server (a file under `root`), then stored by a blank page of the same origin."""
+    file = Path(root) / SNAPSHOT_FILE
+    if not file.exists() or file.stat().st_size != len(data):
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(data)
+    page = context.new_page()
+    try:
+        page.goto(url + "build.json")  # any page of the origin: Cache Storage is per origin
+        page.evaluate("""([name, key, file]) => fetch(file).then((r) => {
+            if (!r.ok) throw new Error(`${file}: HTTP ${r.status}`);
+            return caches.open(name).then((c) => c.put(key, r));
+        })""", [SNAPSHOTS, snapshot_key(url, root), SNAPSHOT_FILE])
+    finally:
+        page.close()
+
+
+class App:
+    """A fresh browser context on the site, recording every request it makes (worker included).
+
+    snapshot: Python's memory snapshot (conftest.py's `python_snapshot`), put in the context first
+    so that its pages start Python from it; None: the first page boots Python as a first visit."""
+
+    def __init__(self, browser, server, first_visit=False, snapshot=None):
         self.server = server
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        if snapshot is not None:
+            seed_snapshot(self.context, server.url, server.root, snapshot)
         if not first_visit:
             # A returning learner who chose Live mode, unless the test saves other settings: a
             # first visit lands where the store says (Recorded until the model is stored).
@@ -102,6 +159,13 @@ class App:
     def shot(self, name):
         SHOTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+    def close_pages(self):
+        """Close every page of the context (their workers go with them); the context and its
+        storage stay, for the next test that shares them."""
+        for page in list(self.context.pages):
+            page.close()
+        self.page = None
 
     def close(self):
         self.context.close()
