@@ -1,7 +1,8 @@
 """A pasted book in Chromium: the preview answers "too long for the window" at once, from a
 bound; chatlens.count then counts it exactly in the worker's background, a slice at a time, while
 the worker answers the page's other requests; the exact figures equal CPython's, and the overflow
-view draws them in place of "at least"."""
+view draws them in place of "at least". The tests share one browser context (conftest.py's
+`shared_app`): none needs a fresh profile."""
 
 import time
 
@@ -26,8 +27,8 @@ def exact_figures(text_side, content, window_size=8192):
             return done.value
 
 
-def test_a_pasted_million_characters_is_bounded_at_once_then_counted_in_the_background(app, text_side):
-    page = app.open()
+def test_a_pasted_million_characters_is_bounded_at_once_then_counted_in_the_background(shared_app, text_side):
+    page = shared_app.open()
     started = time.perf_counter()
     got = page.evaluate("""async (book) => {
         const messages = [{role: 'user', content: book}];
@@ -79,8 +80,8 @@ def test_a_pasted_million_characters_is_bounded_at_once_then_counted_in_the_back
     assert "(the model's whole context)" in got["countedText"]  # a window of 8192: all of SmolLM2's
 
 
-def test_a_newer_count_or_a_preview_ends_the_count_before_it(app, text_side):
-    page = app.open()
+def test_a_newer_count_or_a_preview_ends_the_count_before_it(shared_app, text_side):
+    page = shared_app.open()
     got = page.evaluate("""async (book) => {
         const turn = (content) => ({messages: [{role: 'user', content}], window: 8192});
         const outcome = (p) => p.then((c) => ({needed: c.needed}), (e) => ({error: e.name, message: e.message}));
@@ -103,8 +104,8 @@ def test_a_newer_count_or_a_preview_ends_the_count_before_it(app, text_side):
     assert got["short"] == exact_figures(text_side, "Hi")["needed"]  # counted to its end, as CPython counts it
 
 
-def test_the_live_preview_shows_the_bound_then_the_exact_count(app, text_side):
-    page = app.open()
+def test_the_live_preview_shows_the_bound_then_the_exact_count(shared_app, text_side):
+    page = shared_app.open()
     page.wait_for_function("() => ['text', 'weights', 'ready'].includes(chatlens.status.state)")
     page.click("#mode-live")
     page.select_option("#window", "8192")
