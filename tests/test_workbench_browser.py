@@ -30,12 +30,33 @@ TOOL_ROUND = [Q, {"role": "assistant", "content": "", "tool_calls": [{"type": "f
     {"role": "tool", "name": "get_weather", "content": '{"temp": 21}'}, {"role": "user", "content": "Thanks!"}]
 
 
+# What `shown` waits for, kept by the page: when the workbench's inputs last changed, and when the
+# render drawn last had begun. A render begins once the inputs have paused (250 ms); one that asks the
+# worker (chatlens.render) draws when the answer comes, one whose inputs are not valid draws at once.
+WATCH_RENDERS = """() => {
+    const w = window.__workbench = {input: 0, drawn: -1, answered: null};
+    const box = document.getElementById('workbench');
+    for (const type of ['input', 'change', 'click']) box.addEventListener(type, () => (w.input = performance.now()), true);
+    const render = chatlens.render;
+    chatlens.render = (args) => {
+        const begun = performance.now();
+        return render(args).finally(() => {
+            w.answered = begun;  // what the workbench draws next, it draws for this render
+            setTimeout(() => (w.answered = null));
+        });
+    };
+    new MutationObserver(() => (w.drawn = w.answered ?? performance.now()))
+        .observe(document.getElementById('wb-output'), {childList: true});
+}"""
+
+
 @pytest.fixture(scope="module")
-def page(browser, server):
-    a = App(browser, server)
+def page(browser, server, python_snapshot):
+    a = App(browser, server, snapshot=python_snapshot)
     p = a.open()
     p.click("#workbench summary")
     p.wait_for_selector("#wb-text")
+    p.evaluate(WATCH_RENDERS)
     yield p
     errors = a.errors
     a.close()
@@ -73,10 +94,10 @@ def set_inputs(page, *, template, messages, tools=None, documents=None, variable
 
 
 def shown(page):
-    """What the page shows once its newest render answered: the text, the ids, the mask (or an error)."""
-    page.wait_for_function("() => !document.getElementById('wb-output').hasAttribute('aria-busy')")
-    page.wait_for_timeout(400)  # the inputs' pause before a render
-    page.wait_for_function("() => !document.getElementById('wb-output').hasAttribute('aria-busy')")
+    """What the page shows once the render of its inputs as they are now has been drawn: the text,
+    the ids, the mask (or an error)."""
+    page.wait_for_function("""() => window.__workbench.drawn > window.__workbench.input &&
+        !document.getElementById('wb-output').hasAttribute('aria-busy')""")
     return page.evaluate("""() => {
         const error = document.querySelector('#wb-output .wb-error');
         if (error) return {error: error.textContent};
