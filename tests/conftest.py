@@ -56,12 +56,12 @@ def pytest_make_collect_report(collector):
 # -- markers: `python3 -m pytest -m "not browser and not slow"` is the quick subset ----------------------------------
 # Set here, one rule each, so that a new test is marked the same way:
 #   browser  it drives a browser: it uses the `playwright` fixture (`browser` and `app` do)
-#   slow     it decodes with the real model or runs transformers on it (SLOW_FIXTURES: the long greedy runs), runs
-#            the command line on it, runs WGSL through wgpu-py on this machine's device (lavapipe here, a CPU
-#            Vulkan device: LAVAPIPE), or is one of SLOW_TESTS
+#   slow     it decodes with the real model or runs transformers on it (SLOW_FIXTURES: the long greedy runs, the
+#            real model on the GPU), runs the command line on it, runs WGSL through wgpu-py on this machine's
+#            device (lavapipe here, a CPU Vulkan device: LAVAPIPE), or is one of SLOW_TESTS
 LAVAPIPE = "WGSL through wgpu-py on lavapipe"
 CLI = "each test runs `python -m chatlens` on the real model"
-SLOW_FIXTURES = ("model", "reference", "numpy_worker")
+SLOW_FIXTURES = ("model", "reference", "numpy_worker", "real_gpu")
 SLOW_MODULES = {"test_kernels.py": LAVAPIPE, "test_gpu_backend.py": LAVAPIPE, "test_device_bench.py": LAVAPIPE,
                 "test_chatcli.py": CLI, "test_commands.py": CLI,
                 "test_fuzz.py": "thousands of generated cases, some against transformers and tokenizers"}
@@ -134,6 +134,32 @@ def load_once(path, clock=None):
 def model(gguf_path):
     """The real model, its weights dequantized to float32 (a module may define its own)."""
     return load_once(gguf_path)
+
+
+REAL_GPU_CONTEXT = 160  # the longest real-model run on the GPU: test_gpu_backend's 150-token prompt, 3 steps
+
+
+@pytest.fixture(scope="session")
+def _real_gpu_uploads():
+    return {}
+
+
+@pytest.fixture
+def real_gpu(gguf_path, _real_gpu_uploads):
+    """real_gpu(kv="F32"): the real model on wgpu-py's device (lavapipe here: a CPU device, slow), uploaded
+    once a session for each KV cache precision ("F32", the program's default, or "F16") with room for
+    REAL_GPU_CONTEXT tokens, and emptied for the test. Past 128 keys its attention splits, as the page's
+    programs' do (their windows are longer)."""
+    pytest.importorskip("wgpu")
+    from chatlens.host.native_gpu import open_native
+
+    def upload(kv="F32"):
+        if kv not in _real_gpu_uploads:
+            _real_gpu_uploads[kv] = open_native(gguf_path, REAL_GPU_CONTEXT, kv=kv)
+        gpu = _real_gpu_uploads[kv]
+        gpu.reset()
+        return gpu
+    return upload
 
 
 @pytest.fixture(scope="session")

@@ -394,13 +394,12 @@ def test_real_model_numpy_equals_transformers(model, reference):
         assert cache.ids == (ids + reply)[:position + 1]
 
 
-def test_real_model_gpu_equals_transformers(gguf_path, model, reference):
-    """The GPU program natively (lavapipe: ~1.4 s a decode step), once: a short prompt's first
-    reply step, attention and lens against transformers, the chosen id the NumPy head's."""
-    from chatlens.host.native_gpu import open_native
-
+def test_real_model_gpu_equals_transformers(model, reference, real_gpu):
+    """The GPU program natively (lavapipe: ~1.4 s a decode step; the session's one upload), once: a
+    short prompt's first reply step, attention and lens against transformers, the chosen id the
+    NumPy head's."""
     ids = model.tokenizer.encode("<|im_start|>user\nWho are you?<|im_end|>\n<|im_start|>assistant\n")
-    cache = PromptCache(open_native(gguf_path, 32))
+    cache = PromptCache(real_gpu())
     for i in ids[:-1]:  # a token a run, choosing nothing: on lavapipe far quicker than a 64-token matmul tile
         run = cache.plan([i], chooses=False)
         cache.read(run, cache.collect(cache.submit(run)), [i])
