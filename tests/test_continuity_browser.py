@@ -4,21 +4,25 @@ read; the draft is previewed while a reply is written; a page that cannot comput
 cannot reach the model's host, says so in a sentence and offers what works; a message after one
 that got no reply is not read as two of the learner's messages in a row.
 
-SwiftShader is the only GPU here and a slow one: the real model's replies are a few tokens of a
-short prompt; the tiny random model (tests/tiny_model.py) stands in where only the machinery is
-tried. Each changed state is saved at 1400x900 and 390x844 (artifacts/screenshots/).
+The tiny random model (tests/tiny_model.py) runs the machinery. What a reply's progress and a reload
+in its middle need is a GPU slow enough to watch: the test makes the worker's GPU that slow, whatever
+the adapter (`slow_gpu`: each completion it waits for comes later), so that they hold on a fast GPU as
+on this machine's SwiftShader. Each changed state is saved at 1400x900 and 390x844
+(artifacts/screenshots/).
 """
 
+import json
 import re
 
 import pytest
 
-from webapp import SHOTS, App  # the `server` and `browser` fixtures: tests/conftest.py
+from conftest import cli_in_process
+from webapp import SHOTS, App  # the `server`, `browser` and `python_snapshot` fixtures: tests/conftest.py
 
 pytestmark = pytest.mark.browser
 
 SYSTEM = "Be brief."
-TURN_MS = 900_000  # a prompt read and a token on SwiftShader, on a busy machine
+TURN_MS = 300_000  # a prompt read and a token of the tiny model on a slowed GPU, on a busy machine
 SIZES = {"wide": (1400, 900), "phone": (390, 844)}
 
 
@@ -29,8 +33,7 @@ def shots(page, name, at="#chat-title"):
     for size in ("phone", "wide"):
         w, h = SIZES[size]
         page.set_viewport_size({"width": w, "height": h})
-        page.evaluate("(at) => document.querySelector(at)?.scrollIntoView({block: 'start'})", at)
-        page.wait_for_timeout(150)
+        page.evaluate("(at) => document.querySelector(at)?.scrollIntoView({block: 'start', behavior: 'instant'})", at)
         page.screenshot(path=str(SHOTS / f"{name}-{size}.png"))
 
 
@@ -41,6 +44,36 @@ def tiny(server):
 
     write_tiny_model(server.root / "tiny-continuity" / "model", server.mirror.files["config.json"].parent, seed=5)
     return f"{server.url}tiny-continuity/model/"
+
+
+@pytest.fixture(scope="module")
+def deep(server):
+    """The tiny model with 16 layers: a GPU step of 83 dispatches, more than the 64 the page runs
+    whole before it has timed the GPU (site/js/gpu/executor.mjs), so its first prompt chunk goes
+    in parts, each of which says how far the read has got."""
+    from tiny_model import write_tiny_model
+
+    folder = write_tiny_model(server.root / "tiny-continuity" / "deep", server.mirror.files["config.json"].parent,
+                              seed=5, n_layers=16)
+    return folder, f"{server.url}tiny-continuity/deep/"
+
+
+SLOW_GPU = """(ms) => {
+    // Each GPU completion this worker waits for (work done, a readback mapped) comes `ms` later.
+    const later = (p) => p.then((v) => new Promise((resolve) => setTimeout(() => resolve(v), ms)));
+    const done = GPUQueue.prototype.onSubmittedWorkDone;
+    GPUQueue.prototype.onSubmittedWorkDone = function () { return later(done.call(this)); };
+    const map = GPUBuffer.prototype.mapAsync;
+    GPUBuffer.prototype.mapAsync = function (...args) { return later(map.apply(this, args)); };
+}"""
+
+
+def slow_gpu(page, ms=150):
+    """The page's worker, its model on the GPU, waits `ms` longer for each GPU completion: a slow GPU
+    on any adapter (a part of a step, a token, each then takes at least that long)."""
+    page.wait_for_function("() => chatlens.status.state === 'ready'", timeout=TURN_MS)
+    worker = next(w for w in page.workers if w.url.endswith("/worker/worker.mjs"))
+    worker.evaluate(SLOW_GPU, ms)
 
 
 def metas(page):
@@ -60,12 +93,15 @@ def send_live(page, text):
 # -- a reply: its progress, a preview meanwhile, a reload in the middle ----------------------------------------------
 
 
-def test_a_reply_shows_its_read_moving_previews_a_draft_and_a_reload_loses_nothing(browser, server):
-    app = App(browser, server)
+def test_a_reply_shows_its_read_moving_previews_a_draft_and_a_reload_loses_nothing(browser, server, python_snapshot,
+                                                                                  deep):
+    folder, url = deep
+    app = App(browser, server, snapshot=python_snapshot)
     try:
-        page = app.open("?jspi=off")
+        page = app.open(f"?jspi=off&model={url}")
         assert page.evaluate("chatlens.downloadModel()")["complete"]
         assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+        slow_gpu(page)
         page.select_option("#preset", "custom")
         page.fill("#custom-system", SYSTEM)
         page.select_option("#window", "256")
@@ -76,6 +112,9 @@ def test_a_reply_shows_its_read_moving_previews_a_draft_and_a_reload_loses_nothi
         first = page.evaluate(f"() => {reading}")
         found = re.fullmatch(r"reading the prompt: 0 of (\d+) tokens · the GPU's step: (\d+) parts? done, \d+ s", first)
         assert found, first
+        preview = page.evaluate("m => chatlens.preview({system: 'Be brief.', messages: m, window: 256})",
+                                [{"role": "user", "content": "Hi!"}])
+        assert int(found[1]) == preview["used"]  # the whole prompt, as the preview counts it
         page.wait_for_function(f"(n) => Number(/step: (\\d+) part/.exec({reading})?.[1]) > n", arg=int(found[2]),
                                timeout=TURN_MS)  # the figure moves while the step is read
         shots(page, "continuity-reading-progress")
@@ -97,12 +136,15 @@ def test_a_reply_shows_its_read_moving_previews_a_draft_and_a_reload_loses_nothi
         app.wait_ready()
         page.wait_for_function("() => document.querySelectorAll('#chat .msg').length === 2")
         (who, said), (who2, partial) = bubbles(page)
-        assert (who, said, who2) == ("user", "Hi!", "assistant") and partial
+        assert (who, said, who2) == ("user", "Hi!", "assistant")
+        whole = cli_in_process("run", "--window", "256", "--system", SYSTEM, stdin=json.dumps({"messages": [
+            {"role": "user", "content": "Hi!"}]}), model=folder)
+        assert partial and json.loads(whole.stdout)["reply_text"].startswith(partial)  # the reply as far as it got
         assert metas(page)[1].endswith("stopped: the page was reloaded while it was written")
         shots(page, "continuity-reloaded-mid-reply")
 
         # A reload while the prompt is read: the message comes back with no reply, in the box to send again.
-        page.wait_for_function("() => chatlens.status.state === 'ready'", timeout=TURN_MS)
+        slow_gpu(page)
         send_live(page, "Tell me a joke.")
         page.wait_for_function(f"() => {reading}.startsWith('reading the prompt')", timeout=TURN_MS)
         page.reload()
@@ -113,7 +155,7 @@ def test_a_reply_shows_its_read_moving_previews_a_draft_and_a_reload_loses_nothi
         assert page.input_value("#draft") == "Tell me a joke."
         shots(page, "continuity-reloaded-while-read")
         # Sent again, it takes the unanswered message's place: never two of the learner's in a row.
-        page.wait_for_function("() => chatlens.status.state === 'ready'", timeout=TURN_MS)
+        slow_gpu(page)
         page.press("#draft", "Enter")
         page.wait_for_function("() => chatlens.writing && document.querySelector('#chat .msg.assistant.is-streaming')",
                                timeout=TURN_MS)
@@ -136,8 +178,8 @@ AUTO_ONCE = """try {
 } catch {}"""
 
 
-def test_auto_without_numpy_names_the_software_gpu_and_offers_it(browser, server, tiny):
-    app = App(browser, server)
+def test_auto_without_numpy_names_the_software_gpu_and_offers_it(browser, server, python_snapshot, tiny):
+    app = App(browser, server, snapshot=python_snapshot)
     app.context.add_init_script(AUTO_ONCE)  # `auto`, as a learner who chose nothing has it
     try:
         page = app.open(f"?model={tiny}")
@@ -175,8 +217,9 @@ def hubless(server):
     srv.server_close()
 
 
-def test_a_host_that_cannot_reach_the_hub_says_so_and_offers_recorded_mode_and_a_retry(browser, hubless, server):
-    app = App(browser, hubless)
+def test_a_host_that_cannot_reach_the_hub_says_so_and_offers_recorded_mode_and_a_retry(browser, hubless, server,
+                                                                                       python_snapshot):
+    app = App(browser, hubless, snapshot=python_snapshot)
     blocked = {"on": True}
     mirror = server.mirror.files["config.json"].parent  # the same tokenizer and template, for the retry
 
@@ -195,7 +238,7 @@ def test_a_host_that_cannot_reach_the_hub_says_so_and_offers_recorded_mode_and_a
         text = page.text_content("#reads-failure")
         assert text.startswith("This page cannot reach huggingface.co, where the model's tokenizer and chat template are")
         assert "Recorded mode works without it" in text
-        page.wait_for_timeout(1000)  # the model box's own look at the Hub, too
+        page.wait_for_selector("#model-body #source-error")  # the model box's own account of the source, too
         for where in ("#reads", "#status", "#chat", "body"):
             assert "Failed to fetch" not in page.text_content(where), where
         assert page.is_visible("#failure-recorded") and page.is_visible("#failure-retry")
@@ -219,10 +262,11 @@ def test_a_host_that_cannot_reach_the_hub_says_so_and_offers_recorded_mode_and_a
 # -- a message after one that got no reply ------------------------------------------------------------------------------
 
 
-def test_without_a_model_no_caption_claims_a_read_and_two_messages_in_a_row_are_said(app):
+def test_without_a_model_no_caption_claims_a_read_and_two_messages_in_a_row_are_said(warm_app):
     """Without the model the messages still fill the window, one after another (the lesson's
     window can be watched filling with no download): the page says plainly that nothing was read,
     and why two of the learner's messages come in a row."""
+    app = warm_app
     page = app.open()
     app.send("Hi! My name is Priya.")
     page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Turn 1')")

@@ -14,12 +14,13 @@ TINY = dict(n_layers=2, dim=64, n_heads=4, n_kv_heads=2, head_dim=16, ffn_dim=96
             norm_eps=1e-5, tied_output=True)
 
 
-def write_tiny_model(folder, tokenizer_folder, seed=0):
+def write_tiny_model(folder, tokenizer_folder, seed=0, **shape):
     """The folder, with config.json and model.safetensors (f32) made here and the tokenizer files
-    copied from `tokenizer_folder` (a Hugging Face folder of SmolLM2)."""
+    copied from `tokenizer_folder` (a Hugging Face folder of SmolLM2). `shape` overrides TINY's
+    figures (n_layers=16: a GPU step of more than 64 dispatches, which the page runs in parts)."""
     folder.mkdir(parents=True, exist_ok=True)
     vocab = json.loads((tokenizer_folder / "config.json").read_text())["vocab_size"]
-    cfg = ModelConfig(vocab_size=vocab, n_ctx=2048, **TINY)
+    cfg = ModelConfig(vocab_size=vocab, n_ctx=2048, **{**TINY, **shape})
     rng = np.random.default_rng(seed)
 
     def w(*shape):
