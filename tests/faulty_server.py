@@ -6,6 +6,7 @@
         srv.fault("/m/model.bin", cut_after=300_000)  # the next request for it breaks off
         ... srv.url + "m/model.bin" ...
         srv.requests("/m/model.bin")                  # what was asked and sent, request by request
+        srv.wait_ended(req)                           # until one is answered, or the client hung up
 
 Faults (each applies to the next `times` requests for its path, default 1; times=None: all):
     cut_after=N       close the connection after N body bytes (Content-Length promised the rest);
@@ -78,7 +79,9 @@ class Request:
     sent: int = 0  # body bytes written
     fault: str | None = None
     complete: bool = False  # the whole body was written
+    hung_up: bool = False  # the client went away while the body was being written
     at: float = field(default_factory=time.monotonic)
+    ended: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)  # answered, or given up
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -113,6 +116,12 @@ class _Handler(BaseHTTPRequestHandler):
         path = unquote(urlsplit(self.path).path)
         req = Request(self.command, path, self.headers.get("Range"))
         self.server.record(req)
+        try:
+            self._answer(req, path, head)
+        finally:
+            req.ended.set()
+
+    def _answer(self, req, path, head):
         body, ctype = self.server.lookup(path)
         if body is None:
             return self._text(req, HTTPStatus.NOT_FOUND, f"not found: {path}", head)
@@ -172,6 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             req.complete = True
         except (BrokenPipeError, ConnectionResetError):
+            req.hung_up = True
             self.close_connection = True  # the client went away (a cancelled download)
 
     def _hang_up(self):
@@ -275,6 +285,12 @@ class FaultyServer(ThreadingHTTPServer):
     def sent(self, path=None):
         """Body bytes sent for `path` (all GETs), however the responses ended."""
         return sum(r.sent for r in self.requests(path))
+
+    @staticmethod
+    def wait_ended(req, timeout=30):
+        """Until the server is done with `req`: its answer written, or given up (the client gone)."""
+        if not req.ended.wait(timeout):
+            raise TimeoutError(f"the server was still answering {req.method} {req.path} after {timeout} s")
 
     # -- running --------------------------------------------------------------------------------
     @property

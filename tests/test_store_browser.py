@@ -9,7 +9,6 @@ logic and the downloader's corner cases are covered faster by `node --test tests
 
 import hashlib
 import random
-import time
 from pathlib import Path
 
 import pytest
@@ -388,8 +387,8 @@ def test_abort_stops_at_once_and_leaves_the_model_incomplete(store, blobs):
     weights = [e["file"]["done"] for e in got["events"] if e["file"] and e["file"]["name"] == "model.safetensors"]
     aborted = next(d for d in weights if d >= 2 * CS)
     assert max(weights) == aborted, "no byte was counted after the abort"
-    time.sleep(0.3)  # the server sees the hang-up at its next write
-    assert not req.complete and req.sent < WEIGHTS // 2
+    blobs.wait_ended(req)  # the server sees the hang-up at its next write
+    assert req.hung_up and not req.complete and req.sent < WEIGHTS // 2
     f = store.file(m.source())
     assert f["complete"] is False and f["state"] == "partial"
     assert store.status(m.source())["complete"] is False
@@ -471,7 +470,7 @@ def test_faulty_server_faults_and_log():
 
 
 # -- the page's two models -----------------------------------------------------------------------
-def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, server):
+def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, server, python_snapshot):
     """The model box offers the base model with its size; a cancelled download leaves it
     incomplete (resumed, never used), the next one completes it; Manage downloads says which model
     and revision it is and how it was verified; deleting the instruct leaves it, and it is deleted
@@ -490,7 +489,7 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
     base_id = f"hf:HuggingFaceTB/SmolLM2-135M@{base.revision}"
     kept = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]
     assert base.stand_in and set(entry["files"]) == {*kept, "README.md"}
-    a = App(browser, server)
+    a = App(browser, server, snapshot=python_snapshot)
     server.mirror.base_model = base  # as `serve --base-model FOLDER` does; put back below
     try:
         page = a.open(f"?model={server.url}tiny-two/instruct/")
@@ -571,3 +570,80 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
     finally:
         server.mirror.base_model = None
         a.close()
+
+
+# -- the page's download: the box's Cancel button, and a download worker that dies ---------------------------------
+WEIGHTS_FILE = "model.safetensors"  # the mirror's Hugging Face folder: the weights, about 270 MB of bf16
+KEEP_WORKERS = """(() => {
+  // every Worker the page starts, kept (window.__workers) so that a test can end one as a crash would
+  const Native = window.Worker;
+  window.__workers = [];
+  window.Worker = class extends Native {
+    constructor(url, options) {
+      super(url, options);
+      window.__workers.push({url: String(url), worker: this});
+    }
+  };
+})();"""
+
+
+def weights_part(page):
+    """The stored model (one, not complete) and its weights file as chatlens.storedModels() lists them."""
+    (model,) = page.evaluate("chatlens.storedModels()")
+    return model, next(f for f in model["files"] if f["name"] == WEIGHTS_FILE)
+
+
+def resumed(app, page, stored, download):
+    """`download()` ends the download; it asked for the weights from `stored` on, once, and the
+    model is complete with every file matching its published sha256."""
+    before = len(app.requests)
+    download()
+    (model,) = page.evaluate("chatlens.storedModels()")
+    assert model["complete"] and model["verified"], model
+    again = [r.all_headers().get("range") for r in app.requests[before:] if r.url.endswith("/" + WEIGHTS_FILE)]
+    assert again == [f"bytes={stored}-"]
+
+
+def test_the_boxs_cancel_button_stops_the_download_and_the_next_one_goes_on(warm_app, server):
+    """Cancel, clicked in the model box while the weights come: the box says what was kept, the
+    store holds whole chunks of the weights, and Download goes on from there."""
+    chunk = server.mirror.manifest()["chunk_size"]
+    page = warm_app.open()
+    page.click("#download")
+    page.wait_for_function("""([name, at]) => [...document.querySelectorAll('#download-progress .file')].some(
+        (line) => line.firstChild.textContent === name && line.querySelector('progress').value >= at)""",
+                           arg=[WEIGHTS_FILE, chunk])
+    page.click("#download-cancel")
+    page.wait_for_selector("#download-error")
+    assert page.text_content("#download-error") == \
+        "The download was cancelled; what was stored stays, and the next one goes on from there."
+    model, part = weights_part(page)
+    assert not model["complete"] and part["state"] == "partial"
+    assert part["stored"] > 0 and part["stored"] % chunk == 0  # whole chunks, each checked against its sha256
+    assert page.is_visible("#download")
+    resumed(warm_app, page, part["stored"],
+            lambda: (page.click("#download"), page.wait_for_selector("#model-body [data-stored='complete']",
+                                                                     timeout=180_000)))
+
+
+def test_a_download_worker_killed_mid_download_keeps_whole_chunks_and_the_next_download_resumes(warm_app, server):
+    """The download's own worker (store/download-worker.mjs) ended while it writes the weights, as
+    a crash would end it: what the store kept is whole verified chunks, and after a reload the
+    download goes on from them to a model whose every file matches its published sha256."""
+    chunk = server.mirror.manifest()["chunk_size"]
+    warm_app.context.add_init_script(KEEP_WORKERS)
+    page = warm_app.open()
+    at = page.evaluate("""([name, at]) => new Promise((killed) => {
+        chatlens.downloadModel({onProgress: (p) => {
+            if (p.file?.name !== name || p.file.done < at) return;
+            const w = window.__workers.find((w) => w.url.endsWith('/store/download-worker.mjs'));
+            w.worker.terminate();
+            killed(p.file.done);
+        }});
+    })""", [WEIGHTS_FILE, 2 * chunk])
+    page.reload()
+    warm_app.wait_ready()
+    model, part = weights_part(page)
+    assert not model["complete"] and part["state"] == "partial"
+    assert 0 < part["stored"] < part["size"] and part["stored"] % chunk == 0, (part, at)
+    resumed(warm_app, page, part["stored"], lambda: page.evaluate("chatlens.downloadModel()"))
