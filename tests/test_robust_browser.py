@@ -10,13 +10,20 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from conftest import cli_in_process
 from tiny_model import write_tiny_model
 
 pytestmark = pytest.mark.browser
 
 PAYLOAD = '<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 2</script>'
 NO_MARKUP = "() => window.__pwned === undefined && document.querySelectorAll('img, script:not([type=module])').length === 0"
+
+
+@pytest.fixture
+def app(warm_app):
+    """Each test's fresh context (conftest.py's `warm_app`): none of these is about Python's first boot, so
+    each page starts Python from the session's snapshot."""
+    return warm_app
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +41,9 @@ def with_tiny_model(app, url):
 
 
 def cli_reply(folder, messages, max_tokens, window=256):
-    done = run_cli("run", "--window", str(window), "--max-tokens", str(max_tokens), stdin=json.dumps({"messages": messages}),
-                   model=folder)
+    """`python -m chatlens run` on the same files: the reply the page must give (run in this process)."""
+    done = cli_in_process("run", "--window", str(window), "--max-tokens", str(max_tokens),
+                          stdin=json.dumps({"messages": messages}), model=folder)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -84,8 +92,8 @@ def test_previews_are_answered_while_the_weights_go_to_the_gpu(app, tiny):
         return {during, used: rec.used, states};
     }""")
     assert got["during"] == "weights", got["states"]  # answered before the model was ready
-    want = run_cli("run", "--window", "256", "--max-tokens", "1", stdin=json.dumps({"messages": [{"role": "user", "content": "Hi!"}]}),
-                   model=folder)
+    want = cli_in_process("run", "--window", "256", "--max-tokens", "1",
+                          stdin=json.dumps({"messages": [{"role": "user", "content": "Hi!"}]}), model=folder)
     assert got["used"] == json.loads(want.stdout)["used"]
     page.wait_for_function("() => chatlens.status.state === 'ready'")
 
