@@ -2,7 +2,8 @@
 with no network after a browser restart, and a new build that replaces the shell cleanly.
 
 Each test has its own server (it is stopped or rebuilt) and its own browser profile on disk,
-as a returning visitor's would be.
+as a returning visitor's would be. A new profile holds Python's snapshot from the start
+(conftest.py's `python_snapshot`): its first visit starts Python as its later ones do.
 """
 
 import json
@@ -10,8 +11,8 @@ import shutil
 
 import pytest
 
-from conftest import run_cli
-from webapp import BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS, WEBGPU_BY_CHOICE, assert_same_comparison
+from conftest import cli_in_process
+from webapp import BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS, WEBGPU_BY_CHOICE, assert_same_comparison, seed_snapshot
 from chatlens import chat
 from chatlens.host import build as site
 from chatlens.host.mirror import prepare_mirror
@@ -26,10 +27,13 @@ WEIGHTS = (".safetensors", ".gguf")
 class Visit:
     """A browser with a profile on disk, on one server, keeping every request it makes."""
 
-    def __init__(self, playwright, profile, url):
+    def __init__(self, playwright, profile, url, snapshot=None):
+        """snapshot: (Python's snapshot, the served site's folder) to put in a new profile first."""
         self.context = playwright.chromium.launch_persistent_context(
             str(profile), executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True,
             viewport={"width": 1400, "height": 1000})
+        if snapshot is not None:
+            seed_snapshot(self.context, url, snapshot[1], snapshot[0])
         self.context.add_init_script(WEBGPU_BY_CHOICE)  # SwiftShader by name: auto would take NumPy
         self.requests, self.errors = [], []
         self.context.on("request", lambda r: self.requests.append(r.url))
@@ -72,10 +76,11 @@ def built(tmp_path_factory):
     return site.build_site(tmp_path_factory.mktemp("site") / "out", log=lambda m: None, root=ROOT)
 
 
-def test_a_stored_model_loads_without_a_download_then_works_with_no_network(playwright, built, tmp_path):
+def test_a_stored_model_loads_without_a_download_then_works_with_no_network(playwright, built, tmp_path,
+                                                                          python_snapshot):
     srv = serve(built)
     profile = tmp_path / "profile"
-    visit = Visit(playwright, profile, srv.url)
+    visit = Visit(playwright, profile, srv.url, snapshot=(python_snapshot, built))
     page = visit.open()
     visit.cached()
     summary = page.evaluate("chatlens.downloadModel()")
@@ -102,8 +107,8 @@ def test_a_stored_model_loads_without_a_download_then_works_with_no_network(play
     assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
     reply = page.evaluate("m => chatlens.run({system: 'Be brief.', messages: m, window: 256, maxTokens: 1})", hi)
     # the stored files (the mirror's Hugging Face folder) give the command line's reply
-    cli = run_cli("run", "--window", "256", "--max-tokens", "1", "--system", "Be brief.", stdin=json.dumps({"messages": hi}),
-                  model=srv.mirror.files["config.json"].parent)
+    cli = cli_in_process("run", "--window", "256", "--max-tokens", "1", "--system", "Be brief.",
+                         stdin=json.dumps({"messages": hi}), model=srv.mirror.files["config.json"].parent)
     assert cli.returncode == 0, cli.stderr
     assert reply["reply_ids"] == json.loads(cli.stdout)["reply_ids"] and reply["backend"].startswith("webgpu: ")
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -154,12 +159,12 @@ def test_a_new_build_replaces_the_shell_when_the_page_reloads(playwright, tmp_pa
         srv.server_close()
 
 
-def test_a_page_visited_once_without_the_model_previews_offline(playwright, built, tmp_path):
+def test_a_page_visited_once_without_the_model_previews_offline(playwright, built, tmp_path, python_snapshot):
     """The text side (tokenizer, template, config: a few MB) is kept on the first visit: with the
     network gone, previews, plain text and the workbench work; only replies need the model."""
     srv = serve(built)
     profile = tmp_path / "profile"
-    visit = Visit(playwright, profile, srv.url)
+    visit = Visit(playwright, profile, srv.url, snapshot=(python_snapshot, built))
     page = visit.open()
     visit.cached()
     assert page.evaluate("chatlens.status.state") == "text"  # nothing downloaded
@@ -181,7 +186,7 @@ def test_a_page_visited_once_without_the_model_previews_offline(playwright, buil
     visit.close()
 
 
-def test_the_base_model_alone_is_kept_for_offline_use(playwright, built, tmp_path):
+def test_the_base_model_alone_is_kept_for_offline_use(playwright, built, tmp_path, python_snapshot):
     """Only the base model stored (a tiny random stand-in, served as `serve --base-model` serves
     one): with the server gone and the browser restarted, the page names the same base model (the
     mirror's manifest is cached), finds it complete in the store, and reads its files back."""
@@ -196,7 +201,7 @@ def test_the_base_model_alone_is_kept_for_offline_use(playwright, built, tmp_pat
     mirror.base_model = base_mirror(folder)
     srv = SiteServer(built, mirror=mirror).start()
     profile = tmp_path / "profile"
-    visit = Visit(playwright, profile, srv.url)
+    visit = Visit(playwright, profile, srv.url, snapshot=(python_snapshot, built))
     page = visit.open()
     visit.cached()
     summary = page.evaluate("chatlens.downloads.downloadModel({model: 'base'})")
@@ -220,7 +225,7 @@ def test_the_base_model_alone_is_kept_for_offline_use(playwright, built, tmp_pat
     visit.close()
 
 
-def test_both_models_stored_compare_offline_after_a_restart(playwright, built, tmp_path):
+def test_both_models_stored_compare_offline_after_a_restart(playwright, built, tmp_path, python_snapshot):
     """The instruct model (a tiny random model given by ?model=) and the base model (a tiny random
     stand-in for SmolLM2-135M, served as `serve --base-model` serves one) both stored: with the
     server gone and the browser restarted on the same profile, the page opened at the same address
@@ -242,7 +247,7 @@ def test_both_models_stored_compare_offline_after_a_restart(playwright, built, t
     srv = SiteServer(built, mirror=mirror).start()
     query = f"?model={srv.url}tiny-offline-compare/instruct/"
     profile = tmp_path / "profile"
-    visit = Visit(playwright, profile, srv.url)
+    visit = Visit(playwright, profile, srv.url, snapshot=(python_snapshot, built))
     page = visit.open(query)
     visit.cached()
     assert page.evaluate("chatlens.downloadModel()")["complete"]

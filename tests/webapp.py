@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -37,13 +38,24 @@ SNAPSHOTS = "python-snapshot"  # the Cache Storage cache site/js/worker/python.m
 SNAPSHOT_FILE = "__tests__/python-snapshot"  # where the tests serve a copy, under the site's root
 
 
+class Snapshot(NamedTuple):
+    """Python's memory snapshot as a first boot saved it: `id` is its build's pyodide.snapshot_id
+    (the same Pyodide and wheels), `data` its bytes."""
+    id: str
+    data: bytes
+
+
+def snapshot_id(root):
+    return json.loads((Path(root) / "build.json").read_text())["pyodide"]["snapshot_id"]
+
+
 def snapshot_key(url, root):
     """The snapshot's key in Cache Storage for the site built in `root` and served at `url`."""
-    return f"{url}{SNAPSHOTS}/{json.loads((Path(root) / 'build.json').read_text())['pyodide']['snapshot_id']}"
+    return f"{url}{SNAPSHOTS}/{snapshot_id(root)}"
 
 
-def read_snapshot(page, url, root, timeout_ms=BOOT_MS):
-    """The snapshot a first boot of `page` saved (saving goes on after the boot: wait for it), as bytes."""
+def read_snapshot(page, url, root, timeout_ms=BOOT_MS) -> Snapshot:
+    """The snapshot a first boot of `page` saved (saving goes on after the boot: wait for it)."""
     import base64
 
     b64 = page.evaluate("""async ([name, key, timeout]) => {
@@ -58,17 +70,21 @@ def read_snapshot(page, url, root, timeout_ms=BOOT_MS):
         for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
         return btoa(s);
     }""", [SNAPSHOTS, snapshot_key(url, root), timeout_ms])
-    return base64.b64decode(b64)
+    return Snapshot(snapshot_id(root), base64.b64decode(b64))
 
 
-def seed_snapshot(context, url, root, data):
-    """Put Python's snapshot `data` into `context`'s Cache Storage for the site served at `url`
-    from `root`, as a first boot there would have left it. The copy is served from the site's
-    own server (a file under `root`), then stored by a blank page of the same origin."""
+def seed_snapshot(context, url, root, snapshot: Snapshot) -> bool:
+    """Put Python's `snapshot` into `context`'s Cache Storage for the site served at `url` from
+    `root`, as a first boot there would have left it; False (nothing put) when that site was built
+    from other wheels or another Pyodide (another snapshot_id: its first page boots as usual).
+    The copy is served from the site's own server (a file under `root`), then stored by a page
+    of the same origin."""
+    if snapshot_id(root) != snapshot.id:
+        return False
     file = Path(root) / SNAPSHOT_FILE
-    if not file.exists() or file.stat().st_size != len(data):
+    if not file.exists() or file.stat().st_size != len(snapshot.data):
         file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_bytes(data)
+        file.write_bytes(snapshot.data)
     page = context.new_page()
     try:
         page.goto(url + "build.json")  # any page of the origin: Cache Storage is per origin
@@ -78,6 +94,7 @@ def seed_snapshot(context, url, root, data):
         })""", [SNAPSHOTS, snapshot_key(url, root), SNAPSHOT_FILE])
     finally:
         page.close()
+    return True
 
 
 class App:
