@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from webapp import App  # the `server` and `browser` fixtures: tests/conftest.py
-from conftest import run_cli
+from webapp import App  # the `server`, `browser` and `python_snapshot` fixtures: tests/conftest.py
+from conftest import cli_in_process, load_once
 
 pytestmark = pytest.mark.browser
 
@@ -24,7 +24,8 @@ TURN_MS = 900_000  # one short reply on SwiftShader, on a busy machine
 
 
 def cli_record(model, messages, max_tokens, window=256, system=SYSTEM):
-    done = run_cli("run", "--window", str(window), "--max-tokens", str(max_tokens), "--system", system,
+    """`python -m chatlens run` on the same files: the record the page's must equal (run in this process)."""
+    done = cli_in_process("run", "--window", str(window), "--max-tokens", str(max_tokens), "--system", system,
                    stdin=json.dumps({"messages": messages}), model=model)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -52,10 +53,10 @@ def page_run(page, messages, max_tokens, window=256, system=SYSTEM):
 
 
 def test_replies_in_the_page_equal_the_cli_a_second_turn_reuses_the_cache_and_stop_keeps_a_partial_reply(
-        browser, server):
+        browser, server, python_snapshot):
     """One page, four turns on the mirror's Hugging Face folder (bf16): each is compared with the
     command line on the same folder."""
-    app = App(browser, server)
+    app = App(browser, server, snapshot=python_snapshot)
     try:
         page = open_with_the_model(app, "?jspi=off")
         folder = server.mirror.files["config.json"].parent
@@ -74,8 +75,8 @@ def test_replies_in_the_page_equal_the_cli_a_second_turn_reuses_the_cache_and_st
         again = page_run(page, second, 3)["record"]
         assert again["reply_ids"] == cli_record(folder, second, 3)["reply_ids"]
         # `chatlens chat` keeps its cache between the same two turns: the page reuses what it reuses.
-        chat = run_cli("chat", "--window", "256", "--max-tokens", "3", "--system", SYSTEM,
-                       stdin="Hi!\n/show\nAnd you?\n/show\n", model=folder)
+        chat = cli_in_process("chat", "--window", "256", "--max-tokens", "3", "--system", SYSTEM,
+                              stdin="Hi!\n/show\nAnd you?\n/show\n", model=folder)
         assert chat.returncode == 0, chat.stderr
         counts = re.findall(r"reused from the cache: (\d+) tokens; computed: (\d+) tokens", chat.stdout)
         replies = re.findall(r"reply \(\d+ tokens, stop: \w+\): (.*)", chat.stdout)
@@ -124,12 +125,12 @@ def plain_server(server):
     srv.server_close()
 
 
-def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli_and_stops_when_asked(browser, plain_server, gguf_path):
+def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli_and_stops_when_asked(browser, plain_server, gguf_path,
+                                                                                      python_snapshot):
     from chatlens.chat import ChatSession
-    from chatlens.source import load_model
 
     mirror = plain_server.mirror
-    app = App(browser, plain_server)
+    app = App(browser, plain_server, snapshot=python_snapshot)
     try:
         page = open_with_the_model(app, f"?jspi=off&model={plain_server.url}{mirror.base}{mirror.gguf}")
         assert page.evaluate("crossOriginIsolated") is False
@@ -150,7 +151,7 @@ def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli_and_stops_when_
         stopped = got["record"]
         assert stopped["stop_reason"] == "stopped" and len(stopped["reply_ids"]) == 1
         assert [t["id"] for t in got["streamed"] if t["id"] >= 0] == stopped["reply_ids"]
-        session = ChatSession(load_model(gguf_path), window=256, max_tokens=3, system=SYSTEM)
+        session = ChatSession(load_once(gguf_path), window=256, max_tokens=3, system=SYSTEM)
         session.send("Hi!")
         asked = iter([True])
         assert session.send("And you?", should_stop=lambda: next(asked)).reply_ids == stopped["reply_ids"]
@@ -203,9 +204,9 @@ def tiny(server):
     return folder, f"{server.url}tiny-replies/model/"
 
 
-def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_or_before_it_starts(app, tiny):
+def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_or_before_it_starts(warm_app, tiny):
     folder, url = tiny
-    page = open_with_the_model(app, f"?model={url}")
+    page = open_with_the_model(warm_app, f"?model={url}")
     long, short = [{"role": "user", "content": LONG + " " + LONG}], [{"role": "user", "content": "Hi!"}]
     got = page.evaluate("""async ([system, long, short]) => {
         // run() aborted by its signal at its first prompt progress ('reading') or its first token ('writing')
