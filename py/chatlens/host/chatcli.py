@@ -6,8 +6,10 @@
 - run: {"messages": [...]} on stdin (the last is the new user message; earlier ones are the
   history as given) -> the turn record (JSON) on stdout.
 - chat: an interactive chat that streams replies; works with stdin as a pipe.
-- record: the lesson's five-message conversation for each preset and window -> site/recorded.json;
-  with --base-model (the real base model only) also the comparison -> site/recorded-compare.json.
+- record: the lesson's five-message conversation for each preset and window -> site/recorded.json,
+  and the comparison of the lesson's prompts -> site/recorded-compare.json: the instruct half from
+  the model recorded, the base half only from the real base model (--base-model; without it the
+  base's cells say so, in the lesson's own words).
 """
 
 import datetime
@@ -360,23 +362,69 @@ def record_conversation(model, preset, window, day, *, messages=LESSON_MESSAGES,
 # The comparison's recorded prompts (chatlens.compare): the lesson's two examples and one more of its messages.
 COMPARE_PROMPTS = ["What is the capital of France?", "Who are you?", "Give me one tip for sleeping better."]
 
+# Where the base model's half cannot be recorded (the Hub's pinned base not at hand), each base cell
+# says so and quotes the lesson's own account of what the base model does there: the lesson's
+# words, attributed, never a reply of this project's.
+LESSON_SOURCE = "“How a chat assistant works”, the lesson this site teaches"
+LESSON_ON_BASE = {
+    "plain": "A base model has one skill: continuing text the way documents continue.",
+    "template": ("To the base model the tags are rare tokens in a strange document, and it continues the document as best "
+                 "it can. On none of the examples does it write <|im_end|>, so it runs until the lab stops it at 48 tokens."),
+}
 
-def recorded_comparisons(instruct, base, instruct_label: dict, base_label: dict, day,
+
+def _not_recorded(layout) -> dict:
+    """A base cell of the recorded comparison when the real base model was not at hand."""
+    from .. import hub
+
+    return {"recorded": False,
+            "why": (f"Not recorded: the base model's replies are recorded only from the real base model ({hub.BASE.repo} at "
+                    f"revision {hub.BASE.revision[:8]}), which was not at hand where this file was made. Download it "
+                    "here (the model box) to run the comparison yourself."),
+            "lesson": {"quote": LESSON_ON_BASE[layout], "source": LESSON_SOURCE}}
+
+
+def _instruct_half(instruct, text, limits):
+    """The instruct model's two replies of the comparison of `text` (chatlens.compare's plan and
+    job, its base half left out): a Compared whose base cells never ran."""
+    from dataclasses import replace
+
+    from ..cache import PromptCache
+    from ..compare import plan
+    from ..jobs import CompareJob
+    from ..pull import greedy
+
+    p = plan(instruct, instruct, text, **limits)  # the same ids both would read; only the instruct's computed
+    p = replace(p, replies=tuple(r for r in p.replies if r[0] == "instruct"))
+    return greedy(CompareJob(p, {"instruct": PromptCache(instruct.backend(p.capacity))}))
+
+
+def recorded_comparisons(instruct, base, instruct_label: dict, base_label: dict | None, day,
                          prompts=COMPARE_PROMPTS) -> dict:
     """The comparison of each prompt (chatlens.compare at the lab's cap and top-k), labelled with
-    which weights produced each side: what site/recorded-compare.json holds."""
+    which weights produced each side: what site/recorded-compare.json holds. base None: the
+    instruct half only, each base cell a `_not_recorded` one."""
     from ..protocol import to_json
     from .compare import compared
 
     limits = {"max_tokens": defaults.COMPARE_LIMIT, "top_k": defaults.COMPARE_TOP_K}
+    out = []
+    for text in prompts:
+        if base is not None:
+            out.append(to_json(compared(instruct, base, text, **limits)))
+            continue
+        half = to_json(_instruct_half(instruct, text, limits))
+        half["base"] = {layout: _not_recorded(layout) for layout in half["base"]}
+        out.append(half)
     return {
         "about": "The base model beside the instruct model on the same ids, plain text and the chat template, "
-                 "recorded with greedy decoding: chatlens.compare's answer for each prompt.",
-        "models": {"instruct": instruct_label, "base": base_label},
+                 "recorded with greedy decoding: chatlens.compare's answer for each prompt"
+                 + ("." if base is not None else "; the base model's half only where the real base model was at hand."),
+        "models": {"instruct": instruct_label, "base": base_label or {"recorded": False}},
         "date": day.isoformat(),
         **limits,
         "prompts": list(prompts),
-        "comparisons": [to_json(compared(instruct, base, text, **limits)) for text in prompts],
+        "comparisons": out,
     }
 
 
@@ -399,35 +447,39 @@ def record(args) -> int:
     from .build import Checkout
 
     out = Path(args.out) if args.out else Checkout.at().recorded
+    only = getattr(args, "only", None)
     base, base_label = _real_base(args.base_model) if args.base_model is not None else (None, None)
     model = open_model(args.model)
     day = datetime.date.today()
     sha = model.sha256
     label = {"file": model.name, "sha256": sha,
              "source": f"PyPI {fetch.PACKAGE}" if sha == fetch.SHA256 else str(model.path)}
-    doc = {
-        "about": "The lesson's five-message conversation, recorded with greedy decoding for each system "
-                 "prompt preset and window size: turn records of exactly what the model read.",
-        "model": label,
-        "date": day.isoformat(),
-        "reply_limit": RECORD_REPLY_LIMIT,
-        "messages": LESSON_MESSAGES,
-        "conversations": [],
-    }
-    for preset in RECORD_PRESETS:
-        for window in RECORD_WINDOWS:
-            print(f"chatlens: recording preset {preset}, window {window} ...", file=sys.stderr, flush=True)
-            doc["conversations"].append(record_conversation(model, preset, window, day, messages=LESSON_MESSAGES,
-                                                            max_tokens=RECORD_REPLY_LIMIT))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
-    print(f"chatlens: wrote {out}", file=sys.stderr)
-    if base is not None:
+    if only != "comparison":
+        doc = {
+            "about": "The lesson's five-message conversation, recorded with greedy decoding for each system "
+                     "prompt preset and window size: turn records of exactly what the model read.",
+            "model": label,
+            "date": day.isoformat(),
+            "reply_limit": RECORD_REPLY_LIMIT,
+            "messages": LESSON_MESSAGES,
+            "conversations": [],
+        }
+        for preset in RECORD_PRESETS:
+            for window in RECORD_WINDOWS:
+                print(f"chatlens: recording preset {preset}, window {window} ...", file=sys.stderr, flush=True)
+                doc["conversations"].append(record_conversation(model, preset, window, day, messages=LESSON_MESSAGES,
+                                                                max_tokens=RECORD_REPLY_LIMIT))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"chatlens: wrote {out}", file=sys.stderr)
+    if only != "conversations":
         from ..source import load_model
 
-        print("chatlens: recording the comparison with the base model ...", file=sys.stderr, flush=True)
+        print("chatlens: recording the comparison" + (" with the base model" if base else " (the instruct half: no real "
+              "base model given)") + " ...", file=sys.stderr, flush=True)
         compared = out.with_name(f"{out.stem}-compare.json")  # site/recorded-compare.json beside site/recorded.json
-        doc = recorded_comparisons(model, load_model(base.path), label, base_label, day)
+        doc = recorded_comparisons(model, load_model(base.path) if base else None, label, base_label, day)
+        compared.parent.mkdir(parents=True, exist_ok=True)
         compared.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
         print(f"chatlens: wrote {compared}", file=sys.stderr)
     return 0

@@ -145,8 +145,10 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("record", help="write the recorded five-message conversations for the site")
     _model_arg(p)
     p.add_argument("--out", help="output JSON file (default: site/recorded.json)")
-    _base_model_arg(p, help="the real base model (SmolLM2-135M): also record the comparison of the lesson's prompts "
+    _base_model_arg(p, help="the real base model (SmolLM2-135M): record the comparison's base half too "
                             "(site/recorded-compare.json); a stand-in is refused")
+    p.add_argument("--only", choices=("conversations", "comparison"),
+                   help="write only site/recorded.json, or only site/recorded-compare.json (default: both)")
 
     p = sub.add_parser("build", help="build the static site into build/site/")
     p.add_argument("--out", help="output folder (default: build/site)")
