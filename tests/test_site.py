@@ -75,10 +75,16 @@ def test_build_holds_everything_the_page_loads(built):
     # Only NumPy comes from a CDN, at run time: the pinned version's.
     assert manifest["pyodide"]["packages"] == "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/"
     assert manifest["pyodide"]["self_hosted"] is False
-    recorded = site.Checkout.at(ROOT).recorded
-    if recorded.exists():
-        assert (built / "recorded.json").read_bytes() == recorded.read_bytes()
-    assert manifest["settings"] == defaults.for_page()
+    checkout = site.Checkout.at(ROOT)
+    for recorded in (checkout.recorded, checkout.recorded_compare):  # shipped as they are
+        if recorded.exists():
+            assert (built / recorded.name).read_bytes() == recorded.read_bytes()
+    # the defaults, and the comparison's models and layouts as Python computes them: the page
+    # writes none of them again
+    from chatlens import compare, protocol
+
+    assert manifest["settings"] == {**defaults.for_page(), "model_keys": list(protocol.MODELS), "layouts": list(compare.LAYOUTS)}
+    assert manifest["settings"]["model_keys"] == ["instruct", "base"] and manifest["settings"]["layouts"] == ["plain", "template"]
 
 
 # Ways a script could turn text into markup; the page inserts user and model text as text only.
@@ -117,6 +123,11 @@ def test_the_page_takes_its_defaults_from_python(built):
     found = {p.name: [line for line in p.read_text().splitlines()
                       for n in numbers if re.search(rf"(?<![\w.#-]){n}(?![\w.-])", line)] for p in pages}
     assert {k: v for k, v in found.items() if v} == {}
+    # nor the comparison's two models or two layouts, as a list: build.json carries Python's
+    both = re.compile(r"""[\[(]\s*["'](instruct|base)["']\s*,\s*["'](instruct|base)["']|[\[(]\s*["'](plain|template)["']\s*,\s*["'](plain|template)["']""")
+    written = {p.name: both.findall(p.read_text()) for p in pages}
+    assert {k: v for k, v in written.items() if v} == {}
+    assert settings["model_keys"] == ["instruct", "base"] and settings["layouts"] == ["plain", "template"]
     html = (built / "index.html").read_text()
     assert '<select id="window"></select>' in html and '<select id="preset"></select>' in html
     assert "Pirate" not in html

@@ -70,6 +70,10 @@ class Checkout:
     def recorded(self) -> Path:
         return self.site / "recorded.json"
 
+    @property
+    def recorded_compare(self) -> Path:  # the recorded comparison (`record`), beside recorded.json
+        return self.site / "recorded-compare.json"
+
 # Pure-Python wheels from PyPI (py3-none-any), and MarkupSafe built pure from its sdist.
 PYPI_WHEELS = {"micropip": "0.11.1", "jinja2": "3.1.6"}
 MARKUPSAFE_VERSION = "3.0.3"
@@ -268,6 +272,9 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
     if "recorded.json" not in files:
         log(f"chatlens: warning: {co.recorded} is missing (python -m chatlens record): "
             "recorded mode will be empty")
+    if "recorded-compare.json" not in files:  # shipped like recorded.json: every file of site/ is
+        log(f"chatlens: warning: {co.recorded_compare} is missing (python -m chatlens record): "
+            "Base vs instruct shows nothing before both models are downloaded")
     for name in PYODIDE_CORE:
         files[f"pyodide/{name}"] = core / name
     for name in NOBLE_FILES:  # where site/js/store/sha256.mjs imports it from
@@ -312,7 +319,7 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
         },
         "wheels": wheel_urls,
         "models": hub.for_page(),  # {"instruct": ..., "base": ...}: repo, revision, files, verified
-        "settings": defaults.for_page(),
+        "settings": page_settings(),
         "protocol": protocol.describe(),  # the worker's requests and their arguments (chatlens.protocol)
     }
     files[BUILD_MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()
@@ -320,6 +327,15 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
     changed = _sync(out, files)
     log(f"chatlens: site built in {out} ({changed} file{'s' if changed != 1 else ''} written)")
     return out
+
+
+def page_settings() -> dict:
+    """build.json's "settings": chatlens.defaults' for the page, and the comparison's shape as Python
+    computes it, so the page writes neither again: its two models' keys, in the order a comparison
+    computes them (chatlens.protocol.MODELS), and the layouts each reads (chatlens.compare.LAYOUTS)."""
+    from .. import compare
+
+    return {**defaults.for_page(), "model_keys": list(protocol.MODELS), "layouts": list(compare.LAYOUTS)}
 
 
 def service_worker(files: dict, packages: str | None) -> bytes:
