@@ -19,7 +19,8 @@ export async function probe(gpu = navigator.gpu) {
   for (const key in adapter.limits) limits[key] = adapter.limits[key];
   return {
     adapter,
-    name: [info.vendor, info.architecture, info.description || info.device].filter(Boolean).join(" ") || "adapter",
+    // Firefox gives no adapter info at all: said so, not passed off as a name
+    name: [info.vendor, info.architecture, info.description || info.device].filter(Boolean).join(" ") || "an adapter the browser does not name",
     features: [...adapter.features].sort(),
     limits,
     info: {

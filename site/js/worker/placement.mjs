@@ -94,7 +94,8 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
     base = { source, path, model: null, executor: null };
     base.model = await putBase();
     self.postMessage({ type: "model", model: base.model });
-    status("ready", `${session.source.label} and the base model on ${base.model.backend}`);
+    // the base named by its source's label, which says what its files are (a stand-in says so)
+    status("ready", `${session.source.label} and, as the base model, ${source.label} on ${base.model.backend}`);
     return base.model;
   }
 
@@ -151,7 +152,7 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
       say: (detail) => status("weights", `${model} model: ${detail}`),
       onCorrupt: refetching,
     });
-    status("ready", `${session.source.label} and the base model on webgpu, one at a time`);
+    status("ready", `${session.source.label} and, as the base model, ${base.source.label} on webgpu, one at a time`);
     return mine.executor;
   }
 
