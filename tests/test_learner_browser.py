@@ -230,12 +230,12 @@ def test_plain_text_says_why_its_numbers_are_not_the_lessons(learner):
     notes = page.evaluate("""async () => {
         const v = await import('./js/views/plain.mjs');
         const w = await import('./js/page/weights.mjs');
-        const side = (tok, p) => ({ ids: [2], tokens: [tok], text: '', stop_reason: 'max_tokens',
+        const side = (tok, p) => ({ reply_ids: [2], reply_tokens: [tok], reply_text: '', stop_reason: 'max_tokens',
                                     top_k: [[[2, 20.1, p], [504, 19.0, 0.1]]], top_k_tokens: [[tok, 'Paris']] });
         const tokens = await chatlens.tokenize({ text: 'What is the capital of France?' });
         const draw = (source) => {
-            v.renderPlain(document.getElementById('reads'), { tokens, plain: { result: side('<|im_end|>', 0.678) },
-                chat: { reply: side('The', 0.155) }, gap: 0.01, lesson: w.weightsOf(source) });
+            v.renderPlain(document.getElementById('reads'), { tokens, plain: { answer: side('<|im_end|>', 0.678) },
+                chat: { answer: side('The', 0.155) }, gap: 0.01, lesson: w.weightsOf(source) });
             return [...document.querySelectorAll('.lesson-note')].map((n) => [n.dataset.lesson, n.textContent]);
         };
         return { mirror: draw(chatlens.source), hub: draw({ origin: 'hub', kind: 'hf' }) };

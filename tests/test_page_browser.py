@@ -272,19 +272,18 @@ def test_special_tokens_are_marked_from_the_record(app):
 
 
 STREAM = """async (pieces) => {
-    // A reply streamed token by token through views/reply.mjs as modes/live.mjs draws it: the box
-    // grows (appendReply) or, where it cannot, is drawn again whole. Each piece is a token's bytes
-    // as hex; the tokens' texts are what the worker streams (a character once whole).
-    const {appendReply, replyBox} = await import('./js/views/reply.mjs');
+    // A reply streamed token by token through the one reply view (views/reply.mjs) as every mode
+    // draws it: the store adds each token to the reply so far (state.mjs addToken) and the view
+    // grows (replyGrew) or, where it cannot, draws itself again whole in its own node. Each piece
+    // is a token's bytes as hex; the tokens' texts are what the worker streams (a character once whole).
+    const {replyGrew, replyView} = await import('./js/views/reply.mjs');
+    const {addToken, replySoFar} = await import('./js/page/state.mjs');
     const {streamed} = await import('./js/views/bytes.mjs');
     const root = document.createElement('div');
     document.body.append(root);
-    const at = (n) => {
-        const bytes = pieces.slice(0, n), texts = streamed(bytes);
-        return {reply_text: texts.join(''), reply_ids: bytes.map((_, i) => 1000 + i), reply_bytes: bytes,
-                reply_tokens: bytes.map((b, i) => texts[i] || '\ufffd'), stop_reason: null};
-    };
-    let box = replyBox(at(0), null);
+    const texts = streamed(pieces);
+    const reply = replySoFar();
+    const box = replyView(reply);
     root.append(box);
     let chips = 0;
     const seen = new MutationObserver((records) => {
@@ -293,13 +292,14 @@ STREAM = """async (pieces) => {
         }
     });
     seen.observe(root, {childList: true, subtree: true});
-    for (let n = 1; n <= pieces.length; n++) {
-        if (!appendReply(box, at(n), null)) box.replaceWith(box = replyBox(at(n), null));
+    for (let i = 0; i < pieces.length; i++) {
+        addToken(reply, {id: 1000 + i, text: texts[i], token: texts[i] || '\ufffd', bytes: pieces[i]});
+        if (!replyGrew(reply)) throw new Error('the view of the reply is on the page: it grows');
         await new Promise((r) => setTimeout(r)); // as tokens come: the observer counts each token's nodes then
     }
     await new Promise((r) => setTimeout(r));
     seen.disconnect();
-    const whole = replyBox(at(pieces.length), null);
+    const whole = replyView({...reply, reply_ids: [...reply.reply_ids]});
     root.remove();
     return {chips, same: box.innerHTML === whole.innerHTML, n: box.querySelectorAll('.tok').length};
 }"""
@@ -310,8 +310,8 @@ def hexes(*tokens):
 
 
 def test_a_streamed_token_appends_one_chip_and_draws_what_the_whole_box_draws(app):
-    """A reply of N tokens streamed into the panel's reply box creates N chips, not N²/2 (each
-    token appends its chip and its text), and ends as replyBox draws the same reply at once; a
+    """A reply of N tokens streamed into its reply view creates N chips, not N²/2 (each token
+    appends its chip and its text), and ends as the view draws the same reply at once; a
     character split across tokens is drawn again whole, grouped under its character."""
     page = app.open(ready=False)
     words = [" word"] * 40

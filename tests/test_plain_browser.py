@@ -111,8 +111,9 @@ def test_plain_text_shows_the_bytes_of_split_characters(app, tokenizer):
         const v = await import('./js/views/plain.mjs');
         const box = document.createElement('div');
         document.body.append(box);
-        const result = {ids: t.prompt_ids, tokens: t.prompt_tokens, bytes: t.prompt_bytes, text, stop_reason: 'max_tokens'};
-        v.renderPlain(box, {tokens: t, plain: {result}, chat: null, gap: chatlens.settings.near_tie_gap});
+        const answer = {reply_ids: t.prompt_ids, reply_tokens: t.prompt_tokens, reply_bytes: t.prompt_bytes, reply_text: text,
+                        stop_reason: 'max_tokens'};
+        v.renderPlain(box, {tokens: t, plain: {answer}, chat: null, gap: chatlens.settings.near_tie_gap});
         const hexes = [...box.querySelectorAll('.plain-continuation .tok .hex')].map(h => h.textContent);
         box.remove();
         return hexes;

@@ -144,7 +144,7 @@ test("Stop aborts the run its send started: the reply keeps what it wrote, marke
   await stop(page); // nothing is being written: nothing to stop
   assert.deepEqual(changes, []);
   const sending = send(page, controls("Hi!"));
-  while (!store.state.live.turns[0].streaming?.ids.length) await new Promise((r) => setImmediate(r));
+  while (!store.state.live.turns[0].streaming?.reply_ids.length) await new Promise((r) => setImmediate(r));
   const stopped = stop(page);
   assert.equal(api.calls[0][2].aborted, true);
   await stopped; // once the reply has ended

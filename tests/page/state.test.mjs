@@ -20,12 +20,17 @@ test("a message sent, read, streamed and answered", () => {
   store.progressed(turn, { done: 3, total: 9 });
   store.tokenArrived(turn, { id: 19556, text: "Hello", token: "Hello", bytes: "48656c6c6f" });
   store.tokenArrived(turn, { id: -1, text: "!", token: "", bytes: "" }); // text with no token of its own
-  assert.deepEqual(turn.streaming, { text: "Hello!", ids: [19556], tokens: ["Hello"], bytes: ["48656c6c6f"], progress: null });
+  assert.deepEqual({ ...turn.streaming }, { reply_ids: [19556], reply_text: "Hello!", reply_tokens: ["Hello"], reply_bytes: ["48656c6c6f"],
+                                          stop_reason: null, top_k: null, top_k_tokens: null, top_k_bytes: null, progress: null });
+  const streamed = turn.streaming;
   store.replied(turn, { reply_text: "Hello!", stop_reason: "stopped" });
   assert.deepEqual(types(), ["sent", "read", "progress", "token", "token", "replied"]);
   assert.ok(changes.every((c) => c.turn === turn && c.current));
   assert.equal(changes.at(-1).stopped, true);
   assert.equal(turn.streaming, null);
+  assert.ok(changes.filter((c) => c.type === "token").every((c) => c.reply === streamed && c.at === turn && c.mode === "live"));
+  store.tokenArrived(turn, { id: 5, text: "late", token: "late", bytes: "6c617465" }); // after its end: dropped
+  assert.equal(streamed.reply_text, "Hello!");
   assert.deepEqual(liveMessages(store.state, "Again"), [
     { role: "user", content: "Hi!" }, { role: "assistant", content: "Hello!" }, { role: "user", content: "Again" }]);
 });
@@ -75,17 +80,38 @@ test("modes, settings and the near-tie gap from build.json", () => {
   assert.deepEqual(changes.filter((c) => c.type === "replies").map((c) => c.changed), [true, false]);
 });
 
-test("plain text: an older text's answers are dropped", () => {
-  const { store, types } = recording();
+test("plain text: an older text's answers are dropped; a side streams as a reply so far, then its answer", () => {
+  const { store, changes, types } = recording();
   const old = store.plainText("What is");
   const now = store.plainText("What is the capital of France?");
   assert.notEqual(old, now);
   store.tokenized(old, { tokens: [1] });
   assert.equal(old.tokens, null);
-  store.plainSide(now, "plain", { streaming: { ids: [], tokens: [], bytes: [], text: "" } });
-  store.plainToken(now, "plain", { id: 378, text: " The", token: " The", bytes: "20546865" });
-  assert.equal(now.plain.streaming.text, " The");
-  assert.deepEqual(types(), ["plain", "plain"]);
+  store.sideStarted(now.plain);
+  store.tokenArrived(now.plain, { id: 378, text: " The", token: " The", bytes: "20546865" });
+  assert.equal(now.plain.streaming.reply_text, " The");
+  assert.deepEqual([changes.at(-1).mode, changes.at(-1).reply], ["plain", now.plain.streaming]);
+  const answer = { prompt_ids: [1], reply_ids: [378], reply_text: " The", stop_reason: "max_tokens" }; // a Continuation
+  store.sideEnded(now.plain, { answer });
+  assert.deepEqual([now.plain.streaming, now.plain.answer], [null, answer]); // under the answer's own names
+  store.tokenArrived(old.plain, { id: 1, text: "x", token: "x", bytes: "78" }); // a side no longer shown: nothing
+  assert.deepEqual(types(), ["plain", "token", "plain"]);
+});
+
+test("one transition for a token whatever the mode: a live turn and a plain-text side grow alike", () => {
+  const { store, changes } = recording();
+  store.settingsRead({ near_tie_gap: 0.01, model_keys: ["instruct", "base"], layouts: ["plain", "template"] });
+  const token = { id: 19556, text: "Hello", token: "Hello", bytes: "48656c6c6f" };
+  const turn = store.sent("Hi!", "key");
+  store.read(turn, { pieces: [] });
+  store.tokenArrived(turn, token);
+  store.replied(turn, { reply_text: "Hello", stop_reason: "end_turn" });
+  const p = store.plainText("Hi");
+  store.sideStarted(p.chat);
+  store.tokenArrived(p.chat, token);
+  const grown = changes.filter((c) => c.type === "token");
+  assert.deepEqual(grown.map((c) => c.mode), ["live", "plain"]);
+  for (const c of grown) assert.deepEqual([c.reply.reply_ids, c.reply.reply_text, c.reply.reply_tokens, c.reply.reply_bytes], [[19556], "Hello", ["Hello"], ["48656c6c6f"]]);
 });
 
 test("the challenges a record completes", () => {
@@ -132,7 +158,7 @@ test("the state's fields are declared: a misspelt one throws, read or written", 
   }, TypeError);
   store.read(turn, { pieces: [] });
   assert.throws(() => {
-    turn.streaming.txt = "Hello";
+    turn.streaming.text = "Hello"; // the reply so far's names are a Reply's: reply_text
   }, TypeError);
   assert.equal(JSON.stringify(state.start), JSON.stringify({ notes: [], landed: false })); // JSON reads it as an object
 });

@@ -14,17 +14,19 @@ import { liveMessages, sentAgain, unanswered } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
 import { renderFailure } from "../views/reads.mjs";
-import { appendReply } from "../views/reply.mjs";
+import { replyGrew } from "../views/reply.mjs";
 import { renderCounted, renderMessage } from "../views/overflow.mjs";
 
 /** Python answers previews once the tokenizer and template are read (the weights may still load). */
 export const canPreview = (api) => ["text", "weights", "ready"].includes(api.status.state);
 
-/** A turn's record as it stands: while the reply streams, the preview's record with the reply so far. */
+/** A turn's record as it stands: while the reply streams, the preview's record with the reply so
+ * far's fields (state.mjs replySoFar: the record's own names). */
 function recordOf(turn) {
   const s = turn.streaming;
   if (!s) return turn.record;
-  return { ...turn.record, reply_text: s.text, reply_ids: s.ids, reply_tokens: s.tokens, reply_bytes: s.bytes, stop_reason: null };
+  const { progress, ...reply } = s;
+  return { ...turn.record, ...reply };
 }
 
 /** "Why this token" for the views: {gap: the near-tie gap}, or null when it is off. */
@@ -41,7 +43,7 @@ function drawLiveChat(page, dropped = new Set(), banner = liveBanner(page.state,
   for (const t of state.live.turns) {
     items.push({ role: "user", text: t.user, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
     if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
-    else if (t.streaming) items.push({ role: "assistant", text: t.streaming.text, record: null, streaming: true, progress: t.streaming.progress });
+    else if (t.streaming) items.push({ role: "assistant", text: t.streaming.reply_text, record: null, streaming: true, progress: t.streaming.progress });
     else if (t.note) items.push({ note: t.note, noteClass: t.noteClass });
   }
   drawChat($("chat"), items, EMPTY_LIVE, { banner, why: whyOf(state) });
@@ -117,7 +119,7 @@ export async function showLive(page, controls) {
   if (!draft.trim()) {
     const waiting = last && !last.record && state.writing; // sent, not read yet
     if (last?.streaming || waiting) drawLiveChat(page, last.record ? droppedOf(last.record) : undefined);
-    if (last?.streaming && last.record) return page.draw(recordOf(last), STREAMING_CAPTION(n));
+    if (last?.streaming && last.record) return page.draw(recordOf(last), STREAMING_CAPTION(n), { reply: last.streaming });
     if (waiting) {
       return renderMessage(reads, canPreview(api) ? "Reading the message: what the model reads is shown once Python has read it."
         : "Waiting for Python to start: the message is sent when it is ready.");
@@ -277,21 +279,18 @@ export function stop(page) {
 
 const STREAMING_CAPTION = (n) => `Turn ${n}: what the model read, and its reply as it writes it`;
 
-/** A token of the last turn's reply, with no draft previewed: the chat's bubble and the panel's
- * reply box grow by what it adds (views/chat.mjs, views/reply.mjs appendReply), the box drawn
- * whole only where it cannot grow (a character split across tokens). False when the panel does
- * not show this reply as it streams (showLive draws it then). */
-function tokenDrawn(page, turn, controls) {
+/** A token of the last turn's reply, with no draft previewed: the chat's bubble grows by what it
+ * adds (views/chat.mjs) and the panel's reply view appends it (views/reply.mjs replyGrew). False
+ * when the panel does not show this reply as it streams (showLive draws it then). */
+function tokenDrawn(page, change, controls) {
   const { state } = page;
-  const box = $("reads").querySelector(".reply.is-streaming");
-  const caption = STREAMING_CAPTION(state.live.turns.length);
-  const [shown, shownCaption] = state.drawn || [];
-  if (controls.draft.trim() || !box || !turn.record || state.live.turns.at(-1) !== turn || shownCaption !== caption ||
-      shown?.prompt_tokens !== turn.record.prompt_tokens || globalThis.chatlensFullRedraw) return false;
+  const { turn, reply } = change;
+  // (globalThis.chatlensFullRedraw: scripts/bench_browser.py's "before" row, the whole panel each token)
+  if (controls.draft.trim() || !turn.record || state.live.turns.at(-1) !== turn || globalThis.chatlensFullRedraw) return false;
   drawLiveChat(page, droppedOf(turn.record));
-  const record = recordOf(turn);
-  if (appendReply(box, record, whyOf(state))) page.store.panelDrawn([record, caption, {}]);
-  else page.draw(record, caption);
+  if (!replyGrew(reply)) return false;
+  const [, caption, extra] = state.drawn || [];
+  page.store.panelDrawn([recordOf(turn), caption, extra]); // a tab chosen draws the reply as it is now
   return true;
 }
 
@@ -302,7 +301,7 @@ export function liveChanged(page, change, controls) {
   if (state.mode !== "live") return;
   switch (change.type) {
     case "token":
-      if (change.current && !tokenDrawn(page, change.turn, controls)) showLive(page, controls);
+      if (change.current && !tokenDrawn(page, change, controls)) showLive(page, controls);
       return;
     case "sent":
     case "read":

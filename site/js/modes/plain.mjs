@@ -9,15 +9,16 @@ import { $, debounce, fill } from "../views/dom.mjs";
 import { renderMessage } from "../views/overflow.mjs";
 import { renderPlain } from "../views/plain.mjs";
 import { weightsOf } from "../page/weights.mjs";
+import { LESSON_TEXT } from "../views/lessonfigures.mjs";
 
-export const LESSON_TEXT = "What is the capital of France?";
+export { LESSON_TEXT };
 
 function view(page) {
   const { state } = page;
   const p = state.plain;
-  return { tokens: p.tokens, plain: p.plain, chat: p.chat, gap: state.nearTieGap, eos: p.plain?.result?.eos_id,
+  return { tokens: p.tokens, plain: p.plain, chat: p.chat, gap: state.nearTieGap, eos: p.plain.answer?.eos_id,
            lesson: p.text.trim() === LESSON_TEXT ? weightsOf(page.api.source) : null,
-           presets: page.api.settings?.presets, onLesson: () => sendAsChat(page, { asLesson: true }) };
+           presets: page.api.settings?.presets, onLesson: () => sendAsChat(page, { asLesson: true }), hooks: page.replyHooks ?? {} };
 }
 
 /** Draw plain-text mode's panel from the store (the subscriber calls it on each "plain" change). */
@@ -25,7 +26,7 @@ export function drawPlain(page) {
   if (page.state.mode !== "plain" || !page.state.plain) return;
   const p = page.state.plain;
   if (p.error) return renderMessage($("reads"), `Cannot tokenize: ${p.error}`, "error");
-  if (!p.tokens && !p.plain && !p.chat) {
+  if (!p.tokens && !p.plain.streaming && !p.plain.answer && !p.chat.streaming && !p.chat.answer) {
     return renderMessage($("reads"), page.api.status.state === "booting" || page.api.status.state === "loading"
       ? "Python is starting in a worker; the text's tokens appear when it is ready."
       : "Type some text: this panel shows its tokens as the model reads them, with no template.");
@@ -54,24 +55,28 @@ const maxTokens = () => Number($("plain-max").value);
 // The side being written holds its AbortController here, for Stop (one at a time: `writing`).
 let writing = null; // {controller, ended: a promise settled once its request has}
 
-/** Run one side: `start({onToken, signal})` calls the API; `key` is "plain" or "chat". */
-async function runSide(page, key, start, toResult) {
+/** Run one side: `start({onToken, onProgress, signal})` calls the API; `key` is "plain" or "chat".
+ * Its reply streams into the side (state.mjs's slot) and its answer takes the reply's place as it
+ * comes, under the same names. */
+async function runSide(page, key, start) {
   const { state, store } = page;
   await tokenizePlain(page);
   const p = state.plain;
   if (!p.text.trim()) return;
+  const side = p[key];
   setBusy(page, true);
-  store.plainSide(p, key, { streaming: { ids: [], tokens: [], bytes: [], text: "" } });
+  store.sideStarted(side);
   const controller = new AbortController();
-  const running = start({ onToken: (t) => store.plainToken(p, key, t), signal: controller.signal });
+  const running = start({ onToken: (t) => store.tokenArrived(side, t), onProgress: (pr) => store.progressed(side, pr),
+                          signal: controller.signal });
   const ended = () => {
     if (writing?.controller === controller) writing = null;
   };
   writing = { controller, ended: running.then(ended, ended) };
   try {
-    store.plainSide(p, key, toResult(await running));
+    store.sideEnded(side, { answer: await running });
   } catch (e) {
-    store.plainSide(p, key, { error: `No ${key === "plain" ? "continuation" : "reply"}: ${e.message}` });
+    store.sideEnded(side, { error: `No ${key === "plain" ? "continuation" : "reply"}: ${e.message}` });
   } finally {
     setBusy(page, false);
   }
@@ -96,8 +101,7 @@ export function continuePlain(page) {
   const { api } = page;
   if (page.state.writing) return;
   return runSide(page, "plain",
-    (options) => api.complete({ text: $("plain-text").value, topK: api.settings.top_k, maxTokens: maxTokens() }, options),
-    (out) => ({ result: { ...out, ids: out.reply_ids, tokens: out.reply_tokens, bytes: out.reply_bytes, text: out.reply_text } }));
+    (options) => api.complete({ text: $("plain-text").value, topK: api.settings.top_k, maxTokens: maxTokens() }, options));
 }
 
 /** The same words the other way: one user message through the template (the nav's system
@@ -111,11 +115,7 @@ export function sendAsChat(page, { asLesson = false } = {}) {
     args.preset = api.settings.default_preset; // "none": the template's default system prompt
     delete args.custom;
   }
-  return runSide(page, "chat",
-    (options) => api.run({ ...args, topK: api.settings.top_k, maxTokens: maxTokens() }, options),
-    (record) => ({ record, reply: { ids: record.reply_ids, tokens: record.reply_tokens, bytes: record.reply_bytes,
-                                    text: record.reply_text, stop_reason: record.stop_reason, top_k: record.top_k,
-                                    top_k_tokens: record.top_k_tokens, top_k_bytes: record.top_k_bytes } }));
+  return runSide(page, "chat", (options) => api.run({ ...args, topK: api.settings.top_k, maxTokens: maxTokens() }, options));
 }
 
 /** Wire the mode's controls (once). */

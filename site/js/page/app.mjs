@@ -17,6 +17,7 @@ import { createStore } from "./state.mjs";
 import { drawChallenges, drawSuggestions } from "../views/challenges.mjs";
 import { $, debounce } from "../views/dom.mjs";
 import { renderRecord } from "../views/reads.mjs";
+import { replyGrew } from "../views/reply.mjs";
 import { drawStatus } from "../views/status.mjs";
 import { setUpWorkbench } from "../modes/workbench.mjs";
 
@@ -31,6 +32,9 @@ const page = {
   api,
   store,
   state,
+  /** The reply views' hooks, {onStep(step, reply), onCandidate(step, id, reply)} (views/reply.mjs):
+   * what a view acting on one step of a reply sets, for every reply the modes draw. */
+  replyHooks: {},
   /** Draw a record in the panel; extra: {prediction} (live previews). */
   draw(record, caption, extra = {}) {
     store.panelDrawn([record, caption, extra]);
@@ -38,6 +42,7 @@ const page = {
       caption,
       view: state.view,
       why: whyOf(state),
+      hooks: page.replyHooks,
       ...extra,
       onView: (v) => store.viewChosen(v),
     });
@@ -142,13 +147,19 @@ store.subscribe((change) => {
       return drawAsk(page);
     case "compare-token":
       return compareTokenDrawn(page, change);
+    case "token":
+    case "progress":
+      // A token of a reply, whatever the mode: the one reply view drawn for it appends it
+      // (views/reply.mjs); Live also grows the chat's bubble (liveChanged, below).
+      if (change.mode === "plain") return change.type === "token" && !replyGrew(change.reply) && drawPlain(page);
+      if (change.mode === "live" && change.type === "token") prefs.saveLive(state.live.turns);
+      break;
     case "challenges":
       challenges.save(state.progress);
       return drawChallenges(state.progress);
     case "sent":
     case "unsent":
     case "read":
-    case "token":
     case "replied":
     case "failed":
       // The live conversation changed: keep it for the next visit at once (a message as it is

@@ -156,9 +156,9 @@ export function saveLive(turns, storage = globalThis.localStorage) {
     const r = t.record;
     const count = r?.pieces?.find((p) => p.kind === "new")?.count;
     if (t.streaming || (!r && t.reply === undefined && !t.note)) { // being read or written now
-      const s = t.streaming;
-      if (!s?.ids.length) return { user: t.user, settings: t.settings, line: { count }, cut: true };
-      return { user: t.user, reply: s.text, settings: t.settings, line: { count, wrote: s.ids.length, stop: "stopped" }, cut: true };
+      const s = t.streaming; // a reply so far (state.mjs replySoFar)
+      if (!s?.reply_ids.length) return { user: t.user, settings: t.settings, line: { count }, cut: true };
+      return { user: t.user, reply: s.reply_text, settings: t.settings, line: { count, wrote: s.reply_ids.length, stop: "stopped" }, cut: true };
     }
     const line = r ? { count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined } : t.saved;
     const out = { user: t.user, reply: t.reply, settings: t.settings, line };

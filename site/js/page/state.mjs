@@ -41,7 +41,7 @@ function initial(progress) {
     prediction: null, // {key, args, state: "pending" | "done" | "error", result, message}
     predicting: false, // a prediction is in flight: one at a time, the newest draft's next
     predictTimer: null, // the pause in typing before the prediction is asked (a timer's id)
-    plain: null, // plain-text mode's text and its two sides (modes/plain.mjs)
+    plain: null, // plain-text mode's text, its tokens and its two sides (plainText below; modes/plain.mjs)
     // What the page read at its start (app.mjs): a window that waits for the model's context
     // (prefs.mjs conversationPrefs's pendingWindow), the notes about ignored settings, and
     // whether the landing mode was chosen by the page (not by the learner or a saved choice).
@@ -68,14 +68,42 @@ function record(fields) {
 }
 const repliesOf = ({ state, why, offer = null }) => record({ state, why, offer });
 
+/**
+ * A reply so far: a chatlens.protocol.Reply's fields as its tokens come. Every reply the page
+ * shows is one while it is written (Live's turn, a plain-text side, each of the comparison's
+ * four), and the answer that replaces it once it ends (a TurnRecord, a Continuation, a Compared
+ * cell) has the same fields, so one view draws both (views/reply.mjs): reply_ids, reply_text,
+ * reply_tokens, reply_bytes (each id's token as text, and its bytes as hex), stop_reason (null
+ * while it is written), top_k, top_k_tokens, top_k_bytes (null: tokens bring no candidates, the
+ * answer does); and progress, the prompt read so far while it is read: {read, of, ms, parts}
+ * (tokens read of all, ms since the job started, parts of a long GPU step done), null once a
+ * token has come.
+ */
+export const replySoFar = () => Object.seal({
+  reply_ids: [], reply_text: "", reply_tokens: [], reply_bytes: [], stop_reason: null,
+  top_k: null, top_k_tokens: null, top_k_bytes: null, progress: null,
+});
+
+/** A token ({id, text, token, bytes}; id -1: only text, ending a character the ids before left
+ * split) added to a reply so far: the one way a reply grows. */
+export function addToken(reply, { id, text, token, bytes }) {
+  if (id >= 0) reply.reply_ids.push(id), reply.reply_tokens.push(token), reply.reply_bytes.push(bytes);
+  reply.reply_text += text;
+  reply.progress = null;
+}
+
+/** Where a reply that is not a live turn's is written: a plain-text side, one of the comparison's
+ * four. streaming: its reply so far while it is written; answer: the reply once it has ended (a
+ * Continuation, a TurnRecord, a Compared cell); error: why there is none (a sentence). */
+const slotOf = () => Object.seal({ streaming: null, answer: null, error: null });
+
 /** A live turn, every field declared: user (the message), settings (the key it was read under),
  * record (what the model read, then the reply's), reply (its text, undefined while it has none),
- * note and noteClass (why it has none), streaming (the reply being written: streamingOf), saved
- * (the bubble's lines as a reload saved them: prefs.mjs loadLive). */
+ * note and noteClass (why it has none), streaming (the reply being written: a reply so far),
+ * saved (the bubble's lines as a reload saved them: prefs.mjs loadLive). */
 export function newTurn({ user, settings, record = null, reply = undefined, note = undefined, noteClass = undefined, saved = undefined }) {
   return Object.seal({ user, settings, record, reply, note, noteClass, streaming: null, saved });
 }
-const streamingOf = () => Object.seal({ text: "", ids: [], tokens: [], bytes: [], progress: null });
 
 /** The comparison's four, keyed model then layout (the answer's shape). */
 export const COMPARE_MODELS = ["instruct", "base"];
@@ -105,8 +133,22 @@ export function createStore(progress = {}) {
   // The reply of a turn being written, begun by its record or, from an API that does not answer
   // the record first, by its first progress or token.
   const begun = (turn) => {
-    if (!turn.streaming && turn.reply === undefined && !turn.note && state.writing) turn.streaming = streamingOf();
+    if (!turn.streaming && turn.reply === undefined && !turn.note && state.writing) turn.streaming = replySoFar();
     return turn.streaming;
+  };
+  /** Which mode shows the reply written at `at` (a live turn, a plain-text side), or null when
+   * none does (a new conversation or text took its place). */
+  const shownIn = (at) => {
+    if (state.live.turns.includes(at)) return "live";
+    if (state.plain && (state.plain.plain === at || state.plain.chat === at)) return "plain";
+    return null;
+  };
+  /** The reply so far written at `at`; a live turn's begins here when its record did not come first. */
+  const writtenAt = (at) => at.streaming ?? (state.live.turns.includes(at) ? begun(at) : null);
+  /** A reply's change ({at, reply, mode, current}; a live turn's as `turn` too, as Live's are). */
+  const replyChange = (type, at, reply, detail = {}) => {
+    const mode = shownIn(at);
+    emit(type, { at, reply, mode, current: mode !== null, ...(mode === "live" ? { turn: at } : {}), ...detail });
   };
   // A comparison ended, however: the newest one ending ends the writing.
   const compareSettled = (run) => {
@@ -230,23 +272,27 @@ export function createStore(progress = {}) {
     /** The turn's record (what the model reads) came back: its reply starts. */
     read(turn, record) {
       turn.record = record;
-      turn.streaming ??= streamingOf();
+      turn.streaming ??= replySoFar();
       turnChange("read", turn);
     },
-    /** A reply token arrived: {id, text, token, bytes} (id -1: text with no token of its own). */
-    tokenArrived(turn, { id, text, token, bytes }) {
-      const s = begun(turn);
-      if (!s) return;
-      if (id >= 0) s.ids.push(id), s.tokens.push(token), s.bytes.push(bytes);
-      s.text += text;
-      s.progress = null;
-      turnChange("token", turn);
+
+    // -- a reply being written, whatever the mode ---------------------------------------------------
+    /** A token of the reply written at `at` (a live turn, a plain-text side):
+     * {id, text, token, bytes}, added to its reply so far. The change carries the reply: the one
+     * view that draws it appends the token (views/reply.mjs replyGrew). */
+    tokenArrived(at, token) {
+      const reply = writtenAt(at);
+      // (a reply the page saw end takes only the text its last ids left unfinished, id -1)
+      if (!reply || (reply.stop_reason && token.id >= 0)) return;
+      addToken(reply, token);
+      replyChange("token", at, reply, { token });
     },
-    /** The prompt is being read: {done, total, tokens_s} so far. */
-    progressed(turn, progress) {
-      if (!begun(turn)) return;
-      turn.streaming.progress = progress;
-      turnChange("progress", turn);
+    /** The prompt of the reply written at `at` is being read: {read, of, ms, parts} so far. */
+    progressed(at, progress) {
+      const reply = writtenAt(at);
+      if (!reply) return;
+      reply.progress = progress;
+      replyChange("progress", at, reply);
     },
     /** Stop was pressed: the reply ends with what it has (a `replied` with stop_reason stopped). */
     stopAsked() {
@@ -324,9 +370,10 @@ export function createStore(progress = {}) {
     },
 
     // -- plain-text mode -------------------------------------------------------------------------
-    /** The text to read: a new one starts fresh (its tokens and both sides unknown). */
+    /** The text to read: a new one starts fresh (its tokens unknown, and its two sides, "plain"
+     * (the continuation) and "chat" (the same words as a chat message), slots with nothing in them). */
     plainText(text) {
-      if (!state.plain || state.plain.text !== text) state.plain = Object.seal({ text, tokens: null, plain: null, chat: null, error: null, seq: 0 });
+      if (!state.plain || state.plain.text !== text) state.plain = Object.seal({ text, tokens: null, error: null, seq: 0, plain: slotOf(), chat: slotOf() });
       return state.plain;
     },
     /** A side of plain text is being written (true) or ended (false). */
@@ -341,20 +388,15 @@ export function createStore(progress = {}) {
       p.error = error;
       emit("plain");
     },
-    /** One side of plain text ("plain": the continuation, "chat": the same words as a message)
-     * is what `value` says: {streaming}, {result}, {record, reply} or {error}. */
-    plainSide(p, key, value) {
-      if (state.plain !== p) return;
-      p[key] = value;
-      emit("plain");
+    /** A plain-text side (a slot of state.plain) starts its reply. */
+    sideStarted(side) {
+      Object.assign(side, { streaming: replySoFar(), answer: null, error: null });
+      if (shownIn(side)) emit("plain");
     },
-    /** A token of a side arrived. */
-    plainToken(p, key, { id, text, token, bytes }) {
-      const s = p[key]?.streaming;
-      if (!s) return;
-      if (id >= 0) s.ids.push(id), s.tokens.push(token), s.bytes.push(bytes);
-      s.text += text;
-      if (state.plain === p) emit("plain");
+    /** A plain-text side ended: {answer} (a Continuation, or the TurnRecord) or {error}. */
+    sideEnded(side, { answer = null, error = null }) {
+      Object.assign(side, { streaming: null, answer, error });
+      if (shownIn(side)) emit("plain");
     },
 
     // -- the comparison ---------------------------------------------------------------------------
@@ -438,7 +480,7 @@ export function liveMessages(state, extra, { partial = false } = {}) {
   for (const t of state.live.turns) {
     msgs.push({ role: "user", content: t.user });
     if (t.reply !== undefined) msgs.push({ role: "assistant", content: t.reply });
-    else if (partial && t.streaming) msgs.push({ role: "assistant", content: t.streaming.text });
+    else if (partial && t.streaming) msgs.push({ role: "assistant", content: t.streaming.reply_text });
   }
   if (extra !== undefined) msgs.push({ role: "user", content: extra });
   return msgs;

@@ -4,13 +4,15 @@
 
 import { layout, spelled } from "./bytes.mjs";
 import { count, el, fill } from "./dom.mjs";
-import { replyTitle } from "./reply.mjs";
+import { differenceNote, LESSON_SHARES } from "./lessonfigures.mjs";
+import { replyView } from "./reply.mjs";
 import { chips } from "./tokens.mjs";
 import { drawSummary } from "./window.mjs";
-import { bindWhy, candidatesTable, markNearTies, percent, whyBox } from "./why.mjs";
+import { candidatesTable, percent } from "./why.mjs";
 
-/** Where n tokens lie on the text their bytes spell (bytes.mjs), or null without their bytes
- * (a continuation streaming). */
+export { LESSON_SHARES };
+
+/** Where n tokens lie on the text their bytes spell (bytes.mjs), or null without their bytes. */
 const laidOut = (bytes, n) => (bytes?.length === n ? layout(spelled(bytes), bytes) : null);
 
 /** Token chips for ids/tokens (a split character as its bytes), special ids as dark chips. */
@@ -41,28 +43,14 @@ function textWithChips(ids, tokens, bytes, special) {
   return pre;
 }
 
-/** The continuation (or the reply): its text, its tokens with their candidates, its stop reason.
- * out: {ids, tokens, bytes, text, stop_reason, top_k, top_k_tokens, top_k_bytes} (a reply in
- * flight has no stop_reason yet). */
-function continuation(out, special, gap, what) {
-  if (!out) return null;
-  const writing = !out.stop_reason;
-  const box = el("div", { class: "tokens reply-tokens" });
-  const tokens = out.ids.map((_, i) => out.tokens[i] ?? "");
-  chips(box, { tokens, ids: out.ids, lay: laidOut(out.bytes, out.ids.length), classOf: (i) => `kind-reply${special.has(out.ids[i]) ? " special" : ""}` });
-  box.querySelectorAll(".tok").forEach((chip, i) => (chip.dataset.step = i));
-  const parts = [
-    replyTitle(what, out.ids.length, out.stop_reason, writing),
-    el("div", { class: "reply-text", dir: "auto", text: out.text || (writing ? "" : "(no text: the first token ended it)") }),
-    box,
-  ];
-  if (!writing && out.top_k?.length === out.ids.length) {
-    const why = whyBox("Point at a token (or tap it) to see the candidates the model weighed at that step.");
-    bindWhy(box, why, out, { tokens: out.tokens, ids: out.ids, special, gap });
-    markNearTies(box, out.top_k, gap);
-    parts.push(why);
-  }
-  return el("div", { class: "reply plain-continuation" }, parts);
+const HINT = "Point at a token (or tap it) to see the candidates the model weighed at that step.";
+
+/** The continuation (or the reply) as the reply view draws it: its title, text, a chip a token
+ * with its candidates, its stop reason. reply: a reply so far, or the answer (a Continuation, a
+ * TurnRecord: the same reply_* fields). */
+function continuation(reply, special, gap, what, hooks) {
+  return replyView(reply, { what, className: "plain-continuation", special, why: { gap, hint: HINT }, ...hooks,
+                            empty: "(no text: the first token ended it)" });
 }
 
 function nextToken(out, special, gap) {
@@ -71,13 +59,9 @@ function nextToken(out, special, gap) {
     "div",
     { class: "next-token" },
     el("div", { class: "prediction-title", text: "The next token: the model's distribution" }),
-    candidatesTable(out.top_k[0], out.top_k_tokens[0], { chosen: out.ids[0], special, gap, bytes: out.top_k_bytes?.[0] }),
+    candidatesTable(out.top_k[0], out.top_k_tokens[0], { chosen: out.reply_ids[0], special, gap, bytes: out.top_k_bytes?.[0] }),
   );
 }
-
-// What the lesson reports for its France experiment, on the original bf16 weights: the first
-// token's probability with no template (<|im_end|>) and inside it ("The").
-export const LESSON_SHARES = { plain: { token: "<|im_end|>", percent: 73 }, chat: { token: "The", percent: 83 } };
 
 /** The system prompt a chat-side record read, in words, when it is not the template's default
  * (the one the lesson's run read): "the Today's date system prompt (“You are …”)"; else null. */
@@ -88,9 +72,10 @@ function otherSystem(record, presets = []) {
 }
 
 /** Beside the distribution of the lesson's text: what the lesson reports, what this run gives,
- * and why they differ, in one sentence. lesson: weightsOf(the source) or null. On the chat side
- * the lesson's run read the template's default system prompt: a run under another one is another
- * experiment, and the note says which and offers the lesson's (onLesson). */
+ * and what is known of why they differ (lessonfigures.mjs). lesson: weightsOf(the source) or
+ * null. On the chat side the lesson's run read the template's default system prompt: a run
+ * under another one is another experiment, and the note says which and offers the lesson's
+ * (onLesson). out: the side's answer (a Continuation, or the TurnRecord: `record`). */
 function lessonNote(out, side, lesson, { record = null, presets = [], onLesson = null } = {}) {
   if (!lesson || !out?.top_k?.length) return null;
   const want = LESSON_SHARES[side];
@@ -105,14 +90,9 @@ function lessonNote(out, side, lesson, { record = null, presets = [], onLesson =
       onLesson ? el("button", { type: "button", class: "lesson-run", onclick: onLesson, text: "Send it as the lesson did" }) : null);
   }
   const got = share ? `this model gives it ${share}` : "here it is not among the candidates shown";
-  const why = lesson.kind === "copy"
-    ? `: these are ${lesson.bits ? `${lesson.bits}-bit` : "quantized"} weights (${lesson.quant || lesson.name}), and rounding the weights shifts every probability`
-    : lesson.kind === "original"
-      ? ", on the same original weights: what differs is only the arithmetic's rounding"
-      : ": other weights give other probabilities";
-  const same = side === "chat" && record ? ", with the same system prompt (the template's default)" : "";
+  const same = side === "chat" && record?.system === null ? ", with the same system prompt (the template's default)" : "";
   return el("p", { class: "note lesson-note", dataset: { lesson: side } },
-    `The lesson, on the original bf16 weights, reports ${want.percent}% for “${want.token}” here; ${got}${same}${why}.`);
+    `The lesson, on the original bf16 weights, reports ${want.percent}% for “${want.token}” here; ${got}${same}. ${differenceNote(lesson, side, { these: true })}`);
 }
 
 function column(title, about, body) {
@@ -120,15 +100,17 @@ function column(title, about, body) {
 }
 
 /**
- * Draw plain-text mode into `root`. view: {tokens: tokenize's answer or null, plain: {result |
- * streaming | error}, chat: {record | streaming | error}, gap, eos, lesson, presets, onLesson}; lesson
- * (weightsOf the source) when the text is the lesson's, for the note beside its numbers; presets
- * (the settings' [{name, label}]) name a system prompt; onLesson() sends the words as the lesson did.
- * Each side's `result` holds ids, tokens, text, stop_reason, top_k, top_k_tokens.
+ * Draw plain-text mode into `root`. view: {tokens: tokenize's answer or null, plain, chat: each a
+ * side (page/state.mjs's slot: {streaming, answer, error}; the plain side's answer a
+ * Continuation, the chat side's the TurnRecord), gap, eos, lesson, presets, onLesson, hooks};
+ * lesson (weightsOf the source) when the text is the lesson's, for the note beside its numbers;
+ * presets (the settings' [{name, label}]) name a system prompt; onLesson() sends the words as the
+ * lesson did; hooks: the reply view's ({onStep, onCandidate}).
  */
 export function renderPlain(root, view) {
-  const { tokens, plain, chat, gap } = view;
-  const special = new Set([...(tokens?.special_ids || []), ...(chat?.record?.special_ids || [])]);
+  const { tokens, plain, chat, gap, hooks = {} } = view;
+  const rec = chat?.answer ?? null;
+  const special = new Set([...(tokens?.special_ids || []), ...(rec?.special_ids || [])]);
   if (view.eos !== undefined) special.add(view.eos);
   const left = [];
   if (tokens) {
@@ -138,22 +120,19 @@ export function renderPlain(root, view) {
       tokenChips(tokens.prompt_ids, tokens.prompt_tokens, laidOut(tokens.prompt_bytes, tokens.prompt_ids.length), special, "The plain text's tokens"),
     );
   }
-  left.push(...sideBody(plain, special, gap, "The continuation", lessonNote(plain?.result, "plain", view.lesson)));
+  left.push(...sideBody(plain, special, gap, "The continuation", lessonNote(plain?.answer, "plain", view.lesson), hooks));
   const right = [];
-  const rec = chat?.record;
   if (rec) {
     right.push(
       el("div", { class: "plain-count", dataset: { stat: "chat-tokens" } }, el("b", { text: rec.used }), " tokens: the template's, around your words"),
       textWithChips(rec.prompt_ids, rec.prompt_tokens, rec.prompt_bytes, new Set(rec.special_ids)),
     );
   }
-  // the reply's bytes are the record's (reply_bytes, top_k_bytes)
-  const reply = chat?.reply && { bytes: rec?.reply_bytes, top_k_bytes: rec?.top_k_bytes, ...chat.reply };
-  const chatNote = lessonNote(reply, "chat", view.lesson, { record: rec, presets: view.presets, onLesson: view.onLesson });
-  right.push(...sideBody(chat && { ...chat, result: reply }, special, gap, "The reply", chatNote));
-  if (!chat) right.push(el("p", { class: "note", text: "“Send the same words as a chat message” puts them through the template, as a user message, and shows what the model does then." }));
+  const chatNote = lessonNote(rec, "chat", view.lesson, { record: rec, presets: view.presets, onLesson: view.onLesson });
+  right.push(...sideBody(chat, special, gap, "The reply", chatNote, hooks));
+  if (!asked(chat)) right.push(el("p", { class: "note", text: "“Send the same words as a chat message” puts them through the template, as a user message, and shows what the model does then." }));
   drawSummary(null, tokens ? `${count(tokens.prompt_ids.length, "token")}, no template` : "");
-  fill(root, 
+  fill(root,
     el("p", { class: "caption", id: "reads-caption", text: "Plain text: what the model reads with no template around it" }),
     el(
       "div",
@@ -164,10 +143,11 @@ export function renderPlain(root, view) {
   );
 }
 
-function sideBody(side, special, gap, what, note = null) {
-  if (!side) return [];
+const asked = (side) => Boolean(side && (side.streaming || side.answer || side.error));
+
+function sideBody(side, special, gap, what, note, hooks) {
+  if (!asked(side)) return [];
   if (side.error) return [el("p", { class: "error", text: side.error })];
-  const out = side.result || side.streaming;
-  if (!out) return [el("p", { class: "note", text: "Computing…" })];
-  return [nextToken(side.result, special, gap), note, continuation(out, special, gap, what)].filter(Boolean);
+  const reply = side.answer ?? side.streaming;
+  return [nextToken(side.answer, special, gap), note, continuation(reply, special, gap, what, hooks)].filter(Boolean);
 }

@@ -23,26 +23,15 @@ export function renderFailure(root, text, actions = []) {
 }
 
 let focusAfterDraw = null; // the tab to focus once the panel is drawn again (after a tab is chosen)
-const drawnIn = new WeakMap(); // root -> what it last drew: the streaming redraw's test
 
 /** Draw `record` into `root`. view: "text" | "tokens"; onView(view) when a tab is chosen (the
- * caller keeps the choice and draws again). While a reply streams, the record's reply_text is
- * the reply so far and stop_reason is null. why ({gap}: the near-tie gap) makes a reply with
- * top_k show each token's candidates; prediction (see predictionBox) draws the first token's. */
+ * caller keeps the choice and draws again). reply: the turn's reply so far while it is written
+ * (page/state.mjs replySoFar; the record is the preview's), drawn by the reply view, which its
+ * tokens then grow in place (views/reply.mjs replyGrew); else the record's own reply. why ({gap}:
+ * the near-tie gap) makes a reply with top_k show each token's candidates; prediction (see
+ * predictionBox) draws the first token's; hooks: the reply view's ({onStep, onCandidate}). */
 export function renderRecord(root, record, options = {}) {
-  const { caption = "", view = "text", onView, why = null, prediction = null } = options;
-  // A streamed token changes the reply and nothing else: the same prompt (the same ids, by
-  // identity), view and caption redraw only the reply's box, so a token costs the reply's
-  // chips, not the prompt's (900 chips and more on the Tokens tab).
-  const last = drawnIn.get(root);
-  const key = { prompt: record.prompt_tokens, caption, view, gap: why?.gap, prediction };
-  drawnIn.set(root, key);
-  const box = last && record.stop_reason == null && root.querySelector(".reply.is-streaming");
-  // (globalThis.chatlensFullRedraw: scripts/bench_browser.py's "before" row, the whole panel each token)
-  if (box && !globalThis.chatlensFullRedraw && Object.keys(key).every((k) => key[k] === last[k])) {
-    box.replaceWith(replyBox(record, why));
-    return;
-  }
+  const { caption = "", view = "text", onView, why = null, prediction = null, reply = null, hooks = {} } = options;
   // Drawing again keeps the focus (a tab, the text box) and the scroll of the text box.
   const active = document.activeElement;
   const focusId = focusAfterDraw ? `reads-tab-${focusAfterDraw}` : root.contains(active) && active.id ? active.id : null;
@@ -90,7 +79,7 @@ export function renderRecord(root, record, options = {}) {
     panel,
     predictionBox(record, prediction, why),
     pieceTable(record, special),
-    replyBox(record, why),
+    replyBox(record, why, reply ?? record, hooks),
   ];
   fill(root, ...parts.filter(Boolean));
   if (root.id === "reads") drawSummary(record);

@@ -1,9 +1,31 @@
-// The reply: its text and tokens, with its stop reason, speed and backend; each token's
-// candidates ("why this token"); and the prediction of the first token while the user types.
+// The reply view: one reply drawn in a node the view owns, whatever the mode (Live's panel, a
+// plain-text side, each of the comparison's four). A reply is a chatlens.protocol.Reply's fields:
+// a reply so far while it is written (page/state.mjs replySoFar: stop_reason null), then the
+// answer's (a TurnRecord, a Continuation, a Compared cell). The view draws its title, its text
+// (special tokens as chips), a chip a token, and, with "why this token" on and the reply's
+// candidates known, each step's candidates beside the chips.
+//
+// A token grows the reply in the store (state.mjs tokenArrived); replyGrew(reply) then appends
+// to the view drawn for that reply, if one is on the page: one chip and the text the token adds,
+// so a reply of N tokens draws N chips, not N²/2. Where appending cannot draw what a whole draw
+// draws (a character split across tokens: its chips are grouped under it; a special token in
+// the text; the reply ended), the view draws itself again in its own node. What it drew is kept
+// in one place, the view's own record of it (`views` below).
+//
+// Hooks, for views that act on a step (where it looked, another candidate taken), where the
+// reply's candidates are shown ("why this token" on, the reply ended: its chips then carry
+// data-step, the step's index): the node is the reply's, and
+//   node "chatlens:step"       CustomEvent, bubbles, detail {reply, step}: a chip was picked
+//                              (pointed at, tapped, reached with the arrow keys), its step's
+//                              candidates shown; opts.onStep(step, reply) the same
+//   node "chatlens:candidate"  CustomEvent, bubbles, detail {reply, step, id}: a candidate row of
+//                              the step shown was clicked (or Enter on it); opts.onCandidate(step,
+//                              id, reply) the same
+// replyOf(node) is the reply a node (or an element inside it) draws.
 
 import { layout, spelled } from "./bytes.mjs";
 import { stopReasonText, TERMS } from "../lesson/terms.mjs";
-import { count, el, term } from "./dom.mjs";
+import { count, el, fill, term } from "./dom.mjs";
 import { chips, wholeText } from "./tokens.mjs";
 import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
 
@@ -12,7 +34,7 @@ import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
 export function replyTitle(what, n, stopReason, writing) {
   return el(
     "div",
-    { class: "reply-title" },
+    { class: "reply-title", dataset: { n } },
     `${what}: `,
     el("b", { text: `${n} token${n === 1 ? "" : "s"}` }),
     writing ? ", writing…" : `, ended: ${stopReasonText(stopReason)} · `,
@@ -20,7 +42,181 @@ export function replyTitle(what, n, stopReason, writing) {
   );
 }
 
-// -- the reply ----------------------------------------------------------------------------------------------
+// -- the view -------------------------------------------------------------------------------------------
+
+const views = new WeakMap(); // reply -> its view {node, opts, n, length, whole}: what it drew
+const drawnBy = new WeakMap(); // node -> the reply it draws
+
+/** The reply an element of a reply view draws (its node, or anything inside it), or null. */
+export function replyOf(element) {
+  const node = element?.closest?.(".reply");
+  return (node && drawnBy.get(node)) ?? null;
+}
+
+const HINT = "Point at a token of the reply (or tap it, or use the arrow keys) to see the candidates the model weighed at that step.";
+
+/**
+ * The view of `reply`: its node (a div.reply). opts:
+ *   what       the title's word ("The reply"); title(reply, writing) replaces the whole title line
+ *   why        {gap, hint?}: each chip shows its step's candidates once the reply has them all
+ *              (`gap`: the near-tie gap, build.json's); null: none
+ *   special    the special ids (a Set or an array): their chips and their text drawn as special
+ *   className  more classes for the node; textClass: for the text's element
+ *   empty      what the text says when an ended reply wrote none (default: nothing)
+ *   extra(reply) nodes after the chips (the speed, the backend, a term)
+ *   onStep(step, reply), onCandidate(step, id, reply): the hooks above
+ * Drawing a reply again (another view of it) makes the new node the one replyGrew appends to.
+ */
+export function replyView(reply, opts = {}) {
+  const node = el("div");
+  const view = { node, opts, n: 0, length: 0, whole: false };
+  draw(view, reply);
+  views.set(reply, view);
+  drawnBy.set(node, reply);
+  return node;
+}
+
+/**
+ * `reply` grew (a token came) or ended: the view drawn for it, if one is on the page, shows it
+ * now (appended, or drawn again in its own node). False when no view of `reply` is on the page
+ * (the caller draws its panel then, which draws one).
+ */
+export function replyGrew(reply) {
+  const view = views.get(reply);
+  if (!view?.node.isConnected) return false;
+  if (!append(view, reply)) draw(view, reply);
+  return true;
+}
+
+const specialSet = (s) => (s instanceof Set ? s : new Set(s || []));
+const idsOf = (reply) => reply.reply_ids ?? [];
+const laidOut = (reply) => {
+  const bytes = reply.reply_bytes;
+  const n = idsOf(reply).length;
+  return bytes?.length === n ? layout(spelled(bytes), bytes) : null;
+};
+
+function titleOf(view, reply) {
+  const writing = !reply.stop_reason;
+  return view.opts.title ? view.opts.title(reply, writing) : replyTitle(view.opts.what ?? "The reply", idsOf(reply).length, reply.stop_reason, writing);
+}
+
+/** The reply's text with the special tokens it wrote (the base model writes <|im_start|> as a
+ * word) as chips, the rest as it is. */
+function textOf(view, reply) {
+  const { opts } = view;
+  const special = specialSet(opts.special);
+  const ids = idsOf(reply);
+  const writing = !reply.stop_reason;
+  const node = el("div", { class: `reply-text${opts.textClass ? ` ${opts.textClass}` : ""}`, dir: "auto" });
+  const text = reply.reply_text ?? "";
+  if (!text && !writing && opts.empty) return fill(node, opts.empty);
+  const names = [...new Set(ids.map((id, i) => (special.has(id) ? reply.reply_tokens?.[i] : null)).filter(Boolean))]
+    .sort((a, b) => b.length - a.length);
+  if (!names.length) return fill(node, text);
+  const re = new RegExp(names.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g");
+  let at = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index > at) node.append(text.slice(at, m.index));
+    node.append(el("span", { class: "special", text: m[0] }));
+    at = m.index + m[0].length;
+  }
+  if (at < text.length) node.append(text.slice(at));
+  return node;
+}
+
+const tokenBox = () => el("div", { class: "tokens reply-tokens", "aria-label": "The reply's tokens" });
+const chipClass = (special, ids) => (i) => `kind-reply${special.has(ids[i]) ? " special" : ""}`;
+
+/** The whole reply, drawn again in the view's node. */
+function draw(view, reply) {
+  const { node, opts } = view;
+  const ids = idsOf(reply);
+  const n = ids.length;
+  const writing = !reply.stop_reason;
+  const special = specialSet(opts.special);
+  node.className = `reply${writing ? " is-streaming" : ""}${opts.className ? ` ${opts.className}` : ""}`;
+  const parts = [titleOf(view, reply), textOf(view, reply)];
+  const lay = laidOut(reply);
+  if (n && reply.reply_tokens?.length) {
+    const box = tokenBox();
+    chips(box, { tokens: reply.reply_tokens, ids, lay, classOf: chipClass(special, ids) });
+    parts.push(box);
+    if (opts.why && !writing && reply.top_k?.length === n) {
+      // a chip is a step to point at only where its candidates are there to show
+      box.querySelectorAll(".tok").forEach((chip, i) => (chip.dataset.step = i));
+      parts.push(candidates(view, reply, box, special));
+    }
+  }
+  parts.push(...(opts.extra?.(reply) ?? []));
+  fill(node, ...parts);
+  view.n = n;
+  view.length = (reply.reply_text ?? "").length;
+  // appending goes on only from a reply whose tokens end on a whole character (no group left
+  // open) and whose text is drawn as it is
+  view.whole = writing && (n === 0 || lay !== null) && !node.querySelector(".reply-text .special");
+}
+
+/** "Why this token": the chips made things to point at, their step's candidates in a box. */
+function candidates(view, reply, box, special) {
+  const { opts, node } = view;
+  const gap = opts.why.gap;
+  const ids = idsOf(reply);
+  const shown = new Set(special);
+  if (reply.stop_reason === "end_turn" && ids.length) shown.add(ids[ids.length - 1]);
+  const why = whyBox(opts.why.hint ?? HINT);
+  let step = -1;
+  bindWhy(box, why, reply, {
+    tokens: reply.reply_tokens, ids, special: shown, gap,
+    onShow: (i) => {
+      step = i;
+      opts.onStep?.(i, reply);
+      node.dispatchEvent(new CustomEvent("chatlens:step", { bubbles: true, detail: { reply, step: i } }));
+    },
+  });
+  markNearTies(box, reply.top_k, gap);
+  const pick = (row) => {
+    if (!row || step < 0) return;
+    const id = Number(row.dataset.id);
+    opts.onCandidate?.(step, id, reply);
+    node.dispatchEvent(new CustomEvent("chatlens:candidate", { bubbles: true, detail: { reply, step, id } }));
+  };
+  why.addEventListener("click", (e) => pick(e.target.closest?.("tr[data-id]")));
+  why.addEventListener("keydown", (e) => e.key === "Enter" && pick(e.target.closest?.("tr[data-id]")));
+  return why;
+}
+
+/** Bring the view up to `reply` by appending (true), or false where appending would not draw
+ * what draw() draws: a token that holds part of a character, a special token in the text, a
+ * reply that ended, one that shrank (another reply). */
+function append(view, reply) {
+  const ids = idsOf(reply);
+  const bytes = reply.reply_bytes;
+  const text = reply.reply_text;
+  const n = ids.length;
+  if (!view.whole || reply.stop_reason || bytes?.length !== n || n < view.n || typeof text !== "string" || text.length < view.length) return false;
+  const special = specialSet(view.opts.special);
+  const parts = [];
+  for (let i = view.n; i < n; i++) {
+    const t = wholeText(bytes[i]);
+    if (t === null || (special.has(ids[i]) && t)) return false;
+    parts[i] = t ? [{ text: t }] : []; // as bytes.mjs layout lays a token of whole characters
+  }
+  const { node } = view;
+  node.firstChild.replaceWith(titleOf(view, reply));
+  node.querySelector(".reply-text").append(text.slice(view.length));
+  const box = node.querySelector(".reply-tokens") ?? (n > view.n ? tokenBox() : null); // the first token's: filled, then placed
+  if (box) {
+    const from = view.n;
+    chips(box, { tokens: reply.reply_tokens, ids, lay: { groups: [], parts }, classOf: chipClass(special, ids), from });
+    if (!box.isConnected) node.querySelector(".reply-text").after(box);
+  }
+  view.n = n;
+  view.length = text.length;
+  return true;
+}
+
+// -- the panel's reply: Live and Recorded ---------------------------------------------------------------
 
 const ms = (v) => (v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`);
 
@@ -38,26 +234,19 @@ function speed(record) {
   return el("div", { class: "reply-speed", dataset: { stat: "speed" } }, parts.join(" · "));
 }
 
-const tokenBox = () => el("div", { class: "tokens reply-tokens", "aria-label": "The reply's tokens" });
-
-function replyTokens(record, why) {
-  const tokens = record.reply_tokens;
-  const ids = record.reply_ids;
-  if (!tokens || !ids || !tokens.length) return null;
-  const ended = record.stop_reason === "end_turn";
-  const bytes = record.reply_bytes?.length === ids.length ? record.reply_bytes : null; // none while it streams
-  const lay = bytes ? layout(spelled(bytes), bytes) : null;
-  const box = tokenBox();
-  chips(box, { tokens, ids, lay, classOf: (i) => `kind-reply${ended && i === tokens.length - 1 ? " special" : ""}` });
-  if (!why || !record.top_k?.length || record.top_k.length !== ids.length) return box;
-  // "why this token": each chip shows its step's candidates
-  box.querySelectorAll(".tok").forEach((chip, i) => (chip.dataset.step = i));
-  const special = new Set(record.special_ids || []);
-  if (ended) special.add(ids[ids.length - 1]);
-  const candidates = whyBox("Point at a token of the reply (or tap it, or use the arrow keys) to see the candidates the model weighed at that step.");
-  bindWhy(box, candidates, record, { tokens, ids, special, gap: why.gap });
-  markNearTies(box, record.top_k, why.gap);
-  return [box, candidates];
+/** The panel's reply box: the turn's reply (`reply`: its reply so far while it is written, else
+ * the record itself), with its speed and what computed it once it has ended. why: {gap} or null;
+ * `record`: the turn record (its special ids). */
+export function replyBox(record, why, reply = record, hooks = {}) {
+  if (reply.reply_text === null || reply.reply_text === undefined) return null;
+  return replyView(reply, {
+    what: "The reply", why, special: record.special_ids, ...hooks,
+    extra: (r) => [
+      el("div", { class: "reply-facts" }, speed(r),
+        r.backend ? el("div", { class: "reply-backend", dataset: { stat: "backend" } }, "computed by ", el("b", { text: r.backend })) : null),
+      term(`${TERMS.greedy} A reply ends with end_turn (its end-of-turn token), max_tokens (the reply limit) or stopped (you pressed Stop).`),
+    ],
+  });
 }
 
 /** The prediction while the user types: the model's most likely first tokens for this draft.
@@ -77,62 +266,4 @@ export function predictionBox(record, prediction, why) {
       "if you send this message, greedy decoding starts the reply with the first of these."),
     body,
   );
-}
-
-export function replyBox(record, why) {
-  if (record.reply_text === null || record.reply_text === undefined) return null;
-  const n = record.reply_ids ? record.reply_ids.length : 0;
-  const writing = !record.stop_reason;
-  const box = el(
-    "div",
-    { class: `reply${writing ? " is-streaming" : ""}` },
-    replyTitle("The reply", n, record.stop_reason, writing),
-    el("div", { class: "reply-text", dir: "auto", text: record.reply_text }),
-    replyTokens(record, why),
-    el(
-      "div",
-      { class: "reply-facts" },
-      speed(record),
-      record.backend ? el("div", { class: "reply-backend", dataset: { stat: "backend" } }, "computed by ", el("b", { text: record.backend })) : null,
-    ),
-    term(`${TERMS.greedy} A reply ends with end_turn (its end-of-turn token), max_tokens (the reply limit) or stopped (you pressed Stop).`),
-  );
-  // What a streaming box has drawn, for appendReply: its tokens, its text, and whether its tokens
-  // end on a whole character (bytes that spell the text: no group left open).
-  if (writing) {
-    const bytes = record.reply_bytes;
-    const whole = n === 0 || (bytes?.length === n && layout(spelled(bytes), bytes) !== null);
-    box._drawn = { n, length: record.reply_text.length, whole };
-  }
-  return box;
-}
-
-/**
- * A streaming reply box (replyBox's) brought up to `record`, the reply so far, by appending: the
- * text the new tokens add and one chip each, so a reply of N tokens draws N chips, not N²/2.
- * Returns false, drawing nothing, where appending would not draw what replyBox draws: a token
- * that holds part of a character (its chips are grouped under the character), the candidates of
- * "why this token", a reply that ended. The caller draws the box again then.
- */
-export function appendReply(box, record, why) {
-  const drawn = box._drawn;
-  const ids = record.reply_ids;
-  const bytes = record.reply_bytes;
-  const text = record.reply_text;
-  if (!drawn || !drawn.whole || record.stop_reason || !ids || bytes?.length !== ids.length || (why && record.top_k?.length) ||
-      ids.length < drawn.n || typeof text !== "string" || text.length < drawn.length) return false;
-  const n = ids.length;
-  const parts = [];
-  for (let i = drawn.n; i < n; i++) {
-    const t = wholeText(bytes[i]);
-    if (t === null) return false;
-    parts[i] = t ? [{ text: t }] : []; // as bytes.mjs layout lays a token of whole characters
-  }
-  box.querySelector(".reply-title").replaceWith(replyTitle("The reply", n, record.stop_reason, true));
-  box.querySelector(".reply-text").append(text.slice(drawn.length));
-  const chipBox = box.querySelector(".reply-tokens") ?? (n > 0 ? tokenBox() : null); // the first token's: filled, then placed
-  if (chipBox) chips(chipBox, { tokens: record.reply_tokens, ids, lay: { groups: [], parts }, classOf: () => "kind-reply", from: drawn.n });
-  if (chipBox && !chipBox.isConnected) box.querySelector(".reply-text").after(chipBox);
-  box._drawn = { n, length: text.length, whole: true };
-  return true;
 }

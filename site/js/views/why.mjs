@@ -74,10 +74,11 @@ export function whyBox(hint) {
 /**
  * Make the tokens under `container` (elements with data-step = the reply token's index) show
  * their step's candidates in `box`: on hover, tap, click or focus, and with the arrow keys while
- * the container has the focus. record: the turn record (or a completion) with top_k and
- * top_k_tokens; tokens: the reply's tokens as text (for the caption).
+ * the container has the focus. reply: a reply's fields with top_k and top_k_tokens (a turn
+ * record, a continuation, a comparison's cell); tokens: the reply's tokens as text (for the
+ * caption); onShow(step): a step's candidates are shown (views/reply.mjs's hooks).
  */
-export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens, top_k_bytes: topBytes }, { tokens = [], ids = [], special, gap, label = "" }) {
+export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens, top_k_bytes: topBytes }, { tokens = [], ids = [], special, gap, label = "", onShow = null }) {
   const steps = () => [...container.querySelectorAll("[data-step]")];
   let picked = -1;
   const show = (i) => {
@@ -88,6 +89,7 @@ export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens, 
     const caption = `${label}token ${i + 1}, ${special?.has(ids[i]) ? token : `“${visibleToken(token)}”`}: the candidates the model weighed` +
       " (it took the most likely: greedy decoding)";
     fill(box, candidatesTable(topK[i], topTokens?.[i], { chosen: ids[i], special, gap, caption, bytes: topBytes?.[i] }));
+    onShow?.(i);
   };
   const from = (e) => e.target.closest?.("[data-step]");
   container.addEventListener("mouseover", (e) => from(e) && show(Number(from(e).dataset.step)));
