@@ -136,7 +136,7 @@ def model(gguf_path):
     return load_once(gguf_path)
 
 
-REAL_GPU_CONTEXT = 160  # the longest real-model run on the GPU: test_gpu_backend's 150-token prompt, 3 steps
+REAL_GPU_CONTEXT = 160  # more than 128: the program splits attention, as the page's (windows of 256 and more) do
 
 
 @pytest.fixture(scope="session")

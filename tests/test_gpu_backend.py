@@ -5,8 +5,9 @@ untied output) is written as the files a user has: a GGUF in Q8_0, Q4_1 and a mi
 precisions (by the `gguf` package's writer, Q/K rows permuted as llama.cpp's converter does)
 and Hugging Face folders in BF16, F16 and F32 (by the `safetensors` package). The GPU reads
 each file's bytes as they are; NumPy reads the same file through chatlens.source.load_model.
+A prompt past 128 keys runs on a model of the real one's attention shape (random, 2 layers).
 Then the real model, uploaded once for each KV cache precision: one short chat prompt and 5
-decode steps, a prompt past 128 keys, and two chats with an f16 cache.
+decode steps, and a chat with an f16 cache against transformers' greedy ids.
 
 Tolerances: logits within 1e-4 absolute on the tiny model (|logits| up to about 10), 1e-3 on
 the real one (30 layers, |logits| up to about 25); chosen ids equal wherever the reference's
@@ -441,6 +442,30 @@ def test_the_cache_capacity_and_ids_are_checked(tmp_path):
         gpu.prefill([])
 
 
+# The real model's attention shape (9 query heads over 3 KV heads of 64, dim 576, ffn 1536, tied
+# output, Q4_1 with a Q8_0 embedding, as the mirror's GGUF), in 2 layers of random weights and a
+# 300-token vocabulary: what the real model's past-128-keys run exercised (its chunk of 128 and one
+# whose attention a pass of its own merges, decode steps whose o projection merges the splits) in a
+# fraction of the real model's time on lavapipe (a 150-token real-model prefill there took 2 minutes).
+REAL_SHAPE = ModelConfig(**{**TINY.to_dict(), "dim": 576, "n_heads": 9, "n_kv_heads": 3, "head_dim": 64,
+                            "ffn_dim": 1536, "tied_output": True})
+
+
+def test_past_128_keys_the_real_model_s_shape_equals_numpy(tmp_path):
+    """A 150-token prompt, room for 160 as conftest.py's `real_gpu` has (REAL_GPU_CONTEXT), the
+    program's default chunk and cache: read in a chunk of 128 and one whose attention is merged by
+    a pass of its own, then 3 decode steps whose o projection merges it (x_merge): logits within
+    TOL of NumPy's, the same ids and top-k. (An f16 cache past 128 keys:
+    test_short_sequences_equal_numpy_then_hand_over_to_the_split_ones.)"""
+    path = write_gguf(tmp_path / "m.gguf", REAL_SHAPE, random_weights(REAL_SHAPE, seed=1),
+                      lambda n: Q.Q8_0 if n == "token_embd.weight" else Q.Q4_1)
+    ref = load_model(path).backend(160)
+    gpu = open_native(path, 160)
+    assert gpu.meta["kv"] == "F32" and gpu.meta["splits"] > 1
+    assert gpu.meta["dispatches"]["decode"] == 1 + 5 * REAL_SHAPE.n_layers
+    compare_run(gpu, ref, (PROMPT * 2)[:150], 3, top_k=5)
+
+
 # -- the real model ---------------------------------------------------------------------------------
 # One upload for each KV cache precision, shared by the session (conftest.py's `real_gpu`, room for
 # 160 tokens: its attention splits past 128 keys, as the page's programs' do); each test empties it.
@@ -458,26 +483,13 @@ def test_real_model_prefill_and_five_decode_steps_equal_numpy(model, real_gpu):
     compare_run(gpu, model.backend(64), ids, 5, top_k=5, tol=1e-3)
 
 
-def test_real_model_past_128_keys_equals_numpy(model, real_gpu):
-    """Past 128 keys the attention splits: a 150-token prompt (bench's conversation, cut) is read
-    in a chunk of 128 and one whose attention is merged by a pass of its own, then 3 decode steps
-    whose o projection merges it (x_merge): logits within 1e-3 of NumPy's, the same ids and top-k."""
-    from chatlens.host.bench import prompt_ids
-
-    ids = prompt_ids(model.text)[:150]
-    gpu = real_gpu()
-    assert gpu.meta["splits"] > 1 and gpu.meta["dispatches"]["decode"] == 1 + 5 * model.config.n_layers
-    compare_run(gpu, model.backend(160), ids, 3, top_k=5, tol=1e-3)
-
-
-# Short chats (of tests/test_model.py's CHATS) whose greedy replies transformers makes without a
-# near-tie for their first F16_GREEDY_STEPS steps; lavapipe decodes the real model at ~3 tokens/s.
+# A short chat (of tests/test_model.py's CHATS) whose greedy reply transformers makes without a near-tie
+# for its first F16_GREEDY_STEPS steps; lavapipe decodes the real model at ~3 tokens/s. (test_model.py holds
+# NumPy's greedy replies to transformers' on more chats; the f16 cache's kernels are held to NumPy's on the
+# tiny models above.)
 F16_CHATS = {
     "pirate": [{"role": "system", "content": "You are Captain Hook, a pirate. Always answer as a pirate would."},
                {"role": "user", "content": "Who are you?"}],
-    "priya": [{"role": "user", "content": "Hi! My name is Priya."},
-              {"role": "assistant", "content": "Hello Priya! How can I help you today?"},
-              {"role": "user", "content": "Give me one tip for sleeping better."}],
 }
 F16_GREEDY_STEPS = 16
 
