@@ -122,7 +122,7 @@ export function renderPlain(root, view) {
   }
   left.push(...sideBody(plain, special, gap, "The continuation", lessonNote(plain?.answer, "plain", view.lesson), hooks));
   const right = [];
-  if (rec) {
+  if (rec?.prompt_ids) { // the record of what the template made of the words (an answer without one: its reply alone)
     right.push(
       el("div", { class: "plain-count", dataset: { stat: "chat-tokens" } }, el("b", { text: rec.used }), " tokens: the template's, around your words"),
       textWithChips(rec.prompt_ids, rec.prompt_tokens, rec.prompt_bytes, new Set(rec.special_ids)),
