@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { callArgs } from "../../site/js/page/controls.mjs";
-import { BACKENDS, BACKEND_KEY, MODEL_KEY, PREFS_KEY, backendPref, checkWindow, conversationPrefs, modelPref } from "../../site/js/page/prefs.mjs";
+import { BACKENDS, BACKEND_KEY, SOURCE_URL_KEY, PREFS_KEY, backendPref, checkWindow, conversationPrefs, modelPref } from "../../site/js/page/prefs.mjs";
 
 function memory(values = {}) {
   const items = new Map(Object.entries(values));
@@ -28,7 +28,7 @@ test("the backend: the page's parameter, else the saved one, else auto; one not 
 test("the model source: an http(s) URL, relative ones read against the page", () => {
   assert.deepEqual(modelPref({ location: at(), storage: memory() }), { url: null, notes: [] });
   assert.equal(modelPref({ location: at("?model=/models/tiny/"), storage: memory() }).url, new URL("/models/tiny/", "http://localhost/").href);
-  assert.equal(modelPref({ location: at(), storage: memory({ [MODEL_KEY]: "https://example.org/m.gguf" }) }).url, "https://example.org/m.gguf");
+  assert.equal(modelPref({ location: at(), storage: memory({ [SOURCE_URL_KEY]: "https://example.org/m.gguf" }) }).url, "https://example.org/m.gguf");
   const bad = modelPref({ location: at(`?model=${encodeURIComponent("javascript:alert(1)")}`), storage: memory() });
   assert.equal(bad.url, null);
   assert.match(bad.notes[0], /javascript:alert\(1\)/);

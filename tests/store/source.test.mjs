@@ -3,7 +3,7 @@
 // checked against build.json's pins, the mirror's against its manifest.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { mirrorBase, modelsOf, resolveBaseSource, resolveSource } from "../../site/js/page/source.mjs";
+import { mirrorBase, pinsOf, resolveBaseSource, resolveSource } from "../../site/js/page/source.mjs";
 import { modelSpec } from "../../site/js/store/spec.mjs";
 
 const H = (c) => c.repeat(64);
@@ -48,9 +48,9 @@ const mirrorBaseUnderBase = () => {
 };
 
 test("build.json's two models; a build without them has neither", () => {
-  assert.equal(modelsOf(BUILD).base.repo, "HuggingFaceTB/SmolLM2-135M");
-  assert.equal(modelsOf(BUILD).instruct.repo, "HuggingFaceTB/SmolLM2-135M-Instruct");
-  assert.deepEqual(modelsOf({}), { instruct: null, base: null });
+  assert.equal(pinsOf(BUILD).base.repo, "HuggingFaceTB/SmolLM2-135M");
+  assert.equal(pinsOf(BUILD).instruct.repo, "HuggingFaceTB/SmolLM2-135M-Instruct");
+  assert.deepEqual(pinsOf({}), { instruct: null, base: null });
 });
 
 test("from the Hub: two sources, two store ids, each file checked against build.json's pins", async () => {

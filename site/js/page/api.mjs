@@ -43,7 +43,7 @@
 //        computed_tokens, backend, note}; step: the one that chose reply id `step` (replyIds [] and
 //        step 0: a draft's first token); topK: the lens's candidates a layer (default 5). A
 //        signal rejects it with an AbortError
-//   await chatlens.compare({text, maxTokens, topK}, {onPrompt, onToken, signal}) -> the lesson's
+//   await chatlens.compare({text, maxTokens, topK}, {onPrompt, onToken, onProgress, signal}) -> the lesson's
 //        experiment: the message read as plain text and in the chat template, by the base and the
 //        instruct model: {prompt: {text, plain_ids, plain_tokens, template_text, template_ids,
 //        template_tokens, special_ids}, base: {plain, template}, instruct: {plain, template},
@@ -51,7 +51,10 @@
 //        reply_text, stop_reason, top_k (each step's [id, logit, probability] rows), top_k_tokens, ...}.
 //        Both models must be stored (the base attaches on the first compare); onPrompt(prompt)
 //        once, before any token; onToken({model, layout, token: {id, text, token, bytes}}) as
-//        each reply id is chosen; signal stops all four (stop_reason "stopped"); a new compare
+//        each reply id is chosen (the four come one after another: a cell's first token ends the
+//        ones before it); onProgress({read, of, ms, parts}) while the reply under way reads its
+//        prompt; signal stops all four (stop_reason "stopped"; one a stop kept from starting has no
+//        ids and backend null: it never ran); a new compare
 //        waits for the one before, as replies do. maxTokens, topK: the site's compare_limit and
 //        compare_top_k by default
 //   await chatlens.tokenize({text})             -> {prompt_ids, prompt_tokens, prompt_vocab, prompt_bytes,
@@ -67,13 +70,13 @@
 //                                                  written; whoever asked for it stops it with its signal
 //   await chatlens.downloadModel({model, onProgress, signal}) -> the stored model once the current source is
 //        stored and verified (then the worker loads its weights: chatlens.model, status "ready");
-//        model: "instruct" (the default: the current source) or "base" (the comparison's base
+//        model: the model key, "instruct" (the default: the current source) or "base" (the comparison's base
 //        model, stored beside it; the instruct's weights stay as they are)
-//   await chatlens.storedModels()               -> [{id, source, files, bytes, total, complete, verified, stored_at,
-//                                                  model}]: model "instruct", "base" or null (a model
-//                                                  given by URL); verified: how its bytes were checked
+//   await chatlens.storedModels()               -> [{id, source, files, bytes, total, complete, verified, stored_at}]:
+//                                                  source.model the model key, "instruct", "base" or null
+//                                                  (a model given by URL); verified: how its bytes were checked
 //   await chatlens.deleteModel(id), chatlens.deleteAllModels(), chatlens.storageEstimate()
-//   chatlens.model                              -> what computes replies once the weights are in:
+//   chatlens.model                              -> what computes the instruct's replies once its weights are in:
 //                                                  {backend, n_ctx, kind: "webgpu"|"numpy", why} or {error, offer}
 //   chatlens.baseModel                          -> the same for the base model, once a comparison has put
 //                                                  its weights beside the instruct's ({..., model: "base",
@@ -147,8 +150,11 @@ export function createApi() {
     conn = connect({
       message(data) {
         if (data.type === "model") {
-          if (data.model?.model === "base") api.baseModel = data.model; // the comparison's: chatlens.model stays
-          else api.model = data.model;
+          // The event's ModelInfo: what computes a model's replies (or {error, offer}), its own
+          // `model` the model key whose weights these are ("instruct" or "base").
+          const computes = data.model;
+          if (computes?.model === "base") api.baseModel = computes; // the comparison's: chatlens.model stays
+          else api.model = computes;
           return setStatus(api.status.state, api.status.detail);
         }
         setStatus(data.state, data.detail);
@@ -255,7 +261,7 @@ export function createApi() {
     await api.ready;
     return reply("complete", args, options);
   };
-  api.compare = async (args, { onPrompt, onToken, signal } = {}) => {
+  api.compare = async (args, { onPrompt, onToken, onProgress, signal } = {}) => {
     if (!args || typeof args.text !== "string") throw new TypeError("chatlens: compare needs {text}");
     await api.ready;
     const found = await downloads.base();
@@ -267,7 +273,7 @@ export function createApi() {
     await call("attach_base", { source: found.source }).answer;
     const token = onToken && ((t) => onToken({ model: t.model, layout: t.layout,
                                                 token: { id: t.id, text: t.text, token: t.token, bytes: t.bytes } }));
-    return reply("compare", args, { onPrompt, onToken: token, signal });
+    return reply("compare", args, { onPrompt, onToken: token, onProgress, signal });
   };
   // The text side's requests: the tokenizer and the template, no weights needed.
   const textRequest = (type) => async (args = {}) => {

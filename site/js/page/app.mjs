@@ -247,12 +247,12 @@ $("source-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const v = $("source-url").value.trim();
   stopFirst(() => {
-    prefs.saveChoice(prefs.MODEL_KEY, v || null);
+    prefs.saveChoice(prefs.SOURCE_URL_KEY, v || null);
     location.reload();
   });
 });
 $("source-reset").addEventListener("click", () => stopFirst(() => {
-  prefs.saveChoice(prefs.MODEL_KEY, null);
+  prefs.saveChoice(prefs.SOURCE_URL_KEY, null);
   location.search = ""; // a ?model= in the address would choose the same source again
 }));
 $("source-url").value = prefs.modelPref().url || "";

@@ -8,10 +8,6 @@ import { openModelStore, pageApi, requestPersistence } from "../store/models.mjs
 import { modelSpec } from "../store/spec.mjs";
 import { resolveBaseSource } from "./source.mjs";
 
-/** The page's two models: "instruct" is the current source (the default, or a URL given), "base"
- * the base model the comparison reads beside it (source.mjs's resolveBaseSource). */
-export const MODELS = ["instruct", "base"];
-
 /** The event the page hears when the current source's model leaves the store (from the page or
  * an API caller): the weights a worker read from it are no longer there to read again, so the
  * page starts over without them (model.mjs), and the status and chatlens.model say so.
@@ -41,10 +37,14 @@ export function createDownloads(currentSource, build = siteBuild) {
     base.catch(() => (base = null));
     return base;
   }
-  const sourceOf = async (model = "instruct") => {
-    if (model === "instruct") return currentSource();
-    if (model === "base") return baseSource();
-    throw new TypeError(`the model is "instruct" or "base", not ${JSON.stringify(model)}`);
+  // The page's two models, by their keys (build.json's settings.model_keys, Python's
+  // protocol.MODELS): "instruct" is the current source (the default, or a URL given), "base" the
+  // base model the comparison reads beside it (source.mjs's resolveBaseSource).
+  const keys = async () => (await build()).settings.model_keys;
+  const sourceOf = async (key = "instruct") => {
+    if (key === "instruct") return currentSource();
+    if (key === "base") return baseSource();
+    throw new TypeError(`the model is one of ${(await keys()).map((k) => JSON.stringify(k)).join(", ")}, not ${JSON.stringify(key)}`);
   };
   // The request for persistent storage: made once a page, at the first download; a prompt the
   // user has not answered yet leaves it pending (asked: true, answer undefined).
@@ -59,19 +59,20 @@ export function createDownloads(currentSource, build = siteBuild) {
     persistenceEvent(undefined);
   }
 
-  /** Resolves with the stored model's summary once `model` ("instruct", the current source, or
-   * "base") is stored and verified. A download cut before (cancelled, a reload) goes on from the
-   * last whole chunk: the store resumes by Range. */
-  async function downloadModel({ model = "instruct", onProgress, signal } = {}) {
-    if (running.has(model)) throw new Error(`a download of the ${model} model is already running`);
+  /** Resolves with the stored model's summary once `model` (a model key: "instruct", the current
+   * source, or "base") is stored and verified. A download cut before (cancelled, a reload) goes on
+   * from the last whole chunk: the store resumes by Range. A failure rejects with the store's
+   * error (its name and its fields: url, offset) for downloadFailure to put in words. */
+  async function downloadModel({ model: key = "instruct", onProgress, signal } = {}) {
+    if (running.has(key)) throw new Error(`a download of the ${key} model is already running`);
     if (signal?.aborted) throw new DOMException("the download was cancelled", "AbortError");
-    const pending = sourceOf(model);
-    running.set(model, pending);
+    const pending = sourceOf(key);
+    running.set(key, pending);
     let source;
     try {
       source = await pending;
     } catch (e) {
-      running.delete(model);
+      running.delete(key);
       throw e;
     }
     const download = new Promise((resolve, reject) => {
@@ -79,7 +80,7 @@ export function createDownloads(currentSource, build = siteBuild) {
       const finish = (settle, value) => {
         signal?.removeEventListener("abort", cancel);
         worker.terminate();
-        running.delete(model);
+        running.delete(key);
         settle(value);
       };
       const cancel = () => worker.postMessage({ type: "cancel" });
@@ -90,6 +91,7 @@ export function createDownloads(currentSource, build = siteBuild) {
         else if (data.type === "error") {
           const e = data.name === "AbortError" ? new DOMException(data.error, "AbortError") : new Error(data.error);
           if (data.name && e.name !== data.name) e.name = data.name;
+          if (data.fields) Object.assign(e, data.fields); // the store error's own: url, offset, needed, ...
           finish(reject, e);
         }
       };
@@ -97,25 +99,25 @@ export function createDownloads(currentSource, build = siteBuild) {
       worker.postMessage({ type: "download", source });
       askPersistence(); // beside the download: its answer may never come
     });
-    running.set(model, download);
+    running.set(key, download);
     return download;
   }
 
   /** The ids the store keeps the page's models under, where they are stored: {instruct, base}. */
   async function storedIds() {
     const ids = {};
-    for (const model of MODELS) {
+    for (const key of await keys()) {
       try {
-        const st = await (await store).status(await sourceOf(model));
-        ids[model] = st && st.bytes > 0 ? st.id : null;
+        const st = await (await store).status(await sourceOf(key));
+        ids[key] = st && st.bytes > 0 ? st.id : null;
       } catch {
-        ids[model] = null; // no base in this build, or the store cannot say
+        ids[key] = null; // no base in this build, or the store cannot say
       }
     }
     return ids;
   }
   const deleted = (ids, gone) => {
-    for (const model of MODELS) if (ids[model] && gone(ids[model])) deletedEvent(ids[model], model);
+    for (const key of Object.keys(ids)) if (ids[key] && gone(ids[key])) deletedEvent(ids[key], key);
   };
 
   return {
@@ -140,7 +142,7 @@ export function createDownloads(currentSource, build = siteBuild) {
     storedModels: async () => {
       const [models, ids] = await Promise.all([(await manage).storedModels(), storedIds()]);
       const roles = { instruct: currentSource()?.model ?? null, base: "base" }; // a URL's model is neither
-      const which = (id) => roles[MODELS.find((m) => ids[m] === id)] ?? null;
+      const which = (id) => roles[Object.keys(ids).find((k) => ids[k] === id)] ?? null;
       return models.map((s) => ({ ...s, source: { ...s.source, model: s.source?.model ?? which(s.id) } }));
     },
     deleteModel: async (id) => {

@@ -4,7 +4,7 @@
 import { MODEL_DELETED, PERSISTENCE } from "./downloads.mjs";
 import { drawBaseBox, drawManage, drawModelBox } from "../views/downloads.mjs";
 import { hostNote } from "./hosts.mjs";
-import { MODEL_KEY, saveChoice } from "./prefs.mjs";
+import { SOURCE_URL_KEY, saveChoice } from "./prefs.mjs";
 import { weightsSentence } from "./weights.mjs";
 
 /** Where NumPy comes from, said before it is needed: the NumPy path (chosen, or the fallback of
@@ -72,7 +72,7 @@ export function createModelBox(api) {
       download: () => download(),
       cancel: () => box.controller?.abort(),
       useDefault: () => {
-        saveChoice(MODEL_KEY, null);
+        saveChoice(SOURCE_URL_KEY, null);
         const url = new URL(location.href);
         url.searchParams.delete("model");
         location.assign(url.href);

@@ -5,7 +5,7 @@
 
 export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText}
 export const LIVE_KEY = "chatlens.live"; // [{user, reply, settings, line}]: the live conversation
-export const MODEL_KEY = "chatlens.model"; // a model source URL (source.mjs)
+export const SOURCE_URL_KEY = "chatlens.model"; // the model source's URL (source.mjs): the key's name is the saved one
 export const BACKEND_KEY = "chatlens.backend";
 export const BACKENDS = ["auto", "webgpu", "numpy"];
 export const MODES = ["live", "recorded", "plain", "compare"]; // the page's tabs, #mode-<name> (app.mjs)
@@ -43,7 +43,7 @@ export function backendPref({ location = globalThis.location, storage = globalTh
 /** The model URL asked for (?model=, else saved), or null; a note when it is not an http(s) URL. */
 export function modelPref({ location = globalThis.location, storage = globalThis.localStorage } = {}) {
   const fromUrl = new URLSearchParams(location.search).get("model");
-  const saved = read(storage, MODEL_KEY, false);
+  const saved = read(storage, SOURCE_URL_KEY, false);
   const value = fromUrl || saved;
   if (!value) return { url: null, notes: [] };
   let url = null;

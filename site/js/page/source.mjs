@@ -38,10 +38,13 @@ export function shortened(text, most = 120) {
   return text.length > most ? `${text.slice(0, most - 41)}…${text.slice(-40)}` : text;
 }
 
-/** build.json's models, {instruct, base}: each {repo, revision, files: [{name, sha256?, size?,
- * optional?}], verified: how its files are verified, in a sentence} (null where the build has none;
- * a build.json older than `models` names the instruct alone, as `model`). */
-export function modelsOf(build) {
+/** Every URL in `text` shortened (a long ?model= would fill an error's line). */
+export const elideUrls = (text, most = 80) => String(text).replace(/https?:\/\/[^\s"'()]+/g, (url) => shortened(url, most));
+
+/** build.json's pins of the two models (its `models`), {instruct, base}: each {repo, revision,
+ * files: [{name, sha256?, size?, optional?}], verified: how its files are verified, in a
+ * sentence} (null where the build has none). */
+export function pinsOf(build) {
   return { instruct: build?.models?.instruct ?? null, base: build?.models?.base ?? null };
 }
 
@@ -50,7 +53,7 @@ export function modelsOf(build) {
  * `manifest`: the mirror's models/manifest.json when already read (null: none); else it is fetched. */
 export async function resolveSource({ location = globalThis.location, storage = globalThis.localStorage, build,
                                       wanted = modelPref({ location, storage }).url, manifest } = {}) {
-  const { instruct } = modelsOf(build);
+  const { instruct } = pinsOf(build);
   if (wanted) {
     const source = sourceFromUrl(wanted, location.href);
     // A folder someone gave: the files the instruct's folder has, with none of its pins (other bytes).
@@ -70,7 +73,7 @@ export async function resolveSource({ location = globalThis.location, storage = 
  * `manifest`: as resolveSource's.
  */
 export async function resolveBaseSource({ location = globalThis.location, build, manifest } = {}) {
-  const { instruct, base } = modelsOf(build);
+  const { instruct, base } = pinsOf(build);
   const m = manifest === undefined ? await readMirror(location) : manifest;
   const mb = mirrorBase(m);
   if (mb) {
