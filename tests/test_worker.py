@@ -18,9 +18,20 @@ from chatlens.chat import ChatSession, preview
 from chatlens.record import TurnRecord
 from chatlens.source import load_model, load_text_side
 
-from conftest import ROOT
+from conftest import ROOT, load_once
 
 SETTINGS = defaults.for_page()
+
+
+def greedy_ids(model, ids, n):
+    """The model's first n greedy ids after `ids` (NumPy, a backend of its own): a reply's exact ids."""
+    backend = model.backend(len(ids) + n)
+    step = backend.prefill(ids)
+    out = [step.id]
+    while len(out) < n:
+        step = backend.decode(step.id)
+        out.append(step.id)
+    return out
 
 
 def page_request(api_args: dict) -> str:
@@ -228,7 +239,7 @@ def test_unknown_requests_and_replies_before_the_weights(loaded):
 
 def test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli(loaded, gguf_path):
     assert answer("use_numpy", "{}") == {"backend": "numpy", "n_ctx": 8192}
-    session = ChatSession(load_model(gguf_path), window=256, max_tokens=12, preset="none")
+    session = ChatSession(load_once(gguf_path), window=256, max_tokens=12, preset="none")
     messages, streamed, held = [], [], []  # held: the ids the worker's cache holds after a turn
     for text in ["Hi! My name is Priya.", "What is my name?"]:
         messages.append({"role": "user", "content": text})
@@ -250,18 +261,20 @@ def test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli(loaded, gguf_
     assert rec["reused_tokens"] > 0 and rec["backend"] == "numpy"
 
 
-def test_a_stopped_run_keeps_its_partial_reply_and_the_next_turn_reuses_the_cache(loaded):
+def test_a_stopped_run_keeps_its_partial_reply_and_the_next_turn_reuses_the_cache(loaded, gguf_path):
     answer("use_numpy", "{}")
+    model = load_once(gguf_path)
     messages = [{"role": "user", "content": "Tell me a long story about a dragon."}]
     request = page_request({"messages": messages, "window": 256})
     asked = []
     rec = answer("run", request, None, lambda: asked.append(1) or len(asked) >= 3)
-    assert rec["stop_reason"] == "stopped" and len(rec["reply_ids"]) == 3
+    # stopped when asked the third time: the greedy reply's first 3 ids, as far as it got
+    assert rec["stop_reason"] == "stopped" and rec["reply_ids"] == greedy_ids(model, rec["prompt_ids"], 3)
     messages += [{"role": "assistant", "content": rec["reply_text"]}, {"role": "user", "content": "Go on."}]
     nxt = answer("run", page_request({"messages": messages, "window": 256, "maxTokens": 2}))
     held = rec["prompt_ids"] + rec["reply_ids"][:-1]  # the partial reply's last id was chosen, never read
     assert nxt["reused_tokens"] == common_prefix(nxt["prompt_ids"], held) >= rec["used"]
-    assert nxt["stop_reason"] == "max_tokens" and len(nxt["reply_ids"]) == 2
+    assert nxt["stop_reason"] == "max_tokens" and nxt["reply_ids"] == greedy_ids(model, nxt["prompt_ids"], 2)
 
 
 def test_the_worker_module_needs_no_numpy_until_the_weights(gguf_path, loaded):
@@ -431,7 +444,8 @@ def test_a_stopped_compare_stops_the_reply_under_way_and_every_one_after(two_tin
     assert w.job is None
     # the chat goes on after it: the instruct's cache was the comparison's, and is read again
     rec = ask(w, "run", {"messages": [{"role": "user", "content": "Hi"}], "window": 256, "max_tokens": 2})
-    assert rec["reused_tokens"] == 0 and len(rec["reply_ids"]) == 2
+    assert rec["reused_tokens"] == 0 and rec["stop_reason"] == "max_tokens"
+    assert rec["reply_ids"] == greedy_ids(load_model(two_tiny[0]), rec["prompt_ids"], 2)
 
 
 def test_a_compare_needs_both_models_and_says_which_is_missing(two_tiny):
