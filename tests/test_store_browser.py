@@ -496,7 +496,9 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
         page.click("#base-model summary")
         page.wait_for_selector("#download-base")
         about = page.text_content("#about-base")
-        assert "SmolLM2-135M, the base model" in about and "only if you ask" in about and "this site's mirror" in about
+        # named from what its files are: a stand-in, never "SmolLM2-135M, the base model" (issue 32.2)
+        assert "a stand-in for the base model, not SmolLM2-135M's weights" in about and "SmolLM2-135M, the base model" not in about
+        assert "only if you ask" in about and "this site's mirror" in about
         assert "a stand-in for HuggingFaceTB/SmolLM2-135M (not its weights)" in about
         total = sum(entry["files"][n] for n in kept)
         size = page.evaluate("n => import('./js/store/errors.mjs').then((m) => m.formatBytes(n))", total)
@@ -528,7 +530,7 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
         page.wait_for_selector("#base-stored", timeout=120_000)
         again = [r.url for r in a.requests[before:] if "/tiny-two/base/" in r.url]
         assert not any(u.endswith("/config.json") for u in again), again  # stored whole before: not fetched again
-        assert "SmolLM2-135M" in page.text_content("#base-stored")
+        assert "a stand-in for the base model, not SmolLM2-135M's weights" in page.text_content("#base-stored")
 
         # the instruct beside it: two ids, two rows, each saying which it is
         page.evaluate("chatlens.downloads.downloadModel()")
@@ -541,7 +543,8 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
         page.click("#manage summary")
         row = page.wait_for_selector(f'#manage-body tr[data-model="{base_id}"] .which')
         which = row.text_content()
-        assert "the base model (SmolLM2-135M)" in which and f"revision {base.revision}" in which and "this site's mirror" in which
+        assert "the base model's stand-in (not SmolLM2-135M's weights)" in which and f"revision {base.revision}" in which
+        assert "this site's mirror" in which
         page.click("#base-model summary")
         box("base-model-stored-1400")
         page.set_viewport_size({"width": 390, "height": 844})

@@ -2,10 +2,10 @@
 // what is downloaded; the worker says what computes replies (chatlens.model).
 
 import { MODEL_DELETED, PERSISTENCE } from "./downloads.mjs";
-import { drawBaseBox, drawManage, drawModelBox } from "../views/downloads.mjs";
+import { downloadFailure, drawBaseBox, drawManage, drawModelBox } from "../views/downloads.mjs";
 import { hostNote } from "./hosts.mjs";
 import { SOURCE_URL_KEY, saveChoice } from "./prefs.mjs";
-import { weightsSentence } from "./weights.mjs";
+import { baseNameOf, weightsSentence } from "./weights.mjs";
 
 /** Where NumPy comes from, said before it is needed: the NumPy path (chosen, or the fallback of
  * "automatic" without a usable GPU) fetches Pyodide's NumPy from its CDN once, and the service
@@ -22,8 +22,8 @@ export function numpyNote(api) {
 
 /** Download a model through the API with progress and Cancel, for a part of the box: `part`
  * ({progress, error, controller}) is updated and `draw()`n as the download goes; resolves once
- * it has ended, however it ended. */
-export async function downloadInto(api, part, draw, model = "instruct") {
+ * it has ended, however it ended. model: the model key; what, offline: downloadFailure's. */
+export async function downloadInto(api, part, draw, model = "instruct", { what = "the model", offline = "" } = {}) {
   part.controller = new AbortController();
   part.error = null;
   part.progress = { overall: { done: 0, total: null }, files: [] };
@@ -38,8 +38,7 @@ export async function downloadInto(api, part, draw, model = "instruct") {
       },
     });
   } catch (e) {
-    part.error = e.name === "AbortError" ? "The download was cancelled; what was stored stays, and the next one goes on from there."
-      : `The download failed: ${e.message}`;
+    part.error = downloadFailure(e, what, offline);
   } finally {
     part.progress = null;
     part.controller = null;
@@ -50,7 +49,8 @@ export function createModelBox(api) {
   const box = { files: [], stored: null, persistence: null, progress: null, error: null, controller: null };
   // The base model, for the comparison: {source, spec, status} once read (or unavailable: why not).
   const base = { source: null, spec: null, status: null, unavailable: null, progress: null, error: null, controller: null };
-  const drawBase = () => drawBaseBox(base, { download: () => downloadBase(), cancel: () => base.controller?.abort() });
+  const drawBase = () => drawBaseBox({ ...base, name: baseNameOf(base.source, api.build?.models?.base) },
+                                     { download: () => downloadBase(), cancel: () => base.controller?.abort() });
 
   async function refreshBase() {
     if (!api.downloads.base) return;
@@ -60,7 +60,8 @@ export function createModelBox(api) {
   }
 
   async function downloadBase() {
-    await downloadInto(api, base, drawBase, "base");
+    await downloadInto(api, base, drawBase, "base", { what: "the base model",
+      offline: "Until then, Base vs instruct shows the comparison recorded with this site's copy of the instruct model." });
     await refreshBase();
     await refreshManage();
   }
@@ -114,7 +115,7 @@ export function createModelBox(api) {
   }
 
   async function download() {
-    await downloadInto(api, box, draw);
+    await downloadInto(api, box, draw, "instruct", { offline: "Recorded mode works without it, with real replies." });
     await refresh();
   }
 

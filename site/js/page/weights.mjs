@@ -85,3 +85,30 @@ export function weightsSentence(x) {
 
 /** How to re-record recorded mode from other weights (shown beside the recorded sentence). */
 export const RERECORD_HINT = `To record from other weights, run ${RERECORD}.`;
+
+/**
+ * The base model the comparison reads, named from what its files are (never from where they were
+ * asked for): {kind, name, says}. kind: "original" (the Hub's pinned SmolLM2-135M: from the Hub, or
+ * a mirror serving that revision), "stand-in" (files that say they are one: the mirror's
+ * manifest), "copy" (any other local copy given as the base), "unknown" (not resolved). name: a
+ * cell's heading; says: the base in a sentence. source: the base's source (page/source.mjs
+ * resolveBaseSource); pin: build.json's models.base ({repo, revision}).
+ */
+export function baseNameOf(source, pin = null) {
+  if (!source) return { kind: "unknown", name: "Base", says: "the base model" };
+  if (source.origin === "hub") {
+    return { kind: "original", name: "SmolLM2-135M", says: "SmolLM2-135M, the base model (pretraining only), from the Hub at its pinned revision" };
+  }
+  const m = source.manifest || {};
+  if (m.stand_in) {
+    // the mirror's `about`: "<file> (sha256 …): <the README's first line>"
+    const said = String(m.about || "").replace(/^[^:]*:\s*/, "").replace(/^#\s*/, "").replace(/, given to serve --base-model$/, "").trim();
+    return { kind: "stand-in", name: "Stand-in base",
+             says: `a stand-in for the base model, not SmolLM2-135M's weights${said ? ` (its files say: “${said}”)` : ""}` };
+  }
+  if (pin && m.repo === pin.repo && m.revision === pin.revision) {
+    return { kind: "original", name: "SmolLM2-135M", says: "SmolLM2-135M, the base model (pretraining only): the Hub's pinned file, served by this site's mirror" };
+  }
+  return { kind: "copy", name: "Base (a local copy)",
+           says: `a local copy given as the base model (${source.label || "its source names no file"}), not the Hub's pinned SmolLM2-135M file` };
+}

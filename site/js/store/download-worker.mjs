@@ -2,7 +2,7 @@
 // stall the page, and the Python worker may be busy answering for seconds at a time.
 //
 // Page -> worker: {type: "download", source} | {type: "cancel"}
-// Worker -> page: {type: "progress", progress} | {type: "done", summary} | {type: "error", error, name}
+// Worker -> page: {type: "progress", progress} | {type: "done", summary} | {type: "error", error, name, fields}
 
 import { openModelStore } from "./models.mjs";
 
@@ -20,7 +20,9 @@ self.onmessage = async ({ data }) => {
     });
     self.postMessage({ type: "done", summary });
   } catch (e) {
-    self.postMessage({ type: "error", error: String(e?.message ?? e), name: e?.name });
+    // the store error's fields too (url, offset, needed, ...): the page puts them in words
+    const fields = e && typeof e === "object" ? Object.fromEntries(Object.entries(e).filter(([, v]) => v === null || ["string", "number", "boolean"].includes(typeof v))) : null;
+    self.postMessage({ type: "error", error: String(e?.message ?? e), name: e?.name, fields });
   } finally {
     controller = null;
   }

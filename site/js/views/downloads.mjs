@@ -5,12 +5,52 @@
 // browser stores (which model, which revision, how verified), its storage estimate, delete one
 // model or all.
 
+import { elideUrls } from "../page/source.mjs";
 import { formatBytes } from "../store/errors.mjs";
 import { $, el, fill } from "./dom.mjs";
 
 const pct = (x) => (x == null ? "" : `${Math.floor(x)}%`);
 const speedText = (s) => (s == null ? "" : `${formatBytes(s)}/s`);
 const timeLeft = (secs) => (secs == null ? "" : secs < 90 ? `${Math.ceil(secs)} s left` : `${Math.ceil(secs / 60)} min left`);
+
+const hostOf = (url) => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * Why a download failed, in the plain sentence the model box shows, the same for both models:
+ * the store's error (store/errors.mjs: its name and fields, url, offset, ...) put in words, with
+ * what to do. `what`: the model in words ("the model", "the base model"); `offline`: what works
+ * without it (a sentence, or "").
+ */
+export function downloadFailure(e, what = "the model", offline = "") {
+  const host = hostOf(e?.url);
+  const then = offline ? ` ${offline}` : "";
+  if (e?.name === "AbortError") return "The download was cancelled; what was stored stays, and the next one goes on from there.";
+  if (e?.name === "NetworkError" && host) {
+    if (!e.offset) {
+      return `This page cannot reach ${host}, where ${what}'s files are: this device is offline, or its network blocks ` +
+        `that host. Try again once ${host} can be reached.${then}`;
+    }
+    return `The download from ${host} broke off after ${formatBytes(e.offset)} (the network went, or ${host} stopped ` +
+      `answering): what is stored is kept, and trying again goes on from there.${then}`;
+  }
+  if (e?.name === "QuotaError") return e.message; // already plain: the sizes, and what to delete
+  // (IntegrityError and SizeError carry a file's `name` among their fields, which takes the
+  // error's own name's place: known by what they hold instead, what was expected and what came)
+  if (e?.expected !== undefined && e?.actual !== undefined && host) {
+    return `${host} sent other bytes than were published for ${what} (${typeof e.expected === "number" ? "a file's size" : "a sha256"} ` +
+      "differs): nothing of it counts as stored. Try again later; if it happens again, the files there have changed.";
+  }
+  if (e?.name === "HttpError" && host) {
+    return `${host} answered HTTP ${e.status} for ${what}'s files${e.status === 404 ? ": they are not there" : ""}. Try again later.${then}`;
+  }
+  return `The download failed: ${elideUrls(e?.message ?? e)}`;
+}
 
 /** The size of what a source needs: [known bytes, whether every size is known]. */
 export function sizeOf(files) {
@@ -99,15 +139,29 @@ function progressView(p, id = "download-progress") {
 
 /** Which of the page's models a stored one is, its revision, and how it was verified, in a line. */
 export function whichLine(s) {
-  const which = { instruct: "the instruct model (SmolLM2-135M-Instruct)", base: "the base model (SmolLM2-135M)" }[s.source?.model];
+  // the base named from what its files are: the Hub's pinned revision, a stand-in (its label says
+  // so, from its files), or another local copy ("local-" and its sha256: mirror.py's revision)
+  const base = /stand-in/i.test(s.source?.label ?? "") ? "the base model's stand-in (not SmolLM2-135M's weights)"
+    : /^local-/.test(s.source?.revision ?? "") ? "given as the base model: a local copy, not the Hub's SmolLM2-135M file"
+      : "the base model (SmolLM2-135M)";
+  const which = { instruct: "the instruct model (SmolLM2-135M-Instruct)", base }[s.source?.model];
   const r = s.source?.revision;
   const rev = r ? `revision ${/^[0-9a-f]{40}$/.test(r) ? r.slice(0, 12) : r}` : null; // a commit's hash: its start
   return [which, rev, s.source?.verified].filter(Boolean).join(" · ");
 }
 
+/** How a source's files are checked, in a sentence for a learner (build.json's and the mirror's
+ * own are written for developers). */
+function checked(source) {
+  if (!source) return "";
+  if (source.origin === "mirror") return " Each file is checked against the sha256 this site's mirror lists for it.";
+  return source.verified ? " Each file is checked against a published sha256 before it counts as stored." : "";
+}
+
 /**
  * Draw the base model's part of the box. m: {source, spec, status (summary; complete false while
- * half is stored), progress, error, unavailable (why this page cannot offer it)}; on: {download, cancel}.
+ * half is stored), progress, error, unavailable (why this page cannot offer it), name
+ * (page/weights.mjs baseNameOf: what the files are)}; on: {download, cancel}.
  */
 export function drawBaseBox(m, on) {
   const body = $("base-body");
@@ -118,19 +172,19 @@ export function drawBaseBox(m, on) {
   const [bytes, exact] = sizeOf(files);
   const size = bytes ? `${exact ? "" : "at least "}${formatBytes(bytes)}` : "an unknown size";
   const where = m.source ? `${m.source.label} (${new URL(m.source.url).host})` : "its source";
-  const how = m.source?.verified ? ` ${m.source.verified}` : "";
+  const name = m.name?.kind === "original" || !m.name ? "SmolLM2-135M, the base model (pretraining only, no instruction tuning)" : m.name.says;
   if (m.progress) {
     parts.push(progressView(m.progress, "base-progress"),
       el("button", { type: "button", id: "base-cancel", onclick: on.cancel, text: "Cancel" }));
   } else if (m.status?.complete) {
     parts.push(el("p", { class: `about-download ${m.status.verified ? "" : "unverified"}`, id: "base-stored", dataset: { stored: "complete" } },
-      `Stored in this browser: ${formatBytes(m.status.bytes)} of SmolLM2-135M from ${where}; ` +
+      `Stored in this browser: ${formatBytes(m.status.bytes)} of ${name}, from ${where}; ` +
       `${m.status.verified ? "every file matched its published sha256" : "some files have no published hash: they are not verified against a published value"}. ` +
       "The comparison reads it beside the instruct model, offline too."));
   } else if (m.source) {
     parts.push(el("p", { class: "about-download", id: "about-base" },
-      `The comparison gives the same ids to SmolLM2-135M, the base model (pretraining only, no instruction tuning): ${size} of files ` +
-      `from ${where}.${how} It is downloaded only if you ask, and kept in this browser beside the instruct model.`));
+      `The comparison gives the same ids to ${name}: ${size} of files from ${where}.${checked(m.source)} ` +
+      "It is downloaded only if you ask, and kept in this browser beside the instruct model."));
     if (m.status && m.status.bytes > 0) {
       parts.push(el("p", { class: "about-download", id: "base-partial",
         text: `${formatBytes(m.status.bytes)} of it is stored already: the download goes on from there. Until it is whole, nothing reads it.` }));
