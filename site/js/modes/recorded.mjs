@@ -9,6 +9,7 @@ import { drawChat, droppedOf } from "../views/chat.mjs";
 import { $, el, fill } from "../views/dom.mjs";
 import { renderMessage } from "../views/overflow.mjs";
 import { RERECORD_HINT, weightsSentence } from "../page/weights.mjs";
+import { recordedKvNote } from "../views/lessonfigures.mjs";
 
 export async function loadRecorded(url = new URL("../../recorded.json", import.meta.url)) {
   const r = await fetch(url);
@@ -158,5 +159,7 @@ export async function showRecorded(page, controls) {
   const rec = conv.turns[state.step];
   // challenges it shows are marked "seen in the recording", never done
   store.observed(rec, { live: false, where: `${preset} · ${window} tokens · turn ${state.step + 1}` });
-  page.draw(rec, `Recorded turn ${state.step + 1} of ${n}: what the model read, and its reply`);
+  // where the lesson gives this turn's cache figures, the caption says why the recording's differ
+  const kv = recordedKvNote(conv, state.step);
+  page.draw(rec, `Recorded turn ${state.step + 1} of ${n}: what the model read, and its reply${kv ? `. ${kv}` : ""}`);
 }

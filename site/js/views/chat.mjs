@@ -48,7 +48,10 @@ function metaOf(it) {
 export function readingText(p) {
   if (!p || p.read >= p.of) return null;
   const rate = p.ms > 0 && p.read > 0 ? ` · ${(1000 * p.read / p.ms).toFixed(p.read / p.ms < 0.01 ? 2 : 0)} tokens/s` : "";
-  const parts = p.parts > 0 ? ` · the GPU's step: ${count(p.parts, "part")} done, ${Math.round(p.ms / 1000)} s` : "";
+  // a step's parts have no total to say (the executor splits a step as the GPU's speed asks), and
+  // the count of tokens read moves only when a step ends: said, so a count at 0 reads as progress
+  const parts = p.parts > 0 ? ` · the GPU's step over the next ones: ${count(p.parts, "part")} done, ${Math.round(p.ms / 1000)} s ` +
+    "(the count moves as each step ends)" : "";
   return `reading the prompt: ${p.read} of ${count(p.of, "token")}${rate}${parts}`;
 }
 
