@@ -3,15 +3,17 @@
 // (onPrompt), then each reply's tokens (onToken), then the four; its signal stops all four.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { checkStored, compareMessage, compareView, stopCompare } from "../../site/js/modes/compare.mjs";
+import { checkStored, compareMessage, compareView, estimateOf, recordedView, stopCompare } from "../../site/js/modes/compare.mjs";
 import { LESSON_TEXT } from "../../site/js/modes/plain.mjs";
-import { createStore } from "../../site/js/page/state.mjs";
-import { weightsOf } from "../../site/js/page/weights.mjs";
-import { firstStep, lessonFigure, missingModels, stopSentence, whoseWeights } from "../../site/js/views/compare.mjs";
+import { COMPARE_RELOADED, compareToSave, loadCompare, saveCompare } from "../../site/js/page/prefs.mjs";
+import { cellsOf, createStore } from "../../site/js/page/state.mjs";
+import { baseNameOf, weightsOf } from "../../site/js/page/weights.mjs";
+import { cellState, estimate, estimateSentence, firstStep, lessonFigure, missingModels, stopSentence, whoseWeights } from "../../site/js/views/compare.mjs";
 import { LESSON_SHARES } from "../../site/js/views/plain.mjs";
 import { percent } from "../../site/js/views/why.mjs";
 
-const settings = { compare_limit: 48, compare_top_k: 5 };
+// build.json's settings: the cap, top-k, and the comparison's models and layouts as Python has them
+const settings = { compare_limit: 48, compare_top_k: 5, model_keys: ["instruct", "base"], layouts: ["plain", "template"] };
 const PROMPT = { text: "Hi", plain_ids: [12], plain_tokens: ["Hi"], template_text: "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
                  template_ids: [1, 4093, 198, 12, 2, 198, 1, 520, 198], template_tokens: ["<|im_start|>", "user", "\n", "Hi", "<|im_end|>", "\n", "<|im_start|>", "assistant", "\n"],
                  special_ids: [1, 2] };
@@ -19,7 +21,7 @@ const ORDER = [["instruct", "plain"], ["instruct", "template"], ["base", "plain"
 
 /** A fake chatlens. Each reply writes `script[model][layout]` (tokens), one at a time, each after
  * `gate()` resolves; a stop (the signal) ends the reply under way and the ones after it. */
-function fakeApi({ stored = { instruct: true, base: true }, script = null, gate = () => Promise.resolve(), error = null } = {}) {
+function fakeApi({ stored = { instruct: true, base: true }, script = null, gate = () => Promise.resolve(), error = null, onCell = () => {} } = {}) {
   const calls = [];
   const tok = (id, text) => ({ id, text, token: text, bytes: "" });
   const plan = script ?? Object.fromEntries(["instruct", "base"].map((m) => [m, { plain: [tok(7, "A"), tok(8, "B")], template: [tok(9, "C")] }]));
@@ -32,14 +34,16 @@ function fakeApi({ stored = { instruct: true, base: true }, script = null, gate 
       status: async () => ({ complete: stored.instruct }),
       base: async () => (stored.base === "error" ? { error: "no base here" } : { source: { label: "a stand-in", manifest: { stand_in: true } }, status: { complete: stored.base } }),
     },
-    async compare(args, { onToken, onPrompt, signal }) {
+    async compare(args, { onToken, onPrompt, onProgress, signal }) {
       calls.push(["compare", args, signal]);
       if (error) throw error;
       onPrompt(PROMPT);
       const out = { prompt: PROMPT, max_tokens: args.maxTokens, top_k: args.topK, eos_id: 2 };
       let stopped = false;
       for (const [model, layout] of ORDER) {
-        const cell = { reply_ids: [], reply_tokens: [], reply_text: "", stop_reason: "end_turn", top_k: [[[3, 2, 0.6], [4, 1, 0.4]]], top_k_tokens: [["x", "y"]] };
+        const cell = { reply_ids: [], reply_tokens: [], reply_text: "", stop_reason: "end_turn", top_k: [[[3, 2, 0.6], [4, 1, 0.4]]], top_k_tokens: [["x", "y"]],
+                       backend: "webgpu: fake", computed_tokens: 1 };
+        if (!stopped) onProgress?.({ read: 0, of: 9, ms: 1, parts: 0 }); // each reply reads its prompt first
         for (const t of stopped ? [] : plan[model][layout]) {
           await gate();
           if (signal.aborted) {
@@ -48,8 +52,12 @@ function fakeApi({ stored = { instruct: true, base: true }, script = null, gate 
           }
           onToken({ model, layout, token: t });
           cell.reply_ids.push(t.id), cell.reply_tokens.push(t.token), (cell.reply_text += t.text);
+          onCell(model, layout);
         }
-        if (stopped) cell.stop_reason = "stopped";
+        if (stopped) {
+          cell.stop_reason = "stopped";
+          if (!cell.reply_ids.length) Object.assign(cell, { backend: null, computed_tokens: 0 }); // never ran
+        }
         (out[model] ??= {})[layout] = cell;
       }
       return out;
@@ -60,26 +68,31 @@ function fakeApi({ stored = { instruct: true, base: true }, script = null, gate 
 
 const pageOf = (api) => {
   const store = createStore();
+  store.settingsRead(api.settings);
   return { api, store, state: store.state };
 };
 
 test("the store: the comparison's fields are declared, a run streams into its cells and ends", () => {
   const store = createStore();
+  store.settingsRead(settings);
   const seen = [];
   store.subscribe((c) => seen.push(c.type));
   assert.throws(() => store.state.compare.running, /no field running/);
   const run = store.compareStarted("Hi", null);
+  assert.deepEqual(cellsOf(run).map((c) => [c.model, c.layout]), ORDER); // the order Python computes them in
   assert.equal(store.state.writing, true);
   store.comparePrompt(run, PROMPT);
-  store.compareToken(run, { model: "base", layout: "template", token: { id: 5, text: "Hel", token: "Hel" } });
-  store.compareToken(run, { model: "base", layout: "template", token: { id: 6, text: "lo", token: "lo" } });
-  assert.deepEqual([run.cells.base.template.text, run.cells.base.template.ids], ["Hello", [5, 6]]);
-  assert.equal(run.cells.instruct.plain.text, "");
-  const cell = { reply_ids: [5, 6], stop_reason: "max_tokens" };
-  store.compareEnded(run, { prompt: PROMPT, instruct: {}, base: { template: cell } });
-  assert.equal(run.cells.base.template.cell, cell);
+  const cell = run.cells.base.template;
+  store.cellBegun(run, cell);
+  store.tokenArrived(cell, { id: 5, text: "Hel", token: "Hel", bytes: "48656c" });
+  store.tokenArrived(cell, { id: 6, text: "lo", token: "lo", bytes: "6c6f" });
+  assert.deepEqual([cell.streaming.reply_text, cell.streaming.reply_ids], ["Hello", [5, 6]]);
+  assert.equal(run.cells.instruct.plain.streaming, null); // not begun: waiting
+  const answer = { reply_ids: [5, 6], reply_text: "Hello", stop_reason: "max_tokens" };
+  store.compareEnded(run, { prompt: PROMPT, instruct: {}, base: { template: answer } });
+  assert.deepEqual([cell.answer, cell.streaming], [answer, null]);
   assert.equal(store.state.writing, false);
-  assert.deepEqual(seen, ["compare", "compare", "compare-token", "compare-token", "compare"]);
+  assert.deepEqual(seen, ["compare", "compare", "compare", "token", "token", "compare"]);
 });
 
 test("the view's sentences: why each stopped, the first step's candidates", () => {
@@ -110,14 +123,18 @@ test("the lesson's figures beside this copy's: said only for the lesson's text, 
   const tpl = lessonFigure("instruct", "template", cell, { lesson: true, weights: copy, cap: 48 });
   assert.ok(tpl.lesson.includes(`${LESSON_SHARES.chat.percent}%`) && tpl.here.includes("ranked 2"));
   // the base: the lesson says it never ends; a stand-in says so when it does
-  const standIn = whoseWeights("base", { base: { label: "local mirror of a stand-in", manifest: { stand_in: true } } });
+  const standIn = whoseWeights("base", { base: baseNameOf({ origin: "mirror", label: "local mirror of a stand-in", manifest: { stand_in: true } }) });
   assert.equal(standIn.kind, "stand-in");
   const ran = lessonFigure("base", "template", { reply_ids: new Array(48).fill(1), stop_reason: "max_tokens" }, { lesson: true, weights: standIn, cap: 48 });
   assert.match(ran.lesson, /cap of 48/);
   assert.equal(ran.differs, null);
   const ended = lessonFigure("base", "template", { reply_ids: [1, 2], stop_reason: "end_turn" }, { lesson: true, weights: standIn, cap: 48 });
   assert.match(ended.differs, /stand-in/);
-  assert.equal(lessonFigure("base", "plain", cell, { lesson: true, weights: standIn, cap: 48 }), null);
+  // on plain text the lesson gives no figure: the original base's cell says nothing, a stand-in's
+  // that ends the turn there says what it is, as its other cell does (issue 32.2)
+  const original = whoseWeights("base", { base: baseNameOf({ origin: "hub" }) });
+  assert.equal(lessonFigure("base", "plain", cell, { lesson: true, weights: original, cap: 48 }), null);
+  assert.match(lessonFigure("base", "plain", cell, { lesson: true, weights: standIn, cap: 48 }).differs, /stand-in.*not SmolLM2-135M's weights/);
 });
 
 test("a missing model is asked for, and nothing is run without it", async () => {
@@ -144,15 +161,15 @@ test("a comparison: the settings' cap and top-k, the prompt before any token, fo
   const api = fakeApi();
   const page = pageOf(api);
   const order = [];
-  page.store.subscribe((c) => order.push(c.type === "compare" ? (c.run.prompt ? "prompt" : "start") : c.type));
+  page.store.subscribe((c) => order.push(c.type === "compare" ? c.what : c.type));
   const run = await compareMessage(page, LESSON_TEXT);
   assert.deepEqual(api.calls[0][1], { text: LESSON_TEXT, maxTokens: settings.compare_limit, topK: settings.compare_top_k });
-  assert.deepEqual(order.slice(0, 3), ["compare-stored", "start", "prompt"]);
-  assert.ok(order.indexOf("compare-token") > order.indexOf("prompt"));
+  assert.deepEqual(order.slice(0, 3), ["compare-stored", "started", "prompt"]);
+  assert.ok(order.indexOf("token") > order.indexOf("prompt"));
   for (const [m, l] of ORDER) {
     const c = run.cells[m][l];
-    assert.equal(c.text, c.cell.reply_text);
-    assert.deepEqual(c.ids, c.cell.reply_ids);
+    assert.equal(c.answer.reply_text, api.calls.length && c.answer.reply_text);
+    assert.deepEqual(c.answer.reply_ids, [7, 8, 9].filter((id) => (l === "plain" ? id < 9 : id === 9)));
   }
   const view = compareView(page);
   assert.equal(view.lesson, true);
@@ -176,8 +193,12 @@ test("Stop ends all four; a new message stops the old one and only the new is dr
   await step();
   const run = await first;
   assert.ok(api.calls[0][2].aborted);
-  assert.deepEqual(ORDER.map(([m, l]) => run.cells[m][l].cell.stop_reason), ["stopped", "stopped", "stopped", "stopped"]);
-  assert.equal(run.cells.instruct.plain.text, "A");
+  assert.deepEqual(ORDER.map(([m, l]) => run.cells[m][l].answer.stop_reason), ["stopped", "stopped", "stopped", "stopped"]);
+  assert.equal(run.cells.instruct.plain.answer.reply_text, "A");
+  assert.equal(run.stopped, "you pressed Stop"); // said above the four
+  // the three a stop kept from starting never ran, and say so
+  assert.deepEqual(ORDER.map(([m, l]) => cellState(run.cells[m][l], false)), ["ended", "never-ran", "never-ran", "never-ran"]);
+  assert.match(stopSentence("base", run.cells.base.plain.answer, 48, run.stopped), /^Never ran: .*stopped before this reply's turn \(you pressed Stop\)/);
   assert.equal(page.state.writing, false);
 
   let oldDone = false;

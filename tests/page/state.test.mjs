@@ -98,7 +98,7 @@ test("plain text: an older text's answers are dropped; a side streams as a reply
   assert.deepEqual(types(), ["plain", "token", "plain"]);
 });
 
-test("one transition for a token whatever the mode: a live turn and a plain-text side grow alike", () => {
+test("one transition for a token whatever the mode: a live turn, a plain-text side and a comparison's cell grow alike", () => {
   const { store, changes } = recording();
   store.settingsRead({ near_tie_gap: 0.01, model_keys: ["instruct", "base"], layouts: ["plain", "template"] });
   const token = { id: 19556, text: "Hello", token: "Hello", bytes: "48656c6c6f" };
@@ -109,8 +109,11 @@ test("one transition for a token whatever the mode: a live turn and a plain-text
   const p = store.plainText("Hi");
   store.sideStarted(p.chat);
   store.tokenArrived(p.chat, token);
+  const run = store.compareStarted("Hi", null);
+  store.cellBegun(run, run.cells.base.template);
+  store.tokenArrived(run.cells.base.template, token);
   const grown = changes.filter((c) => c.type === "token");
-  assert.deepEqual(grown.map((c) => c.mode), ["live", "plain"]);
+  assert.deepEqual(grown.map((c) => c.mode), ["live", "plain", "compare"]);
   for (const c of grown) assert.deepEqual([c.reply.reply_ids, c.reply.reply_text, c.reply.reply_tokens, c.reply.reply_bytes], [[19556], "Hello", ["Hello"], ["48656c6c6f"]]);
 });
 

@@ -2,15 +2,28 @@
 // the instruct model, each in two layouts (plain text, the chat template), through
 // chatlens.compare: the same ids, greedy, the same cap. Its own mode, not a part of Plain text:
 // the 2x2 needs the panel's whole width, it needs both models stored (Plain text needs only the
-// instruct), and its one Stop ends all four.
+// instruct), and its one Stop ends all four. Before both are stored, a recorded comparison
+// (site/recorded-compare.json, written by `python -m chatlens record`) shows what it gives.
 //
-// The logic (which models are stored, a run, Stop, a new message stopping the old) goes through
-// the store and the API only: tests/page/compare.test.mjs plays it with a fake API, no DOM.
+// The four are computed one after another (cellsOf's order: build.json's model_keys, then its
+// layouts, as Python computes them), so a cell's state follows from the stream: the prompt's
+// progress is the reply under way's (the first that has not ended), a token ends the cells
+// before its own, and a reply ends on its end-of-turn token or at the cap. Its result shows the
+// moment it ends; the answer, once all four have, brings each one's candidates.
+//
+// The logic (which models are stored, a run, Stop, a new message stopping the old, a reload)
+// goes through the store and the API only: tests/page/compare.test.mjs plays it with a fake API,
+// no DOM.
 
-import { LESSON_TEXT } from "./plain.mjs";
-import { appendToken, missingModels, renderCompare, renderMissing, whoseWeights } from "../views/compare.mjs";
+import { LESSON_TEXT } from "../views/lessonfigures.mjs";
+import { cellsOf } from "../page/state.mjs";
+import { estimate, estimateSentence, missingModels, renderCell, renderCellState, renderCompare, renderMissing,
+         renderPrompt, whoseWeights } from "../views/compare.mjs";
 import { $, debounce } from "../views/dom.mjs";
-import { weightsOf } from "../page/weights.mjs";
+import { replyGrew } from "../views/reply.mjs";
+import { baseNameOf, weightsOf } from "../page/weights.mjs";
+
+const END_OF_TURN = "<|im_end|>"; // the instruct model's end of turn: where every reply stops (chatlens.compare)
 
 /** Which models the comparison can read, as the store and the worker say: {instruct, base,
  * baseSource}; each true, false (not stored: the view asks for it) or null (the store cannot
@@ -36,6 +49,34 @@ export async function checkStored(page) {
   return page.state.compare.stored;
 }
 
+/** The reply under way: the first of the four, in the order they are computed, that has not ended. */
+const underWay = (run) => cellsOf(run).find(({ cell }) => !cell.answer && !cell.streaming?.stop_reason) ?? null;
+
+/** A token of one of the four: the ones before it have ended (they are computed in order); it
+ * ends its own reply when it is the end of turn, or the reply reaches the cap. */
+function cellToken(page, run, { model, layout, token }, cap) {
+  const { store } = page;
+  const cell = run.cells[model]?.[layout];
+  if (!cell) return;
+  for (const c of cellsOf(run)) {
+    if (c.cell === cell) break;
+    if (c.cell.streaming && !c.cell.streaming.stop_reason) store.cellEnded(run, c.cell, capped(c.cell.streaming, cap) ? "max_tokens" : "end_turn");
+  }
+  store.cellBegun(run, cell);
+  store.tokenArrived(cell, token);
+  if (token.id >= 0 && token.token === END_OF_TURN) store.cellEnded(run, cell, "end_turn");
+  else if (capped(cell.streaming, cap)) store.cellEnded(run, cell, "max_tokens");
+}
+const capped = (reply, cap) => reply.reply_ids.length >= cap;
+
+/** The prompt's progress: the reply under way's. */
+function cellProgress(page, run, progress) {
+  const at = underWay(run);
+  if (!at) return;
+  page.store.cellBegun(run, at.cell);
+  page.store.progressed(at.cell, progress);
+}
+
 /** Send `text` to the four: the comparison before it (if any) stops first. Resolves with the
  * run once it has ended (however), or null when nothing was started (no text, a model missing,
  * or another mode's reply being written). */
@@ -47,15 +88,23 @@ export async function compareMessage(page, text) {
   if (stored.instruct === false || stored.base === false) return null; // the view asks for the missing one
   // A new message stops the old ones here, and only here: the API and the worker would have the
   // new comparison wait for the old to end.
-  state.compare.run?.controller?.abort();
+  const before = state.compare.run;
+  if (before?.controller) {
+    store.compareStopping(before, "a new message replaced it");
+    before.controller.abort();
+  }
   const controller = new AbortController();
   const run = store.compareStarted(text, controller);
   const limits = { text, maxTokens: api.settings.compare_limit, topK: api.settings.compare_top_k };
   try {
     const answer = await api.compare(limits, {
       signal: controller.signal,
-      onPrompt: (prompt) => store.comparePrompt(run, prompt),
-      onToken: (t) => store.compareToken(run, t),
+      onPrompt: (prompt) => {
+        store.comparePrompt(run, prompt);
+        if (underWay(run)) store.cellBegun(run, underWay(run).cell); // the first reply reads it now
+      },
+      onToken: (t) => cellToken(page, run, t, limits.maxTokens),
+      onProgress: (p) => cellProgress(page, run, p),
     });
     store.compareEnded(run, answer);
   } catch (e) {
@@ -64,8 +113,9 @@ export async function compareMessage(page, text) {
   return run;
 }
 
-/** Stop: the four end with what they have. Resolves once they have (the run's controller goes). */
-export function stopCompare(page) {
+/** Stop: the four end with what they have; `why` (a sentence) is said above them. Resolves once
+ * they have (the run's controller goes). */
+export function stopCompare(page, why = "you pressed Stop") {
   const run = page.state.compare.run;
   if (!run?.controller) return Promise.resolve();
   const ended = new Promise((resolve) => {
@@ -75,23 +125,79 @@ export function stopCompare(page) {
       resolve();
     });
   });
+  page.store.compareStopping(run, why);
   run.controller.abort();
   return ended;
+}
+
+/** The recorded comparison to show for `text` (none run yet, or a model missing): the file's
+ * comparison of that message, else of the lesson's; null when the file has none. */
+export function recordedView(page, text, onPick = () => {}) {
+  const doc = page.state.compare.recorded;
+  if (!doc?.comparisons?.length) return null;
+  const find = (t) => doc.comparisons.find((c) => c.prompt?.text === t.trim());
+  const compared = find(text) ?? find(LESSON_TEXT) ?? doc.comparisons[0];
+  const instruct = weightsOf({ model: doc.models?.instruct ?? {} });
+  const label = doc.models?.instruct ?? {};
+  const from = label.source ? `, ${label.source.replace(/==[\w.]+$/, "")}` : "";
+  const bits = instruct.bits ? `a ${instruct.bits}-bit copy` : "a copy";
+  const about = `Recorded ${doc.date ?? ""} with greedy decoding, up to ${compared.max_tokens} tokens a reply: the instruct model's half ` +
+    `from ${bits} of SmolLM2-135M-Instruct, this site's (${label.file ?? "its file"}${from}), not the original bf16 weights the lesson used. ` +
+    "Once both models are stored, “Send to both models” runs any message here.";
+  const base = doc.models?.base?.recorded === false ? { kind: "unknown", name: "SmolLM2-135M", says: "SmolLM2-135M, not recorded here" }
+    : baseNameOf(doc.models?.base?.stand_in ? { origin: "mirror", manifest: { stand_in: true } } : { origin: "hub" });
+  return {
+    compared,
+    about,
+    lesson: compared.prompt?.text === LESSON_TEXT,
+    weights: { instruct: whoseWeights("instruct", { instruct }), base: whoseWeights("base", { base }) },
+    names: { base },
+    others: doc.comparisons.filter((c) => c !== compared).map((c) => ({ text: c.prompt.text, pick: () => onPick(c.prompt.text) })),
+  };
 }
 
 /** The view's inputs from the store and the API. */
 export function compareView(page) {
   const { api, state } = page;
   const run = state.compare.run;
+  const settings = api.settings ?? {};
+  const base = baseNameOf(state.compare.stored.baseSource, api.build?.models?.base);
+  const keys = settings.model_keys ?? [];
+  const layouts = settings.layouts ?? [];
+  const pick = (text) => {
+    const box = globalThis.document?.getElementById("compare-text");
+    if (box) box.value = text;
+    drawCompare(page);
+  };
   return {
     run,
-    missing: missingModels(state.compare.stored),
-    limit: api.settings?.compare_limit,
+    recorded: run ? null : recordedView(page, globalThis.document?.getElementById("compare-text")?.value ?? LESSON_TEXT, pick),
+    missing: missingModels(state.compare.stored, base),
+    limit: settings.compare_limit,
     lesson: (run?.text ?? "").trim() === LESSON_TEXT,
-    weights: { instruct: whoseWeights("instruct", { instruct: weightsOf(api.source) }),
-               base: whoseWeights("base", { base: state.compare.stored.baseSource }) },
+    weights: { instruct: whoseWeights("instruct", { instruct: weightsOf(api.source) }), base: whoseWeights("base", { base }) },
+    names: { base },
     eosId: run?.answer?.eos_id,
+    why: state.why ? { gap: state.nearTieGap } : null,
+    hooks: page.replyHooks ?? {},
+    order: keys.flatMap((model) => layouts.map((layout) => ({ model, layout }))),
   };
+}
+
+/** How long the rest of the run takes at most, from the speed measured so far (a sentence), or
+ * null when nothing runs. */
+export function estimateOf(page, now = globalThis.performance?.now() ?? Date.now()) {
+  const run = page.state.compare.run;
+  if (!run?.controller) return null;
+  const cap = page.api.settings?.compare_limit ?? 48;
+  let written = 0;
+  let left = 0;
+  for (const { cell } of cellsOf(run)) {
+    const reply = cell.answer ?? cell.streaming;
+    written += reply?.reply_ids.length ?? 0;
+    if (!reply?.stop_reason) left += cap - (reply?.reply_ids.length ?? 0);
+  }
+  return estimateSentence(run.started == null ? null : estimate({ written, elapsed: now - run.started, left }), cap);
 }
 
 // -- the DOM -------------------------------------------------------------------------------------------
@@ -109,38 +215,90 @@ function getModel(model) {
   ($("download") || $("model-title")).focus?.();
 }
 
+/** The mode's lines outside the panel: the Stop button, the estimate, the base's name. */
+function drawControls(page) {
+  const run = page.state.compare.run;
+  $("compare-stop").hidden = !run?.controller;
+  $("compare-run").disabled = Boolean(page.state.writing && !run?.controller);
+  const line = estimateOf(page);
+  const shown = $("compare-estimate"); // above the 2x2, where the learner looks while it fills
+  if (shown && shown.textContent !== (line ?? "")) shown.textContent = line ?? "";
+  if (shown) shown.hidden = !line;
+  const base = compareView(page).names.base;
+  $("compare-base-name").textContent = base.kind === "unknown" ? "SmolLM2-135M (the base model, pretraining only)" : base.says;
+}
+
 /** Draw the comparison's panel and its ask (the subscriber calls it on "compare"). */
 export function drawCompare(page) {
   if (page.state.mode !== "compare") return;
   renderCompare($("reads"), compareView(page));
   drawAsk(page);
-  $("compare-stop").hidden = !page.state.compare.run?.controller;
+  drawControls(page);
 }
 
 /** Only the ask for a missing model (on "compare-stored": the store was read again, and the 2x2
  * streaming below is left as it is). */
 export function drawAsk(page) {
   if (page.state.mode !== "compare") return;
-  renderMissing($("compare-ask"), missingModels(page.state.compare.stored), getModel);
+  const view = compareView(page);
+  renderMissing($("compare-ask"), view.missing, getModel);
+  drawControls(page);
 }
 
-/** A token of one of the four: appended where it is drawn (the whole panel only when it is not). */
-export function compareTokenDrawn(page, change) {
-  if (page.state.mode !== "compare" || !change.current) return;
-  const c = change.run.cells[change.model][change.layout];
-  const special = new Set(change.run.prompt?.special_ids);
-  if (!appendToken($("reads"), change, c.ids.length, special)) drawCompare(page);
+/** What a change of the store redraws of the comparison: a token appends to its cell's reply
+ * view and moves its state line and the estimate; a cell begun or ended is drawn again alone;
+ * the prompt goes above the 2x2; anything else draws it all. */
+export function compareChanged(page, change) {
+  if (page.state.mode !== "compare" || change.current === false) return;
+  const reads = $("reads");
+  const view = compareView(page);
+  const where = (cell) => cellsOf(change.run ?? page.state.compare.run).find((c) => c.cell === cell);
+  if (change.type === "token" || change.type === "progress") {
+    const at = where(change.at);
+    const drawn = at && (change.type === "progress" || replyGrew(change.reply)) && renderCellState(reads, view, at.model, at.layout);
+    if (!drawn && !(at && renderCell(reads, view, at.model, at.layout))) drawCompare(page);
+    return drawControls(page);
+  }
+  if (change.what === "begun" || change.what === "ended") {
+    const at = where(change.cell);
+    if (!(at && renderCell(reads, view, at.model, at.layout))) drawCompare(page);
+    return drawControls(page);
+  }
+  if (change.what === "prompt" && reads.querySelector("#compare-grid .compare-cell") && renderPrompt(reads, change.run.prompt)) return drawControls(page);
+  drawCompare(page);
+  // a comparison started from the message box: the 2x2 it fills is what the learner waits for
+  if (change.what === "started") globalThis.requestAnimationFrame?.(toGrid);
 }
 
 /** The mode shown: drawn, and the store read again (a model may have come or gone). */
 export function showCompare(page) {
   drawCompare(page);
+  loadRecordedComparison(page);
   return checkStored(page);
 }
 
-/** Wire the mode's controls (once). */
-export function setUpCompare(page) {
-  $("compare-text").value = LESSON_TEXT;
+/** site/recorded-compare.json, read once. */
+async function loadRecordedComparison(page, url = new URL("../../recorded-compare.json", import.meta.url)) {
+  const { state, store } = page;
+  if (state.compare.recorded || state.compare.recordedError) return;
+  try {
+    const r = await fetch(url);
+    if (!r.ok) throw new Error(`no recorded comparison (${new URL(url).pathname}: HTTP ${r.status})`);
+    store.compareRecordedLoaded(await r.json());
+  } catch (e) {
+    store.compareRecordedLoaded(null, e.message);
+  }
+}
+
+/** Bring the 2x2 into view once a comparison starts (the message box sits above it). */
+function toGrid() {
+  const target = $("compare-grid") ?? $("reads");
+  target?.scrollIntoView?.({ block: "start", behavior: "smooth" });
+}
+
+/** Wire the mode's controls (once). `draft`: the message kept from the last visit. */
+export function setUpCompare(page, { draft = null, onDraft = () => {} } = {}) {
+  $("compare-text").value = draft ?? page.state.compare.run?.text ?? LESSON_TEXT;
   const send = () => compareMessage(page, $("compare-text").value);
   $("compare-run").addEventListener("click", send);
   $("compare-text").addEventListener("keydown", (e) => {
@@ -149,6 +307,10 @@ export function setUpCompare(page) {
       send();
     }
   });
+  $("compare-text").addEventListener("input", debounce(() => {
+    onDraft($("compare-text").value);
+    if (!page.state.compare.run) drawCompare(page); // the recording of that message, if there is one
+  }, 200));
   $("compare-stop").addEventListener("click", () => stopCompare(page));
   // A model downloaded or deleted in the model box: it redraws its parts, and the comparison
   // reads the store again (it asks for a model only while one is missing).

