@@ -48,12 +48,15 @@ function metaOf(it) {
 export function readingText(p) {
   if (!p || p.read >= p.of) return null;
   const rate = p.ms > 0 && p.read > 0 ? ` · ${(1000 * p.read / p.ms).toFixed(p.read / p.ms < 0.01 ? 2 : 0)} tokens/s` : "";
-  // a step's parts have no total to say (the executor splits a step as the GPU's speed asks), and
-  // the count of tokens read moves only when a step ends: said, so a count at 0 reads as progress
-  const parts = p.parts > 0 ? ` · the GPU's step over the next ones: ${count(p.parts, "part")} done, ${Math.round(p.ms / 1000)} s ` +
-    "(the count moves as each step ends)" : "";
+  const parts = p.parts > 0 ? ` · the GPU's step: ${count(p.parts, "part")} done, ${Math.round(p.ms / 1000)} s` : "";
   return `reading the prompt: ${p.read} of ${count(p.of, "token")}${rate}${parts}`;
 }
+
+/** Beside a line that counts a GPU step's parts (the line's title): a step's parts have no total
+ * to say (the executor splits a step as the GPU's speed asks), and the count of tokens read moves
+ * only when a step ends, so a count at 0 reads as progress, not as a page stuck. */
+export const READING_PARTS = "The GPU reads up to 128 tokens of the prompt in one step, which this GPU runs in parts, as many as " +
+  "its speed asks: the parts have no total, and the count of tokens read moves as each step ends.";
 
 function makeBubble(it, turn) {
   const b = el(
@@ -75,6 +78,8 @@ function setMeta(node, text, stop) {
   node._meta = text;
   meta.textContent = text;
   meta.hidden = !text;
+  if (/ · the GPU's step: /.test(text)) meta.title = READING_PARTS;
+  else meta.removeAttribute("title");
 }
 
 /** With the reply's candidates (record.top_k, "why this token"): the bubble's text as one span a
