@@ -133,7 +133,10 @@ export const inRange = (record, step) => Number.isInteger(step) && step >= 0 && 
 
 const STYLES = ["inspect.css", "branch.css"];
 
-/** Attach to the page (app.mjs's `page`: api, store, state). */
+/** Attach to the page (app.mjs's `page`: api, store, state). Returns what a lesson's "try it"
+ * asks of a step: {name(where, step), inspect(where, step), branch(where, step, id), say(text,
+ * cls)}. It tells the page of each inspection and branch that ended: document events
+ * "chatlens:inspected" {where, answer, draft} and "chatlens:branched" {where, answer}. */
 export function setUpStepActions(page) {
   const { api, state, store } = page;
   for (const href of STYLES) {
@@ -241,6 +244,7 @@ export function setUpStepActions(page) {
       shown.inspection = null;
       draw();
     };
+    document.dispatchEvent(new CustomEvent("chatlens:inspected", { detail: { where, answer, draft } }));
     shown.inspection = { where, step, answer, node: inspectView(answer, readOf(answer, where.record), { tokens, onClose: close, title: `Inside ${what}` }) };
     shown.status = null;
     draw();
@@ -271,6 +275,7 @@ export function setUpStepActions(page) {
         },
       });
       if (model.answer.branch_tokens?.[step] !== undefined) model.token = model.answer.branch_tokens[step];
+      document.dispatchEvent(new CustomEvent("chatlens:branched", { detail: { where, answer: model.answer } }));
     } catch (e) {
       model.error = e.name === "AbortError" ? "Stopped before it began." : `No branch: ${e.message}`;
     }
@@ -345,6 +350,11 @@ export function setUpStepActions(page) {
     if (reply.reply_ids?.[step] === id) inspect(where, step);
     else branch(where, step, id);
   });
+  const name = (where, step) => {
+    shown.step = { where, step };
+    shown.status = null;
+    draw();
+  };
   store.subscribe((change) => {
     if (["sent", "cleared", "mode", "restored"].includes(change.type)) return reset();
     if (change.type === "replied" && shown.branch && change.turn !== shown.branch.where.turn) return reset();
@@ -353,6 +363,7 @@ export function setUpStepActions(page) {
     markByHand(state);
   });
   draw();
+  return { name, inspect, branch, say, box };
 }
 
 /** A reply kept from a branch says so where it is drawn: a badge on its view's title, and one on

@@ -11,7 +11,9 @@ import { liveChanged, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
 import { drawPlain, setUpPlain, stopPlain, tokenizePlain } from "../modes/plain.mjs";
+import { setUpInside } from "../modes/inside.mjs";
 import { setUpRecorded, showRecorded } from "../modes/recorded.mjs";
+import { setUpStepActions } from "../modes/steps.mjs";
 import * as prefs from "./prefs.mjs";
 import { createStore } from "./state.mjs";
 import { drawChallenges, drawSuggestions } from "../views/challenges.mjs";
@@ -295,6 +297,7 @@ drawChallenges(state.progress);
 setUpWorkbench(page);
 setUpByHand(page);
 setUpRecorded(page);
+setUpInside(page, setUpStepActions(page)); // a reply's step: inspected, branched; the lesson's cases
 api.settingsReady.then(() => {
   buildControls(api.settings);
   store.settingsRead(api.settings);

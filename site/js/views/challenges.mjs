@@ -1,6 +1,7 @@
-// The challenges box and the "Try this" suggestions.
+// The challenges box, the "Try this" suggestions, and the "Look inside" cases.
 
 import { CHALLENGES, done, stateText } from "../lesson/challenges.mjs";
+import { CASES, done as doneInside } from "../lesson/inside.mjs";
 import { SUGGESTIONS } from "../lesson/suggestions.mjs";
 import { $, el, fill } from "./dom.mjs";
 
@@ -65,4 +66,38 @@ export function drawRecordedSuggestions(jump, enabled = () => true) {
   box.querySelectorAll("button.suggestion").forEach((b, i) => {
     b.disabled = !enabled(SUGGESTIONS[i]);
   });
+}
+
+/** The "Look inside" box (lesson/inside.mjs), after the challenges: each case with what to do,
+ * where to look, a button that runs it (tryCase(c)), and once done the line its own inspection or
+ * branch measured. The box is made here the first time: the page's HTML has none. */
+export function drawInside(progress, tryCase) {
+  let box = $("inside-box");
+  if (!box) {
+    box = el("div", { id: "inside-box", class: "box challenges-box inside-box" });
+    $("challenges").closest(".box").after(box);
+  }
+  fill(
+    box,
+    el("h3", {}, "Look inside ", el("span", { id: "inside-count", class: "count", text: `${doneInside(progress)} of ${CASES.length} complete` })),
+    el("p", { class: "about", text: "Where the reply's words came from: each one sends the lesson's message in Live mode (the model must be stored), then opens the step under the panel. It completes from what your own inspection or branch measured." }),
+    el("ul", { class: "challenges inside" }, CASES.map((c) => {
+      const line = progress[c.id];
+      return el(
+        "li",
+        { class: line ? "done" : "", dataset: { inside: c.id } },
+        el("span", { class: "check", "aria-hidden": "true", text: line ? "✓" : "○" }),
+        el(
+          "div",
+          { class: "challenge" },
+          el("b", { text: c.title }), " ", el("span", { class: "state", text: line ? "done" : "not yet" }),
+          el("div", { class: "challenge-text", text: c.text }),
+          el("div", { class: "challenge-text inside-look", text: c.look }),
+          el("button", { type: "button", class: "inside-try", dataset: { inside: c.id }, onclick: () => tryCase(c),
+                         text: c.id === "branch" ? "Try it on the reply shown" : "Try it" }),
+          line ? el("div", { class: "showed", text: line }) : null,
+        ),
+      );
+    })),
+  );
 }

@@ -1,0 +1,193 @@
+"""One step of a reply, acted on in the lab (site/js/modes/steps.mjs), in Chromium on SwiftShader's
+WebGPU: a reply token clicked names its step, whose inspection is drawn; another candidate picked
+branches the reply there, streamed beside it; Keep makes the branch the turn's reply, which the
+next message reads; Drop leaves the conversation as it was; what cannot be done is said plainly.
+
+The tiny random Llama with SmolLM2's tokenizer and template (tests/tiny_model.py), few tokens, one
+page for the module: the tests build on each other (the branch is of the first test's reply). The
+page's figures are compared with the command line's on the same files (cli_in_process), never with
+typed-in numbers.
+"""
+
+import json
+
+import pytest
+
+from conftest import cli_in_process
+from tiny_model import write_tiny_model
+from webapp import SHOTS, App
+
+pytestmark = pytest.mark.browser
+
+WINDOW = 256
+LIMIT = 4  # the page's reply limit here: SwiftShader is slow, and four tokens show every mechanism
+FIRST = "Tell me why the sky is blue."
+SECOND = "And the sea?"
+STEP_MS = 600_000  # a few GPU steps on SwiftShader, on a machine other browser runs share
+
+
+@pytest.fixture(scope="module")
+def tiny(server):
+    folder = write_tiny_model(server.root / "tiny-inspect" / "model", server.mirror.files["config.json"].parent, seed=1)
+    return folder, f"{server.url}tiny-inspect/model/"
+
+
+@pytest.fixture(scope="module")
+def page(browser, server, tiny, python_snapshot):
+    a = App(browser, server, snapshot=python_snapshot)
+    p = a.open(f"?model={tiny[1]}")
+    p.set_default_timeout(STEP_MS)
+    assert p.evaluate("chatlens.downloadModel()")["complete"]
+    assert p.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+    p.wait_for_function("() => chatlens.status.state === 'ready'")
+    p.select_option("#window", str(WINDOW))
+    p.evaluate(f"chatlens.settings.reply_limit = {LIMIT}")  # what the chat sends as maxTokens
+    p.check("#why")
+    yield p
+    errors = a.errors
+    a.close()
+    assert not errors, errors
+
+
+def cli(command, payload, *args, tiny):
+    done = cli_in_process(command, "--window", str(WINDOW), "--max-tokens", str(LIMIT), *args, stdin=json.dumps(payload),
+                          model=tiny[0])
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def send(page, text):
+    """Send a message in Live mode and wait for its reply to end, with its candidates drawn."""
+    n = page.locator("#chat .msg.assistant").count()
+    page.fill("#draft", text)
+    page.press("#draft", "Enter")
+    page.wait_for_function("n => document.querySelectorAll('#chat .msg.assistant').length > n && !chatlens.writing", arg=n)
+    page.wait_for_selector("#reads .reply-tokens .tok[data-step]")
+
+
+def ids_of(page, selector):
+    return page.eval_on_selector_all(selector, "cs => cs.map(c => Number(c.dataset.id))")
+
+
+@pytest.fixture(scope="module")
+def first(page, tiny):
+    """The first turn, sent on the page; the command line's record of the same turn."""
+    page.click("#new-conversation")
+    send(page, FIRST)
+    want = cli("run", {"messages": [{"role": "user", "content": FIRST}]}, "--top-k", "10", tiny=tiny)
+    assert ids_of(page, "#reads .reply-tokens .tok") == want["reply_ids"]
+    return want
+
+
+def test_a_clicked_token_names_its_step_and_its_inspection_is_the_engines(page, first, tiny):
+    page.locator("#reads .reply-tokens .tok").nth(1).click()
+    bar = page.wait_for_selector("#step-box .step-bar[data-step='1']")
+    assert bar.text_content().startswith("Token 2 of turn 1's reply")
+    assert page.locator("#step-box .inspect").count() == 0  # nothing computed until asked
+    page.click("#step-box .step-inspect")
+    page.wait_for_selector("#step-box .inspect[data-step='1']")
+    want = cli("inspect", {"messages": [{"role": "user", "content": FIRST}], "reply_ids": first["reply_ids"]}, "--step", "1",
+               tiny=tiny)
+    view = page.eval_on_selector("#step-box .inspect", "n => ({...n.dataset})")
+    assert int(view["position"]) == want["position"] == len(first["prompt_ids"])
+    # the lens's last block: the model's own choice first, as the command line's lens has it
+    last = page.eval_on_selector_all("#step-box .lens-table tr.is-last td", "cs => cs.map(c => Number(c.dataset.id))")
+    assert last == [i for i, _ in want["lens"][-1]] and last[0] == want["chosen_id"] == first["reply_ids"][1]
+    kinds = page.eval_on_selector_all("#step-box .share-row", "rs => rs.map(r => r.dataset.kind)")
+    assert kinds == [p["kind"] for p in want["by_piece"]]
+    # the text it read: the prompt and the reply's first token, each a chip with its weight
+    assert ids_of(page, "#step-box .inspect-read .tok") == first["prompt_ids"] + first["reply_ids"][:1]
+
+
+def test_a_candidate_picked_branches_there_and_keep_makes_it_the_reply_the_next_turn_reads(page, first, tiny):
+    step = 1
+    other = first["top_k"][step][1][0]  # the step's second candidate
+    page.locator("#reads .reply-tokens .tok").nth(step).hover()
+    page.click(f"#reads .reply .why-table tbody tr[data-id='{other}']")
+    page.wait_for_selector(f"#step-box .branch[data-step='{step}'][data-id='{other}'] .branch-keep")
+    messages = [{"role": "user", "content": FIRST}]
+    want = cli("branch", {"messages": messages, "reply_ids": first["reply_ids"]}, "--step", str(step), "--id", str(other),
+               "--top-k", "10", tiny=tiny)
+    # the cache the reply left: the prompt and the reply up to the step reused, the id taken computed
+    reused = len(first["prompt_ids"]) + step
+    assert page.text_content("#step-box .branch-cache").startswith(f"From the cache: {reused} tokens, the prompt's ")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "branch-tiny-1400.png"), full_page=True)
+    page.click("#step-box .branch-keep")
+    page.wait_for_selector("#step-box .step-status.kept")
+    kept = page.text_content("#chat .msg.assistant:last-of-type .content")
+    assert kept == want["branch_text"]
+    assert "chosen by hand at token 2" in page.text_content("#reads .reply-title")
+    assert "chosen by hand" in page.text_content("#chat .msg.assistant:last-of-type")
+    assert ids_of(page, "#reads .reply-tokens .tok") == want["branch_ids"]
+    # the next turn reads the branch: its prompt is what the command line renders after it
+    send(page, SECOND)
+    page.click("#reads-tab-tokens")
+    page.wait_for_selector("#token-view .tok")
+    after = cli("run", {"messages": [*messages, {"role": "assistant", "content": want["branch_text"]},
+                                     {"role": "user", "content": SECOND}]}, tiny=tiny)
+    assert ids_of(page, "#token-view .tok")[:len(after["prompt_ids"])] == after["prompt_ids"]
+    page.click("#reads-tab-text")
+
+
+def test_drop_leaves_the_conversation_as_it_was(page, first):
+    before = page.text_content("#chat .msg.assistant:last-of-type .content")
+    row = page.eval_on_selector("#reads .reply-tokens .tok[data-step='0']", "c => c.dataset.id")
+    page.locator("#reads .reply-tokens .tok").nth(0).hover()
+    page.click(f"#reads .reply .why-table tbody tr:not([data-id='{row}'])")
+    page.wait_for_selector("#step-box .branch .branch-drop")
+    page.wait_for_selector("#step-box .branch .branch-keep")
+    page.click("#step-box .branch-drop")
+    page.wait_for_selector("#step-box .step-status")
+    assert page.text_content("#step-box .step-status") == "Dropped: the conversation is as it was."
+    assert page.locator("#step-box .branch").count() == 0
+    assert page.text_content("#chat .msg.assistant:last-of-type .content") == before
+
+
+def test_what_cannot_be_done_is_said_in_a_sentence(page, first):
+    # a branch asked while a reply is written: refused, with what to do
+    page.evaluate("""() => { window.__running = chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 256,
+                                                                 maxTokens: 2}); }""")
+    assert page.evaluate("chatlens.writing")
+    page.locator("#reads .reply-tokens .tok").nth(0).hover()
+    page.click("#reads .reply .why-table tbody tr:not(.chosen)")
+    status = page.text_content("#step-box .step-status.error")
+    assert status == "A branch waits for the reply being written: press Stop, or wait until it ends, then ask again."
+    page.evaluate("window.__running")
+    # a step out of range, through the page's API
+    said = page.evaluate("""(ids) => chatlens.inspect({messages: [{role: 'user', content: 'x'}], window: 256, replyIds: ids,
+                                                        step: ids.length + 3}).then(() => 'answered', (e) => e.message)""",
+                         first["reply_ids"])
+    n = len(first["reply_ids"])
+    assert said == f"step {n + 3} is out of range: the reply has {n} tokens, so steps 0 to {n}"
+
+
+def test_on_a_phone_the_step_box_fits(page):
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        page.locator("#reads .reply-tokens .tok").nth(0).click()
+        page.wait_for_selector("#step-box .step-bar[data-step='0']")
+        page.click("#step-box .step-inspect")
+        page.wait_for_selector("#step-box .inspect[data-step='0']")
+        wide = page.evaluate("() => document.getElementById('step-box').scrollWidth <= document.documentElement.clientWidth")
+        assert wide
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "inspect-tiny-390.png"), full_page=True)
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_look_inside_runs_the_pirate_case_in_one_click_and_completes_from_its_numbers(page, tiny):
+    page.click("#inside-box button.inside-try[data-inside=pirate]")
+    page.wait_for_selector("#step-box .inspect[data-step='0']")
+    page.wait_for_selector("#inside-box li[data-inside=pirate].done")
+    assert page.input_value("#preset") == "pirate"
+    line = page.text_content("#inside-box li[data-inside=pirate] .showed")
+    # the head that put the most weight on one token of the system prompt, the first token left out, in CPython
+    want = cli("inspect", {"messages": [{"role": "user", "content": "Who are you?"}]}, "--preset", "pirate", "--step", "0",
+               tiny=tiny)
+    system = next(p for p in want["by_piece"] if p["kind"] == "system")
+    best = max(((w[j], layer, head) for layer, heads in enumerate(want["attention"]) for head, w in enumerate(heads)
+                for j in range(max(1, system["start"]), system["end"])))
+    assert f"block {best[1] + 1} · head {best[2] + 1} put {100 * best[0]:.1f}% of its weight on the system prompt's" in line
+    assert page.text_content("#inside-count") == "1 of 4 complete"
