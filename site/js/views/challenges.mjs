@@ -74,7 +74,7 @@ export function drawRecordedSuggestions(jump, enabled = () => true) {
 export function drawInside(progress, tryCase) {
   let box = $("inside-box");
   if (!box) {
-    box = el("div", { id: "inside-box", class: "box challenges-box inside-box" });
+    box = el("div", { id: "inside-box", class: "box inside-box" });
     $("challenges").closest(".box").after(box);
   }
   fill(
