@@ -25,6 +25,8 @@ test("the year case looks inside the year's last digit, where the reply writes t
   assert.equal(caseStep(byId.year, record), 7);
   assert.equal(caseStep(byId.year, { ...record, reply_tokens: ["I", " cannot"] }), null);
   assert.equal(caseStep(byId.pirate, record), 0);
+  assert.equal(caseStep(byId.dropped, { reply_tokens: ["I", "'m", " Emily", "."] }), 2);
+  assert.equal(caseStep(byId.dropped, { reply_tokens: ["I", " cannot", " know"] }), 0);
 });
 
 test("an inspection of Pirate's first reply token completes the case with the head that read the system prompt", () => {
@@ -55,7 +57,7 @@ test("the dropped case says each piece's share, as the view computes it, once th
   const answer = answerOf(11, 0, 7, 0.5, pieces);
   const line = inspected(record, answer).dropped;
   const share = byPiece(answer.attention, pieces, { skipFirst: true }).find((p) => p.kind === "new").share;
-  assert.ok(line.startsWith("The message with your name was dropped (17 tokens)."));
+  assert.ok(line.startsWith("Writing “I”: the message with your name was dropped (17 tokens)."), line);
   assert.ok(line.includes(`new message ${(100 * share).toFixed(1)}%`), line);
 });
 

@@ -5,8 +5,9 @@
 //
 // The cases, as the lesson tells them:
 //   pirate   Pirate, "Who are you?" first in a conversation: the name comes from the system prompt
-//   dropped  Be brief, 256 tokens, "What is my name?" after the turn with the name was dropped:
-//            the name it gives is made up, since nothing it reads holds one
+//   dropped  256 tokens, "What is my name?" once the turn with the name was dropped: the name it
+//            gives is made up, since nothing it reads holds one (the lesson tells it with Be brief;
+//            this copy's recording drops the turn with no system prompt, so the case uses that)
 //   year     Today's date, "What year is it?": the year is copied from the date in the system prompt
 //   branch   the first near-tie of a reply (or, where there is none, its closest call): the other
 //            token taken, and what the model would have written after it
@@ -34,13 +35,14 @@ export const CASES = [
   {
     id: "dropped",
     title: "A name made up",
-    preset: "brief",
+    preset: "none",
     window: 256,
-    history: { preset: "brief", window: 256, turns: 2 }, // the recording's first two turns: Priya's, and a long answer
+    history: { preset: "none", window: 256, turns: 2 }, // the recording's first two turns: Priya's, and a long answer
     message: "What is my name?",
-    step: "first",
-    text: "With Be brief and 256 tokens, after the turn with your name and a long answer, ask “What is my name?” and look inside its reply.",
-    look: "The turn with the name was dropped to fit the window: the shares show every piece the reply could read from, and none holds the name.",
+    step: "name",
+    text: "With no system prompt and 256 tokens, after the turn with your name and a long answer, ask “What is my name?”, then look inside the name it gives.",
+    look: "In the recording, this turn no longer fits the turn with the name, and the reply was “I'm Emily.”: a name made up. " +
+      "(With Be brief the recorded answers are shorter and the name still fits at 256 tokens.) The shares show every piece it could read from.",
   },
   {
     id: "year",
@@ -77,11 +79,17 @@ export function statedYear(record) {
   return m ? m[1] : null;
 }
 
-/** The step a case inspects in `record`'s reply: the first ("first"), the last digit of the stated
- * year where the reply writes it ("year"; the year's digits are one token each), or null. */
+/** The step a case inspects in `record`'s reply: the first ("first"), the first capitalised word
+ * after it ("name": “ Emily” in “I'm Emily.”; the first token where there is none), the last digit
+ * of the stated year where the reply writes it ("year"; the year's digits are one token each), or
+ * null. */
 export function caseStep(c, record) {
   const tokens = record.reply_tokens ?? [];
   if (c.step === "first") return tokens.length ? 0 : null;
+  if (c.step === "name") {
+    const i = tokens.findIndex((t, k) => k > 0 && /^ [A-Z][a-z]/.test(t));
+    return i >= 0 ? i : tokens.length ? 0 : null;
+  }
   if (c.step === "year") {
     const year = statedYear(record);
     if (!year) return null;
@@ -134,7 +142,7 @@ export function inspected(record, answer) {
   if ((record.dropped_messages || []).some((d) => d.message_index === 0) && NAME.test(newMessage(record))) {
     const shares = byPiece(answer.attention, answer.by_piece, { skipFirst: true });
     const parts = shares.filter((p) => p.share >= 0.005).map((p) => `${p.label} ${percent(p.share)}`).join(", ");
-    found.dropped = `The message with your name was dropped (${record.dropped_messages[0].count} tokens). Of the weight ` +
+    found.dropped = `Writing ${shown(chosen)}: the message with your name was dropped (${record.dropped_messages[0].count} tokens). Of the weight ` +
       `beyond the first token, averaged over all heads: ${parts}. None of what it read holds a name, so the one it ` +
       `gives is made up.`;
   }
