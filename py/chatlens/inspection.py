@@ -34,6 +34,8 @@ API (all ids and positions are ints; the cache is a chatlens.cache.PromptCache):
     mean_weights(attention, layer=None) -> [float]
     by_piece(attention, pieces, *, layer=None, skip_first=False) -> [{kind, label, start, end, share}]
     top_positions(attention, n=10, *, layer=None, skip_first=False) -> [[position, weight], ...]
+    look_back(attention, n=6, *, layer=None, recent=RECENT, top=3) -> [{layer, head, weight, reach,
+        distance, reads}]: the heads whose weight lies furthest back
 
 Bad input (a position outside ids, an id outside the vocabulary, a lens of no candidates or more
 than LENS_TOP_K_MAX, a position past the cache's capacity) is a ChatlensError, raised before the
@@ -51,6 +53,9 @@ from .errors import ChatlensError
 
 TOP_K = 5  # the lens's candidates a layer, by default (issue 34 shows the top 5)
 LENS_TOP_K_MAX = 64  # the most a layer lists: what the GPU's top-k holds (gpu/program.py TOP_K_MAX)
+# look_back leaves out the query and the RECENT - 1 positions before it: most heads read the last
+# few tokens, which says nothing about where the reply's words came from
+RECENT = 4
 
 
 @dataclass
@@ -287,6 +292,30 @@ def top_positions(attention, n: int = 10, *, layer: int | None = None, skip_firs
     first = 1 if skip_first else 0
     order = sorted(range(first, len(weights)), key=lambda j: (-weights[j], j))
     return [[j, weights[j]] for j in order[:max(int(n), 0)]]
+
+
+def look_back(attention, n: int = 6, *, layer: int | None = None, recent: int = RECENT, top: int = 3) -> list:
+    """The heads (of every layer, or of one) whose weight lies furthest back: the signal is in
+    single heads (the mean over heads sits on the first token and the last few). For each head,
+    over positions 1 .. P - recent (the first token and the last `recent` positions left out; P
+    the query's): its weight there, `reach` (each weight times how many positions back from P it
+    lies, summed), the mean distance of that weight (reach / weight; 0 with none) and the `top`
+    positions it reads most there, [[position, weight], ...]. The n with the most reach, most
+    first (equal reach by lower layer, then head). The page's views/attention.mjs lookBack is
+    checked against this, bit for bit (tests/page/attention.test.mjs)."""
+    layers = list(enumerate(attention)) if layer is None else [(_layer(attention, layer), attention[_layer(attention, layer)])]
+    heads = []
+    for l, rows in layers:
+        for h, row in enumerate(rows):
+            p = len(row) - 1
+            end = max(1, len(row) - recent)
+            weight = math.fsum(row[1:end])
+            reach = math.fsum(row[j] * (p - j) for j in range(1, end))
+            reads = sorted(range(1, end), key=lambda j: (-row[j], j))[:top]
+            heads.append({"layer": l, "head": h, "weight": weight, "reach": reach,
+                          "distance": reach / weight if weight else 0, "reads": [[j, row[j]] for j in reads]})
+    heads.sort(key=lambda x: (-x["reach"], x["layer"], x["head"]))
+    return heads[:max(int(n), 0)]
 
 
 def _layer(attention, layer) -> int:

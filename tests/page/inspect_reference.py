@@ -2,9 +2,8 @@
 computes from them, as JSON on stdout. The node test computes the same with the page's
 site/js/views/attention.mjs and asks for equal numbers.
 
-look_back is defined here, not in chatlens.inspection: the page's "heads that read furthest back"
-needs a Python definition to be checked against, and this is it until inspection.py holds it
-(the report that added it asks for it there).
+look_back, the page's "heads that read furthest back", is chatlens.inspection's: Python owns the
+rule, and the page's is checked against it.
 
 Run: python3 tests/page/inspect_reference.py  (the node test runs it; no NumPy needed)
 """
@@ -17,32 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "py"))
 
-from chatlens.inspection import by_piece, mean_weights, top_positions  # noqa: E402
-
-RECENT = 4  # the page's RECENT (site/js/views/attention.mjs)
-
-
-def look_back(attention, n=6, *, layer=None, recent=RECENT, top=3):
-    """The heads (of every layer, or of one) whose weight lies furthest back: for each, over positions
-    1 .. P - recent (the first token and the last `recent` positions left out), its weight there,
-    `reach` (each weight times how many positions back from the query P it lies, summed), the mean
-    distance of that weight (reach / weight; 0 with none) and the `top` positions it reads most
-    there; the n with the most reach, most first (equal reach by lower layer, then head)."""
-    layers = list(enumerate(attention)) if layer is None else [(layer, attention[layer])]
-    heads = []
-    for l, rows in layers:
-        for h, row in enumerate(rows):
-            p = len(row) - 1
-            end = max(1, len(row) - recent)
-            weight = math.fsum(row[1:end])
-            reach = math.fsum(row[j] * (p - j) for j in range(1, end))
-            reads = sorted(range(1, end), key=lambda j: (-row[j], j))[:top]
-            heads.append({"layer": l, "head": h, "weight": weight, "reach": reach,
-                          "distance": reach / weight if weight else 0,
-                          "reads": [[j, row[j]] for j in reads]})
-    heads.sort(key=lambda x: (-x["reach"], x["layer"], x["head"]))
-    return heads[:n]
-
+from chatlens.inspection import by_piece, look_back, mean_weights, top_positions  # noqa: E402
 
 def softmax(xs):
     m = max(xs)

@@ -2,7 +2,7 @@
 // the page: the mean weight over heads, each piece's share with or without the first token, the
 // positions most attended to, the heads whose weight lies furthest back, and where the logit lens settles.
 // No DOM. The first four are py/chatlens/inspection.py's mean_weights, by_piece, top_positions and
-// (in tests/page/inspect_reference.py until inspection.py holds it) look_back, written again for
+// look_back, written again for
 // the page: tests/page/attention.test.mjs runs both on the same arrays and asks for equal numbers,
 // bit for bit. Sums are therefore correctly rounded, as Python's math.fsum rounds them (`fsum`):
 // a plain loop's rounding would differ in the last bits and could reorder equal-looking weights.
@@ -129,7 +129,7 @@ export const RECENT = 4;
  * (reach / weight, 0 with none); `reads`, the `top` positions it reads most there, as [position,
  * weight]. The `n` with the most reach, most first (equal reach by lower layer, then head): a head
  * that puts half its weight 40 tokens back outranks one that puts all of it 5 back.
- * look_back in tests/page/inspect_reference.py. */
+ * py/chatlens/inspection.py's look_back (RECENT its RECENT). */
 export function lookBack(attention, n = 6, { layer = null, recent = RECENT, top = 3 } = {}) {
   const layers = layer === null ? attention.map((heads, l) => [l, heads]) : [[layerOf(attention, layer), attention[layer]]];
   const heads = [];
