@@ -78,7 +78,17 @@ def built(tmp_path_factory):
 
 def test_a_stored_model_loads_without_a_download_then_works_with_no_network(playwright, built, tmp_path,
                                                                           python_snapshot):
-    srv = serve(built)
+    """The mirror's model (here a tiny random one, served as `serve` serves the default model: the
+    store, the reload and the offline boot are the point, not its replies; the real model's reply
+    from the store with no network: test_firefox_browser.py's return visit) is stored; a reload reads
+    it from the store; with the server gone and the browser restarted, the page previews and replies
+    as the command line does on the same files."""
+    from chatlens.host.mirror import Mirror
+    from tiny_model import write_tiny_model
+
+    real = prepare_mirror(quiet=True)
+    folder = write_tiny_model(tmp_path / "tiny", real.files["config.json"].parent, seed=11)
+    srv = SiteServer(built, mirror=Mirror.of(real.repo, "tiny-offline", folder=folder, about="a tiny random model")).start()
     profile = tmp_path / "profile"
     visit = Visit(playwright, profile, srv.url, snapshot=(python_snapshot, built))
     page = visit.open()
@@ -101,14 +111,14 @@ def test_a_stored_model_loads_without_a_download_then_works_with_no_network(play
     assert page.evaluate("chatlens.source.origin") == "mirror"
     hi = [{"role": "user", "content": "Hi!"}]
     record = page.evaluate("m => chatlens.preview({messages: m, window: 256})", hi)
-    text = load_text_side(srv.mirror.files[srv.mirror.gguf])
+    text = load_text_side(folder)
     want = chat.preview(text.tokenizer, text.template, system=None, messages=hi, window=256)
     assert record["prompt_ids"] == want.prompt_ids and record["used"] == want.used
     assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
-    reply = page.evaluate("m => chatlens.run({system: 'Be brief.', messages: m, window: 256, maxTokens: 1})", hi)
+    reply = page.evaluate("m => chatlens.run({system: 'Be brief.', messages: m, window: 256, maxTokens: 3})", hi)
     # the stored files (the mirror's Hugging Face folder) give the command line's reply
-    cli = cli_in_process("run", "--window", "256", "--max-tokens", "1", "--system", "Be brief.",
-                         stdin=json.dumps({"messages": hi}), model=srv.mirror.files["config.json"].parent)
+    cli = cli_in_process("run", "--window", "256", "--max-tokens", "3", "--system", "Be brief.",
+                         stdin=json.dumps({"messages": hi}), model=folder)
     assert cli.returncode == 0, cli.stderr
     assert reply["reply_ids"] == json.loads(cli.stdout)["reply_ids"] and reply["backend"].startswith("webgpu: ")
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -116,7 +126,7 @@ def test_a_stored_model_loads_without_a_download_then_works_with_no_network(play
     visit.close()
 
 
-def test_a_new_build_replaces_the_shell_when_the_page_reloads(playwright, tmp_path):
+def test_a_new_build_replaces_the_shell_when_the_page_reloads(playwright, tmp_path, python_snapshot):
     # A checkout of its own, so that a source file can change between two builds.
     checkout = tmp_path / "checkout"
     checkout.mkdir()
@@ -129,7 +139,7 @@ def test_a_new_build_replaces_the_shell_when_the_page_reloads(playwright, tmp_pa
     out = tmp_path / "out"
     site.build_site(out, log=lambda m: None, root=checkout)
     srv = serve(out)
-    visit = Visit(playwright, tmp_path / "profile", srv.url)
+    visit = Visit(playwright, tmp_path / "profile", srv.url, snapshot=(python_snapshot, out))  # same wheels: same snapshot
     try:
         page = visit.open()
         visit.cached()
