@@ -16,11 +16,15 @@ try {
   const page = await open(browser, url, { errors });
   out.boot = { state: await previewsWork(page) };
   out.preview = await job(page, (a) => chatlens.preview(a), { system, messages, window: win }, MINUTES);
-  // Firefox's only adapter here is a fallback (CPU) one: `auto` passes it over, so the page was
-  // asked for WebGPU by name (firefox.mjs).
+  // The adapter, as the page's device rule reads it (site/js/worker/device.mjs): the test applies
+  // chatlens.device's rule to it. (Firefox's only adapter here is a fallback (CPU) one, which
+  // `auto` passes over: the page was asked for WebGPU by name, firefox.mjs.)
   out.adapter = await job(page, async () => {
     const a = await navigator.gpu?.requestAdapter();
-    return a ? { fallback: a.info?.isFallbackAdapter ?? a.isFallbackAdapter ?? null } : null;
+    if (!a) return null;
+    const info = a.info ?? {};
+    return { fallback: info.isFallbackAdapter ?? a.isFallbackAdapter ?? false, vendor: info.vendor ?? "",
+             architecture: info.architecture ?? "", device: info.device ?? "", description: info.description ?? "" };
   }, null, MINUTES);
 
   // Download, as a learner presses it; persist() waits on a prompt nobody answers.
