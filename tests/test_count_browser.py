@@ -15,8 +15,18 @@ pytestmark = pytest.mark.browser
 BOOK = "Tell me the whole story of the printing press, step by step. " * 16_400  # about a million characters
 
 
+_COUNTED = {}  # (content, window) -> CPython's figures: the book is counted once a module, not once a test
+
+
 def exact_figures(text_side, content, window_size=8192):
     """The figures CPython counts for the same Turn (the template's default system prompt)."""
+    key = (id(text_side), content, window_size)
+    if key not in _COUNTED:
+        _COUNTED[key] = _count(text_side, content, window_size)
+    return _COUNTED[key]
+
+
+def _count(text_side, content, window_size):
     steps = window.counting(text_side.tokenizer, text_side.template, system=None,
                             messages=[{"role": "user", "content": content}], window=window_size,
                             reserve=96)
