@@ -28,7 +28,7 @@ SENT = ["Hi! My name is Priya.", LONG_1, "Give me one tip for sleeping better.",
 DRAFT = "What is my name? And what did I ask you about printing, and who built the first press in Mainz?"
 
 
-def test_boots_from_the_local_build_with_no_request_leaving_the_server(app):
+def test_boots_from_the_local_build_with_no_request_leaving_the_server(app, text_side):
     page = app.open()
     assert page.evaluate("crossOriginIsolated") is True
     info = page.evaluate("chatlens.ready")
@@ -47,13 +47,22 @@ def test_boots_from_the_local_build_with_no_request_leaving_the_server(app):
     # the text side only: the model's small files, no weights
     assert not [u for u in urls if u.endswith((".safetensors", ".gguf"))]
     record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Who are you?'}], window: 1024})")
-    assert [(p["label"], p["count"]) for p in record["pieces"]] == [
-        ("system (template default)", 21), ("new message", 9), ("generation header", 4)]
+    want = cpython_preview(text_side, "Who are you?")  # the same files read by CPython's chatlens
+    assert [p["label"] for p in record["pieces"]] == ["system (template default)", "new message", "generation header"]
+    assert [(p["label"], p["count"]) for p in record["pieces"]] == [(p["label"], p["count"]) for p in want.pieces]
     assert record["reserve"] == record["max_tokens"] == 96  # the page's reply limit, given by the API
     assert record["prompt_text"].endswith("<|im_start|>user\nWho are you?<|im_end|>\n<|im_start|>assistant\n")
     error = page.evaluate("chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 1024})"
                           ".then(() => null, e => [e.name, e.message])")
     assert error == ["ChatlensError", "the model's weights are not loaded yet: replies need them"]
+
+
+def cpython_preview(text, message, window=1024):
+    """What CPython's chatlens says the model reads for one message (the template's default system
+    prompt), on a text side read from the same files as the page's."""
+    from chatlens.chat import preview
+
+    return preview(text.tokenizer, text.template, system=None, messages=[{"role": "user", "content": message}], window=window)
 
 
 SNAPSHOTS = "python-snapshot"  # site/js/worker/python.mjs
@@ -390,8 +399,12 @@ def test_a_broken_source_shows_the_error(app, where):
 def test_a_worker_that_cannot_start_fails_ready_and_calls_at_once(app):
     app.context.route("**/js/worker/worker.mjs", lambda route: route.fulfill(status=404, body="not found"))
     page = app.open(ready=False)
+    # Once the page says the worker failed (the event), chatlens.ready has settled and a call
+    # settles at once: a promise still pending after the jobs already queued (a 0 ms timer runs
+    # after them) never would.
+    page.wait_for_function("() => document.getElementById('status').dataset.state === 'error'", timeout=BOOT_MS)
     settle = """p => Promise.race([p.then(() => 'resolved', e => e.message),
-                                   new Promise(r => setTimeout(() => r('still pending'), 5000))])"""
+                                   new Promise(r => setTimeout(() => r('still pending')))])"""
     error = page.evaluate(f"({settle})(chatlens.ready)")
     assert "worker failed to start" in error and "js/worker/worker.mjs" in error, error
     preview = page.evaluate(f"({settle})(chatlens.preview({{messages: [{{role: 'user', content: 'Hi'}}]}}))")
@@ -428,6 +441,8 @@ def test_model_urls_name_a_gguf_or_a_hugging_face_folder(app):
 def test_without_a_mirror_the_page_reads_the_pinned_revision_on_the_hub(browser, server):
     """A static deployment has no models/manifest.json: the text side comes from Hugging Face at
     the pinned revision. The Hub is played here by a route that answers from the local export."""
+    from chatlens.source import load_text_side
+
     bare = SiteServer(server.root).start()  # the same build, no mirror
     folder = server.mirror.files["tokenizer.json"].parent
     hub = f"https://huggingface.co/{chatlens_hub.INSTRUCT.repo}/resolve/{chatlens_hub.INSTRUCT.revision}/"
@@ -452,7 +467,7 @@ def test_without_a_mirror_the_page_reads_the_pinned_revision_on_the_hub(browser,
         assert sorted(asked) == sorted(hub + n for n in
                                        ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"])
         record = page.evaluate("chatlens.preview({messages: [{role: 'user', content: 'Who are you?'}], window: 1024})")
-        assert record["used"] == 34
+        assert record["used"] == cpython_preview(load_text_side(folder), "Who are you?").used  # the Hub's files, read by CPython
         assert not a.errors
     finally:
         a.close()
