@@ -47,6 +47,13 @@ def first_token(page, text):
         [...document.querySelectorAll('#compare-grid .compare-cell[data-state=writing] .compare-reply')].some((r) => r.textContent)""", arg=text)
 
 
+def draft_saved(page, text):
+    """Until the comparison's box holds `text` as the page keeps it for the next visit (page/prefs.mjs
+    DRAFTS_KEY, written after a pause in typing)."""
+    page.wait_for_function("(t) => { try { return JSON.parse(localStorage.getItem('chatlens.drafts')).compare === t; } "
+                           "catch { return false; } }", arg=text)
+
+
 def reload(app):
     """The page again, as a reload brings it (the test's cap set again)."""
     app.page.reload()
@@ -78,14 +85,14 @@ def states(page):
 
 
 @pytest.fixture(scope="module")
-def first_visit(browser, server):
+def first_visit(browser, server, python_snapshot):
     """The page on its default model with nothing stored, in Base vs instruct; no base in the
     mirror, so the base's source is the Hub, which cannot be reached from here."""
     from webapp import App
 
     before = server.mirror.base_model
     server.mirror.base_model = None
-    a = App(browser, server)
+    a = App(browser, server, snapshot=python_snapshot)  # a fresh profile whose pages start Python from the snapshot
     a.context.add_init_script(COMPARE_MODE)
     a.open()
     yield a
@@ -144,7 +151,7 @@ def test_the_base_download_where_the_hub_cannot_be_reached_says_so_plainly(first
 
 
 @pytest.fixture(scope="module")
-def both(browser, server):
+def both(browser, server, python_snapshot):
     """The page on a tiny instruct, with a tiny stand-in base beside it, both stored, in Base vs instruct."""
     from chatlens.host.mirror import base_mirror
     from tiny_model import write_tiny_model
@@ -156,7 +163,7 @@ def both(browser, server):
     (folder / "README.md").write_text("# A stand-in for SmolLM2-135M: a tiny random model (test_experiment_browser)\n")
     before = server.mirror.base_model
     server.mirror.base_model = base_mirror(folder)
-    a = App(browser, server)
+    a = App(browser, server, snapshot=python_snapshot)  # a fresh profile whose pages start Python from the snapshot
     a.context.add_init_script(COMPARE_MODE)
     page = a.open(f"?model={server.url}tiny-exp/instruct/")
     page.evaluate("chatlens.downloadModel()")
@@ -289,8 +296,8 @@ def test_the_comparison_survives_a_reload_and_says_when_leaving_the_mode_stopped
 
     # a message typed and not sent is kept too
     page.fill("#compare-text", "A draft, not sent")
-    page.wait_for_timeout(400)  # saved after a pause in typing
+    draft_saved(page, "A draft, not sent")  # saved after a pause in typing
     reload(both)
     assert page.input_value("#compare-text") == "A draft, not sent"
     page.fill("#compare-text", LESSON)
-    page.wait_for_timeout(400)
+    draft_saved(page, LESSON)
