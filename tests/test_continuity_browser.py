@@ -17,7 +17,7 @@ import re
 import pytest
 
 from conftest import cli_in_process
-from webapp import SHOTS, App  # the `server`, `browser` and `python_snapshot` fixtures: tests/conftest.py
+from webapp import SHOTS, App, slow_gpu  # the `server`, `browser` and `python_snapshot` fixtures: tests/conftest.py
 
 pytestmark = pytest.mark.browser
 
@@ -56,24 +56,6 @@ def deep(server):
     folder = write_tiny_model(server.root / "tiny-continuity" / "deep", server.mirror.files["config.json"].parent,
                               seed=5, n_layers=16)
     return folder, f"{server.url}tiny-continuity/deep/"
-
-
-SLOW_GPU = """(ms) => {
-    // Each GPU completion this worker waits for (work done, a readback mapped) comes `ms` later.
-    const later = (p) => p.then((v) => new Promise((resolve) => setTimeout(() => resolve(v), ms)));
-    const done = GPUQueue.prototype.onSubmittedWorkDone;
-    GPUQueue.prototype.onSubmittedWorkDone = function () { return later(done.call(this)); };
-    const map = GPUBuffer.prototype.mapAsync;
-    GPUBuffer.prototype.mapAsync = function (...args) { return later(map.apply(this, args)); };
-}"""
-
-
-def slow_gpu(page, ms=150):
-    """The page's worker, its model on the GPU, waits `ms` longer for each GPU completion: a slow GPU
-    on any adapter (a part of a step, a token, each then takes at least that long)."""
-    page.wait_for_function("() => chatlens.status.state === 'ready'", timeout=TURN_MS)
-    worker = next(w for w in page.workers if w.url.endswith("/worker/worker.mjs"))
-    worker.evaluate(SLOW_GPU, ms)
 
 
 def metas(page):

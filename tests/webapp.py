@@ -188,6 +188,26 @@ class App:
         self.context.close()
 
 
+# A GPU slow enough to watch a reply's progress, or to act in the middle of a read, on any adapter
+# (tests/README.md: wait for events, never for time).
+SLOW_GPU = """(ms) => {
+    // Each GPU completion this worker waits for (work done, a readback mapped) comes `ms` later.
+    const later = (p) => p.then((v) => new Promise((resolve) => setTimeout(() => resolve(v), ms)));
+    const done = GPUQueue.prototype.onSubmittedWorkDone;
+    GPUQueue.prototype.onSubmittedWorkDone = function () { return later(done.call(this)); };
+    const map = GPUBuffer.prototype.mapAsync;
+    GPUBuffer.prototype.mapAsync = function (...args) { return later(map.apply(this, args)); };
+}"""
+
+
+def slow_gpu(page, ms=150):
+    """The page's worker, its model on the GPU, waits `ms` longer for each GPU completion: a slow GPU
+    on any adapter (a part of a step, a token, each then takes at least that long)."""
+    page.wait_for_function("() => chatlens.status.state === 'ready'", timeout=300_000)  # the weights on the GPU
+    worker = next(w for w in page.workers if w.url.endswith("/worker/worker.mjs"))
+    worker.evaluate(SLOW_GPU, ms)
+
+
 def cli_run(messages, window, preset):
     """Start `python -m chatlens run` for the same conversation: the reference the page must
     match. It runs while the browser works; call the result to wait for its turn record."""
