@@ -40,6 +40,10 @@ def both_stored(a, server, base, query=""):
     return page
 
 
+LOST = "the GPU device was lost"  # the worker's status when it puts the weights on a new device (worker/placement.mjs)
+BASE_BESIDE = "loading the base model's weights beside the instruct model's"  # its status as the base goes back on
+
+
 COMPARE = """([text, maxTokens, topK]) => {
     const streamed = [], prompts = [];
     return chatlens.compare({text, maxTokens, topK}, {
@@ -84,9 +88,21 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
         assert len(cells[0]["reply_ids"]) >= 2 and all(c["reply_ids"] == [] for c in cells[1:])
         assert page.evaluate("chatlens.writing") is False
 
-        # a lost GPU (as a driver reset: both models' devices): the next comparison puts both back
+        # a lost GPU (as a driver reset: both models' devices): the next comparison puts both back.
+        # The statuses prove the loss happened (as test_robust_browser's do): a comparison equal to
+        # CPython's would hold as well if loseGpu() had lost nothing.
+        page.evaluate("""() => {
+            window.__statuses = [];
+            chatlens.onStatus((s) => window.__statuses.push({...s}));
+        }""")
         page.evaluate("chatlens.loseGpu()")
+        page.wait_for_function(f"() => window.__statuses.some(s => s.detail.startsWith('{LOST}')) && "
+                               "chatlens.status.state === 'ready'", timeout=120_000)
         assert_same_comparison(page.evaluate(COMPARE, [TEXT, 3, 3])["out"], want)
+        states = page.evaluate("window.__statuses")
+        lost = next(i for i, s in enumerate(states) if s["detail"].startswith(LOST))
+        assert any("uploading the weights" in s["detail"] for s in states[lost:]), states  # the instruct's, on a new device
+        assert any(s["detail"] == BASE_BESIDE for s in states[lost:]), states  # and the base's again beside them
 
         # the base deleted: the comparison asks for it, the instruct's chat still works
         base_id = page.evaluate("chatlens.downloads.base()")["status"]["id"]
