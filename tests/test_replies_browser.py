@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from webapp import App  # the `server`, `browser` and `python_snapshot` fixtures: tests/conftest.py
+from webapp import App, slow_gpu  # the `server`, `browser` and `python_snapshot` fixtures: tests/conftest.py
 from conftest import cli_in_process, load_once
 
 pytestmark = pytest.mark.browser
@@ -52,10 +52,10 @@ def page_run(page, messages, max_tokens, window=256, system=SYSTEM):
     }""", [messages, max_tokens, window, system])
 
 
-def test_replies_in_the_page_equal_the_cli_a_second_turn_reuses_the_cache_and_stop_keeps_a_partial_reply(
-        browser, server, python_snapshot):
-    """One page, four turns on the mirror's Hugging Face folder (bf16): each is compared with the
-    command line on the same folder."""
+def test_replies_in_the_page_equal_the_cli_and_a_second_turn_reuses_the_cache(browser, server, python_snapshot):
+    """One page, two turns on the mirror's Hugging Face folder (bf16): each is compared with the
+    command line on the same folder, and the second's reuse with `chatlens chat`'s. (The Stop
+    button's partial reply and the turn after it: test_the_reply_controls_on_a_plain_host.)"""
     app = App(browser, server, snapshot=python_snapshot)
     try:
         page = open_with_the_model(app, "?jspi=off")
@@ -85,27 +85,6 @@ def test_replies_in_the_page_equal_the_cli_a_second_turn_reuses_the_cache_and_st
         assert [rec["reply_text"], again["reply_text"]] == [eval(r) for r in replies]  # /show prints repr()
         app.shot("reply-in-the-page")
 
-        # Through the page: Stop halts the reply and keeps what it wrote; the next turn goes on.
-        page.click("#new-conversation")
-        page.select_option("#preset", "custom")
-        page.fill("#custom-system", SYSTEM)
-        page.select_option("#window", "256")
-        page.fill("#draft", "Tell me a story about a lighthouse.")
-        page.press("#draft", "Enter")
-        page.wait_for_selector("#stop:not([hidden])")
-        page.wait_for_function("() => document.querySelector('#chat .msg.assistant.is-streaming .content')?.textContent.length > 0",
-                               timeout=TURN_MS)
-        page.click("#stop")
-        page.wait_for_selector("#chat .msg.assistant:not(.is-streaming) .meta", timeout=TURN_MS)
-        assert "stopped" in page.text_content("#chat .msg.assistant .meta")
-        assert page.is_hidden("#stop")
-        partial = page.text_content("#chat .msg.assistant .content")
-        assert partial
-        app.shot("reply-stopped")
-        history = [{"role": "user", "content": "Tell me a story about a lighthouse."}, {"role": "assistant", "content": partial},
-                   {"role": "user", "content": "Thanks."}]
-        nxt = page_run(page, history, 1)["record"]
-        assert nxt["reply_ids"] == cli_record(folder, history, 1)["reply_ids"] and nxt["reused_tokens"] > 0
     finally:
         app.close()
 
@@ -114,7 +93,7 @@ LONG = " ".join(["The lighthouse keeper counted the ships that passed the rocks 
                  " in a book."] * 14)  # several prompt chunks of the GPU program
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def plain_server(server):
     """The same site and mirror served without cross-origin isolation (no COOP/COEP headers)."""
     from chatlens.host.serve import SiteServer
@@ -125,10 +104,10 @@ def plain_server(server):
     srv.server_close()
 
 
-def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli_and_stops_when_asked(browser, plain_server, gguf_path,
-                                                                                      python_snapshot):
-    from chatlens.chat import ChatSession
-
+def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli(browser, plain_server, python_snapshot):
+    """The real model's GGUF (Q4_1, its own kernels) read by a page without cross-origin isolation
+    replies as the command line does on the same file. (The reply controls on such a host:
+    test_the_reply_controls_on_a_plain_host.)"""
     mirror = plain_server.mirror
     app = App(browser, plain_server, snapshot=python_snapshot)
     try:
@@ -139,58 +118,7 @@ def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli_and_stops_when_
         want = cli_record(mirror.files[mirror.gguf], first, 3)
         assert rec["reply_ids"] == want["reply_ids"] and rec["reply_text"] == want["reply_text"]
 
-        # Stop right after the first token: exactly that token is kept, the record says stopped,
-        # and the next turn reuses what the command line's chat session reuses for that history.
-        second = first + [{"role": "assistant", "content": rec["reply_text"]}, {"role": "user", "content": "And you?"}]
-        got = page.evaluate("""([messages, system]) => {
-            const streamed = [], stopper = new AbortController();
-            return chatlens.run({system, messages, window: 256, maxTokens: 3}, {signal: stopper.signal, onToken: (t) => {
-                if (streamed.push(t) === 1) stopper.abort();
-            }}).then((record) => ({record, streamed}));
-        }""", [second, SYSTEM])
-        stopped = got["record"]
-        assert stopped["stop_reason"] == "stopped" and len(stopped["reply_ids"]) == 1
-        assert [t["id"] for t in got["streamed"] if t["id"] >= 0] == stopped["reply_ids"]
-        session = ChatSession(load_once(gguf_path), window=256, max_tokens=3, system=SYSTEM)
-        session.send("Hi!")
-        asked = iter([True])
-        assert session.send("And you?", should_stop=lambda: next(asked)).reply_ids == stopped["reply_ids"]
-        third = second + [{"role": "assistant", "content": stopped["reply_text"]}, {"role": "user", "content": "Bye."}]
-        preview = page.evaluate("(args) => chatlens.preview(args)", {"system": SYSTEM, "messages": third, "window": 256})
-        assert preview["reused_tokens"] == session.preview("Bye.").reused_tokens > 0
-
-        # Stop while a long prompt is read: the reply ends within a part of the first chunk, with
-        # no reply token; a preview asked meanwhile is answered while the reply is being written.
-        page.fill("#draft", LONG)
-        page.press("#draft", "Enter")
-        page.wait_for_function("() => document.querySelector('#chat .msg.assistant.is-streaming .meta')?.textContent"
-                               ".startsWith('reading the prompt')", timeout=TURN_MS)
-        assert page.text_content("#status-text") == "Writing a reply"
-        during = page.evaluate("""(args) => chatlens.preview(args).then((r) => ({used: r.used, writing: chatlens.writing}))""",
-                               {"system": SYSTEM, "messages": [{"role": "user", "content": "Hello"}], "window": 256})
-        assert during["writing"] is True and during["used"] > 0
-        page.click("#stop")
-        page.wait_for_selector("#chat .msg.assistant:not(.is-streaming) .meta", timeout=TURN_MS)
-        assert "stopped" in page.text_content("#chat .msg.assistant .meta")
-        assert page.text_content("#chat .msg.assistant .content") == ""
-        assert page.evaluate("chatlens.writing") is False
-
-        # New conversation during a reply stops it; the next message sends at once.
-        page.fill("#draft", LONG)
-        page.press("#draft", "Enter")
-        page.wait_for_function("() => chatlens.writing && document.querySelector('#chat .msg.assistant.is-streaming')",
-                               timeout=TURN_MS)
-        page.click("#new-conversation")
-        page.wait_for_function("() => !chatlens.writing && document.querySelectorAll('#chat .msg').length === 0",
-                               timeout=TURN_MS)
-        assert page.is_enabled("#send")
-        page.fill("#draft", "Hello again.")
-        page.press("#draft", "Enter")
-        page.wait_for_function("() => chatlens.writing && document.querySelectorAll('#chat .msg.user').length === 1",
-                               timeout=TURN_MS)
-        page.click("#stop")
-        page.wait_for_function("() => !chatlens.writing", timeout=TURN_MS)
-        app.shot("reply-controls")
+        app.shot("reply-gguf-plain-host")
     finally:
         app.close()
 
@@ -248,3 +176,103 @@ def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_or_be
     assert got["idle"] == {"name": "AbortError", "writing": False}
     assert got["whole"] == want and got["waited"]["stop"] == "stopped" and got["waited"]["ids"] == []
     assert got["writingAfter"] is False
+
+
+def test_the_reply_controls_on_a_plain_host(browser, plain_server, python_snapshot, tiny):
+    """The tiny model on a page without cross-origin isolation (JSPI hidden), its GPU made slow
+    (webapp.slow_gpu): Stop right after the first token keeps exactly it; the Stop button keeps a
+    partial reply, and the next turn goes on from it as the command line does; Stop while a long
+    prompt is read ends the reply with no token, a preview asked meanwhile answered; New
+    conversation during a reply stops it and the next message sends at once."""
+    from chatlens.chat import ChatSession
+
+    folder, _ = tiny
+    app = App(browser, plain_server, snapshot=python_snapshot)
+    try:
+        page = open_with_the_model(app, f"?jspi=off&model={plain_server.url}tiny-replies/model/")
+        assert page.evaluate("crossOriginIsolated") is False
+        first = [{"role": "user", "content": "Hi!"}]
+        rec = page_run(page, first, 3)["record"]
+        assert rec["reply_ids"] == cli_record(folder, first, 3)["reply_ids"]
+
+        # Stop right after the first token: exactly that token is kept, the record says stopped,
+        # and the next turn reuses what the command line's chat session reuses for that history.
+        second = first + [{"role": "assistant", "content": rec["reply_text"]}, {"role": "user", "content": "And you?"}]
+        got = page.evaluate("""([messages, system]) => {
+            const streamed = [], stopper = new AbortController();
+            return chatlens.run({system, messages, window: 256, maxTokens: 3}, {signal: stopper.signal, onToken: (t) => {
+                if (streamed.push(t) === 1) stopper.abort();
+            }}).then((record) => ({record, streamed}));
+        }""", [second, SYSTEM])
+        stopped = got["record"]
+        assert stopped["stop_reason"] == "stopped" and len(stopped["reply_ids"]) == 1
+        assert [t["id"] for t in got["streamed"] if t["id"] >= 0] == stopped["reply_ids"]
+        session = ChatSession(load_once(folder), window=256, max_tokens=3, system=SYSTEM)
+        session.send("Hi!")
+        asked = iter([True])
+        assert session.send("And you?", should_stop=lambda: next(asked)).reply_ids == stopped["reply_ids"]
+        third = second + [{"role": "assistant", "content": stopped["reply_text"]}, {"role": "user", "content": "Bye."}]
+        preview = page.evaluate("(args) => chatlens.preview(args)", {"system": SYSTEM, "messages": third, "window": 256})
+        assert preview["reused_tokens"] == session.preview("Bye.").reused_tokens > 0
+
+        # Through the page: the Stop button halts the reply and keeps what it wrote; the next turn goes on.
+        slow_gpu(page, ms=500)  # each GPU completion half a second later: a reply to stop, a read to stop in
+        page.click("#new-conversation")
+        page.select_option("#preset", "custom")
+        page.fill("#custom-system", SYSTEM)  # the page's default window: room for LONG below
+        page.fill("#draft", "Tell me a story about a lighthouse.")
+        page.press("#draft", "Enter")
+        page.wait_for_selector("#stop:not([hidden])")
+        page.wait_for_function("() => document.querySelector('#chat .msg.assistant.is-streaming .content')?.textContent.length > 0",
+                               timeout=TURN_MS)
+        page.click("#stop")
+        page.wait_for_selector("#chat .msg.assistant:not(.is-streaming) .meta", timeout=TURN_MS)
+        assert "stopped" in page.text_content("#chat .msg.assistant .meta")
+        assert page.is_hidden("#stop")
+        partial = page.text_content("#chat .msg.assistant .content")
+        assert partial
+        app.shot("reply-stopped")
+        history = [{"role": "user", "content": "Tell me a story about a lighthouse."}, {"role": "assistant", "content": partial},
+                   {"role": "user", "content": "Thanks."}]
+        nxt = page_run(page, history, 1)["record"]
+        assert nxt["reply_ids"] == cli_record(folder, history, 1)["reply_ids"] and nxt["reused_tokens"] > 0
+
+        # Stop while a long prompt is read: the reply ends within a part of the first chunk, with
+        # no reply token; a preview asked meanwhile is answered while the reply is being written.
+        page.click("#new-conversation")
+        page.wait_for_function("() => document.querySelectorAll('#chat .msg').length === 0")
+        page.fill("#draft", LONG)
+        page.press("#draft", "Enter")
+        page.wait_for_function("() => document.querySelector('#chat .msg.assistant.is-streaming .meta')?.textContent"
+                               ".startsWith('reading the prompt')", timeout=TURN_MS)
+        assert page.text_content("#status-text") == "Writing a reply"
+        during = page.evaluate("""(args) => chatlens.preview(args).then((r) => ({used: r.used, writing: chatlens.writing}))""",
+                               {"system": SYSTEM, "messages": [{"role": "user", "content": "Hello"}], "window": 256})
+        hello = page.evaluate("(args) => chatlens.preview(args)",
+                              {"system": SYSTEM, "messages": [{"role": "user", "content": "Hello"}], "window": 256})
+        assert during["writing"] is True and during["used"] == hello["used"]
+        page.click("#stop")
+        page.wait_for_selector("#chat .msg.assistant:not(.is-streaming) .meta", timeout=TURN_MS)
+        assert "stopped" in page.text_content("#chat .msg.assistant .meta")
+        assert page.text_content("#chat .msg.assistant .content") == ""
+        assert page.evaluate("chatlens.writing") is False
+
+        # New conversation during a reply stops it; the next message sends at once.
+        page.fill("#draft", LONG)
+        page.press("#draft", "Enter")
+        page.wait_for_function("() => chatlens.writing && document.querySelector('#chat .msg.assistant.is-streaming')",
+                               timeout=TURN_MS)
+        page.click("#new-conversation")
+        page.wait_for_function("() => !chatlens.writing && document.querySelectorAll('#chat .msg').length === 0",
+                               timeout=TURN_MS)
+        assert page.is_enabled("#send")
+        page.fill("#draft", "Hello again.")
+        page.press("#draft", "Enter")
+        page.wait_for_function("() => chatlens.writing && document.querySelectorAll('#chat .msg.user').length === 1",
+                               timeout=TURN_MS)
+        page.click("#stop")
+        page.wait_for_function("() => !chatlens.writing", timeout=TURN_MS)
+        app.shot("reply-controls")
+    finally:
+        app.close()
+    assert not app.errors, app.errors
