@@ -120,6 +120,8 @@ def test_a_candidate_picked_branches_there_and_keep_makes_it_the_reply_the_next_
     assert "chosen by hand at token 2" in page.text_content("#reads .reply-title")
     assert "chosen by hand" in page.text_content("#chat .msg.assistant:last-of-type")
     assert ids_of(page, "#reads .reply-tokens .tok") == want["branch_ids"]
+    # every step of the kept reply has its candidates (the reply's up to the step, the branch's after): it branches again
+    assert page.locator("#reads .reply-tokens .tok[data-step]").count() == len(want["branch_ids"])
     # the next turn reads the branch: its prompt is what the command line renders after it
     send(page, SECOND)
     page.click("#reads-tab-tokens")
@@ -162,7 +164,7 @@ def test_what_cannot_be_done_is_said_in_a_sentence(page, first):
     assert said == f"step {n + 3} is out of range: the reply has {n} tokens, so steps 0 to {n}"
 
 
-def test_on_a_phone_the_step_box_fits(page):
+def test_on_a_phone_the_step_box_fits(page, first):
     page.set_viewport_size({"width": 390, "height": 844})
     try:
         page.locator("#reads .reply-tokens .tok").nth(0).click()
@@ -175,6 +177,20 @@ def test_on_a_phone_the_step_box_fits(page):
         page.screenshot(path=str(SHOTS / "inspect-tiny-390.png"), full_page=True)
     finally:
         page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_the_drafts_predicted_first_token_is_inspected_from_the_prediction(page, tiny):
+    page.click("#new-conversation")
+    draft = "Why is grass green?"
+    page.fill("#draft", draft)
+    page.wait_for_selector("#prediction.is-done")
+    page.click("#prediction")
+    view = page.wait_for_selector("#step-box .inspect[aria-label='Inspection of the first token of a reply to this draft']")
+    want = cli("inspect", {"messages": [{"role": "user", "content": draft}], "reply_ids": []}, "--step", "0", tiny=tiny)
+    assert int(view.get_attribute("data-position")) == want["position"] == len(want["prompt_ids"]) - 1
+    predicted = page.eval_on_selector_all("#prediction tbody tr", "rs => rs.map(r => Number(r.dataset.id))")
+    assert predicted[0] == want["chosen_id"]
+    page.fill("#draft", "")
 
 
 def test_look_inside_runs_the_pirate_case_in_one_click_and_completes_from_its_numbers(page, tiny):

@@ -288,6 +288,7 @@ export function setUpStepActions(page) {
     const { turn } = b.where;
     if (!state.live.turns.includes(turn) || state.live.turns.at(-1) !== turn) return say("That turn is no longer the conversation's last.", "error");
     if (state.writing) return say("A reply is being written: the branch can be kept once it ends.", "error");
+    if (turn.record !== b.where.record) return say("That reply changed since the branch was made (another branch was kept): branch it again.", "error");
     const step = b.model.step;
     shown.branch = null;
     shown.inspection = null;
@@ -361,9 +362,17 @@ export function setUpStepActions(page) {
     // the panel drew another reply: the idle line follows it
     if (!shown.inspection && !shown.branch) draw();
     markByHand(state);
+    offerDraft();
   });
   draw();
   return { name, inspect, branch, say, box };
+}
+
+/** The draft's prediction, once made, offers its own inspection (a click anywhere in it asks). */
+function offerDraft() {
+  const box = document.querySelector("#prediction.is-done");
+  if (!box || box.querySelector(".prediction-inspect")) return;
+  box.append(el("button", { type: "button", class: "prediction-inspect", text: "Where it would look, and how it would choose" }));
 }
 
 /** A reply kept from a branch says so where it is drawn: a badge on its view's title, and one on
