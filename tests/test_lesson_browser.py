@@ -140,9 +140,11 @@ def test_the_by_hand_code_is_the_lessons_program_and_prints_what_cpython_prints(
 # The chat side's run, replaced: SwiftShader takes minutes for the real model's step, and what is
 # tested here is which system prompt the run is asked for and what the note says of it. The record
 # is the worker's own preview of the same arguments, with a one-token reply whose probability the
-# note quotes.
+# note quotes. The pages are the module's (desk, phone): the test puts the real run back (UNSTUB_RUN)
+# however it ends, so no later test reads the stub's replies.
 STUB_RUN = """([id, p]) => {
     window.lessonRuns = [];
+    window.lessonRealRun ??= chatlens.run;
     chatlens.run = async (args) => {
         const {topK, maxTokens, ...turn} = args;
         window.lessonRuns.push(turn);
@@ -152,6 +154,11 @@ STUB_RUN = """([id, p]) => {
                 top_k_tokens: [['The', '<|im_end|>']], top_k_bytes: null};
     };
 }"""
+UNSTUB_RUN = """() => {
+    if (window.lessonRealRun) chatlens.run = window.lessonRealRun;
+    delete window.lessonRealRun;
+    return !String(chatlens.run).includes('lessonRuns'); // the stub's own source names its list
+}"""
 
 
 def test_plain_text_names_the_system_prompt_the_lessons_figure_was_not_measured_with(desk, phone, tokenizer):
@@ -159,34 +166,38 @@ def test_plain_text_names_the_system_prompt_the_lessons_figure_was_not_measured_
     assert len(the) == 1
     for app in (desk, phone):
         page = app.page
-        page.click("#mode-plain")
-        page.select_option("#preset", "date")
-        page.fill("#plain-text", FRANCE)
-        page.evaluate(STUB_RUN, [the[0], 0.19])
-        shown = page.evaluate("async () => (await import('./js/views/why.mjs')).percent(0.19)")
-        page.click("#plain-as-chat")
-        page.wait_for_selector(".lesson-note[data-lesson=chat]")
-        note = page.text_content(".lesson-note[data-lesson=chat]")
-        runs = page.evaluate("window.lessonRuns")
-        assert runs[-1]["preset"] == "date"
-        system = page.evaluate("async (t) => (await chatlens.preview(t)).system", runs[-1])
-        assert system == presets.system_for("date")  # the Today's date prompt, as CPython states it today
-        assert "Today's date system prompt" in note and system in note and f"this reply gives it {shown}" in note
-        assert "template's default system prompt" in note and "bit" not in note and "rounding" not in note
-        shot(app, f"plain-other-system-{'phone' if app is phone else 'desktop'}", "#reads")
-        # the lesson's run: the same words with the template's default system prompt
-        page.click(".lesson-note .lesson-run")
-        page.wait_for_function("() => document.querySelector('.lesson-note[data-lesson=chat]') && "
-                               "!document.querySelector('.lesson-note[data-lesson=chat]').dataset.system")
-        runs = page.evaluate("window.lessonRuns")
-        assert runs[-1]["preset"] == "none" and "custom" not in runs[-1]
-        assert page.evaluate("async (t) => (await chatlens.preview(t)).system", runs[-1]) is None
-        note = page.text_content(".lesson-note[data-lesson=chat]")
-        assert "reports 83% for “The”" in note and "with the same system prompt (the template's default)" in note
-        assert "4-bit weights (Q4_1)" in note
-        shot(app, f"plain-lesson-run-{'phone' if app is phone else 'desktop'}", "#reads")
-        page.select_option("#preset", "none")
-        page.click("#mode-live")
+        try:
+            page.click("#mode-plain")
+            page.select_option("#preset", "date")
+            page.fill("#plain-text", FRANCE)
+            page.evaluate(STUB_RUN, [the[0], 0.19])
+            shown = page.evaluate("async () => (await import('./js/views/why.mjs')).percent(0.19)")
+            page.click("#plain-as-chat")
+            page.wait_for_selector(".lesson-note[data-lesson=chat]")
+            note = page.text_content(".lesson-note[data-lesson=chat]")
+            runs = page.evaluate("window.lessonRuns")
+            assert runs[-1]["preset"] == "date"
+            system = page.evaluate("async (t) => (await chatlens.preview(t)).system", runs[-1])
+            assert system == presets.system_for("date")  # the Today's date prompt, as CPython states it today
+            assert "Today's date system prompt" in note and system in note and f"this reply gives it {shown}" in note
+            assert "template's default system prompt" in note and "bit" not in note and "rounding" not in note
+            shot(app, f"plain-other-system-{'phone' if app is phone else 'desktop'}", "#reads")
+            # the lesson's run: the same words with the template's default system prompt
+            page.click(".lesson-note .lesson-run")
+            page.wait_for_function("() => document.querySelector('.lesson-note[data-lesson=chat]') && "
+                                   "!document.querySelector('.lesson-note[data-lesson=chat]').dataset.system")
+            runs = page.evaluate("window.lessonRuns")
+            assert runs[-1]["preset"] == "none" and "custom" not in runs[-1]
+            assert page.evaluate("async (t) => (await chatlens.preview(t)).system", runs[-1]) is None
+            note = page.text_content(".lesson-note[data-lesson=chat]")
+            assert "reports 83% for “The”" in note and "with the same system prompt (the template's default)" in note
+            assert "4-bit weights (Q4_1)" in note
+            shot(app, f"plain-lesson-run-{'phone' if app is phone else 'desktop'}", "#reads")
+            page.select_option("#preset", "none")
+            page.click("#mode-live")
+        finally:
+            put_back = page.evaluate(UNSTUB_RUN)  # the real chatlens.run again, whatever failed above
+        assert put_back
 
 
 # -- "Who are you?" only as a conversation's first message -----------------------------------------------------
