@@ -5,7 +5,7 @@
 //
 // The cases, as the lesson tells them:
 //   pirate   Pirate, "Who are you?" first in a conversation: the name comes from the system prompt
-//   dropped  256 tokens, "What is my name?" once the turn with the name was dropped: the name it
+//   dropped  the smallest window, "What is my name?" once the turn with the name was dropped: the name it
 //            gives is made up, since nothing it reads holds one (the lesson tells it with Be brief;
 //            this copy's recording drops the turn with no system prompt, so the case uses that)
 //   year     Today's date, "What year is it?": the year is copied from the date in the system prompt
@@ -36,13 +36,13 @@ export const CASES = [
     id: "dropped",
     title: "A name made up",
     preset: "none",
-    window: 256,
-    history: { preset: "none", window: 256, turns: 2 }, // the recording's first two turns: Priya's, and a long answer
+    window: "smallest", // the site's smallest window (build.json's windows), as the lesson's drop needs
+    history: { preset: "none", turns: 2 }, // the recording's first two turns in that window: Priya's, and a long answer
     message: "What is my name?",
     step: "name",
-    text: "With no system prompt and 256 tokens, after the turn with your name and a long answer, ask “What is my name?”, then look inside the name it gives.",
+    text: "With no system prompt and the smallest window, after the turn with your name and a long answer, ask “What is my name?”, then look inside the name it gives.",
     look: "In the recording, this turn no longer fits the turn with the name, and the reply was “I'm Emily.”: a name made up. " +
-      "(With Be brief the recorded answers are shorter and the name still fits at 256 tokens.) The shares show every piece it could read from.",
+      "(With Be brief the recorded answers are shorter and the name still fits in that window.) The shares show every piece it could read from.",
   },
   {
     id: "year",

@@ -50,11 +50,12 @@ export function setUpInside(page, steps) {
     if (c.id === "branch") return branchShown();
     if (state.mode !== "live") store.modeChosen("live", { chosen: true });
     choose("preset", c.preset);
-    if (c.window) choose("window", c.window);
+    const window = c.window === "smallest" ? Math.min(...api.settings.windows) : c.window;
+    if (window) choose("window", window);
     store.cleared();
     if (c.history) {
       if (!state.recorded) store.recordedLoaded(await loadRecorded());
-      const conv = findConversation(state.recorded, c.history.preset, c.history.window);
+      const conv = findConversation(state.recorded, c.history.preset, window);
       store.restored(conv.turns.slice(0, c.history.turns).map((t, i) => ({ user: userMessage(state.recorded, conv, i), reply: t.reply_text })));
     }
     $("draft").value = c.message;
