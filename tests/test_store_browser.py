@@ -545,6 +545,9 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
         which = row.text_content()
         assert "the base model's stand-in (not SmolLM2-135M's weights)" in which and f"revision {base.revision}" in which
         assert "this site's mirror" in which
+        # the box drawn once the instruct's weights are in: while they load, its lines change (and
+        # wrap anew on a phone), and a screenshot waits for a box that stays still
+        page.wait_for_function("() => chatlens.model?.backend", timeout=300_000)
         page.click("#base-model summary")
         box("base-model-stored-1400")
         page.set_viewport_size({"width": 390, "height": 844})
@@ -553,7 +556,6 @@ def test_the_base_model_is_stored_beside_the_instruct_only_when_asked(browser, s
         assert not [u for u in a.urls() if u.endswith("/README.md")]  # in the mirror, not among the files kept
 
         # deleting the instruct (loaded: the page starts again without it) leaves the base whole
-        page.wait_for_function("() => chatlens.model?.backend", timeout=300_000)
         with page.expect_navigation():
             page.evaluate("id => { chatlens.deleteModel(id); }", instruct_id)
         a.wait_ready()
