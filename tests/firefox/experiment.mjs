@@ -42,7 +42,14 @@ try {
     box.value = "Typed in Firefox, not sent";
     box.dispatchEvent(new Event("input", { bubbles: true }));
   });
-  await new Promise((r) => setTimeout(r, 1000)); // saved after a pause in typing
+  // saved after a pause in typing: until the page keeps it for the next visit (page/prefs.mjs DRAFTS_KEY)
+  await until(page, () => {
+    try {
+      return JSON.parse(localStorage.getItem("chatlens.drafts")).compare === "Typed in Firefox, not sent";
+    } catch {
+      return false;
+    }
+  }, MINUTES);
   await page.reload();
   await previewsWork(page);
   out.afterReload = await until(page, () => document.getElementById("compare-text")?.value, MINUTES);
