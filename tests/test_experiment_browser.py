@@ -168,6 +168,9 @@ def both(browser, server, python_snapshot):
     page = a.open(f"?model={server.url}tiny-exp/instruct/")
     page.evaluate("chatlens.downloadModel()")
     assert page.evaluate("chatlens.downloadModel({model: 'base'})")["complete"]
+    # reloaded once the instruct's weights, loaded after its download, are on the device: a reload
+    # in the middle of that upload leaves the next page's boot waiting on a busy software GPU
+    page.wait_for_function("() => chatlens.model?.backend", timeout=RUN_MS)
     page.reload()
     a.wait_ready()
     page.wait_for_function("() => chatlens.model?.backend", timeout=RUN_MS)
