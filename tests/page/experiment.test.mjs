@@ -216,14 +216,15 @@ test("before any download: the recorded comparison, the instruct's half labelled
 
 test("the recording's cache figures beside the lesson's, with why they differ, on the turns the lesson gives them for", () => {
   const turn = (used, reused, computed, dropped = []) => ({ used, reused_tokens: reused, computed_tokens: computed, dropped_messages: dropped });
+  const windows = [256, 512, 1024]; // the recording's (build.json's in the page)
   const fifth = { preset: "none", window: 1024, turns: [turn(40, 0, 40), turn(90, 60, 30), turn(150, 120, 30), turn(220, 200, 20), turn(289, 273, 16)] };
-  const note = recordedKvNote(fifth, 4);
+  const note = recordedKvNote(fifth, 4, windows);
   assert.match(note, /sent 351 tokens, 336 of them from the cache and 15 new; this recording's sends 289, 273 from the cache and 16 new/);
   assert.match(note, /replies are this copy's \(4-bit weights\), not the lesson's/);
-  assert.equal(recordedKvNote(fifth, 3), null);
-  assert.equal(recordedKvNote({ ...fifth, preset: "pirate" }, 4), null); // the lesson's figures are with no system prompt
+  assert.equal(recordedKvNote(fifth, 3, windows), null);
+  assert.equal(recordedKvNote({ ...fifth, preset: "pirate" }, 4, windows), null); // the lesson's figures are with no system prompt
   const drop = { preset: "none", window: 256, turns: [turn(40, 0, 40), turn(150, 30, 120), turn(150, 24, 126, [{ message_index: 0 }])] };
-  assert.match(recordedKvNote(drop, 2), /reused 24 tokens and read 101 again; this recording's reuses 24 and reads 126 again/);
+  assert.match(recordedKvNote(drop, 2, windows), /reused 24 tokens and read 101 again; this recording's reuses 24 and reads 126 again/);
 });
 
 test("a GPU step read in parts: the count at 0 is explained, not left to look stuck", () => {

@@ -160,6 +160,6 @@ export async function showRecorded(page, controls) {
   // challenges it shows are marked "seen in the recording", never done
   store.observed(rec, { live: false, where: `${preset} · ${window} tokens · turn ${state.step + 1}` });
   // where the lesson gives this turn's cache figures, the caption says why the recording's differ
-  const kv = recordedKvNote(conv, state.step);
+  const kv = recordedKvNote(conv, state.step, state.recorded.conversations.map((c) => Number(c.window)));
   page.draw(rec, `Recorded turn ${state.step + 1} of ${n}: what the model read, and its reply${kv ? `. ${kv}` : ""}`);
 }

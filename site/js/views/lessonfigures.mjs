@@ -55,31 +55,33 @@ export function differenceNote(weights, side, { these = false } = {}) {
 }
 
 /** The lesson's cache figures, for its conversation with no system prompt: the fifth message at
- * 1,024 tokens (351 sent, 336 from the cache, 15 new) and the first prompt after a drop at 256
- * (24 tokens reused, 101 read again). */
+ * its largest window (351 sent, 336 from the cache, 15 new) and the first prompt after a drop at
+ * its smallest (24 tokens reused, 101 read again). The lesson's windows are the site's (build.json's,
+ * chatlens.defaults'), so they are named by rank, not written again here. */
 export const LESSON_KV = {
-  fifth: { preset: "none", window: 1024, turn: 5, used: 351, reused: 336, computed: 15 },
-  drop: { preset: "none", window: 256, reused: 24, computed: 101 },
+  fifth: { preset: "none", window: "largest", turn: 5, used: 351, reused: 336, computed: 15 },
+  drop: { preset: "none", window: "smallest", reused: 24, computed: 101 },
 };
 
 /**
  * Beside a recorded turn the lesson gives figures for: the lesson's and this recording's, and what
  * is known of why they differ (every prompt holds the replies before it, and the recording's are
  * this copy's, not the lesson's); null for any other turn. conv: the recorded conversation
- * ({preset, window, turns}); step: the turn shown (0 first).
+ * ({preset, window, turns}); step: the turn shown (0 first); windows: the recording's windows.
  */
-export function recordedKvNote(conv, step) {
+export function recordedKvNote(conv, step, windows) {
   const rec = conv?.turns?.[step];
   if (!rec || conv.preset !== "none") return null;
+  const ranked = { largest: Math.max(...windows), smallest: Math.min(...windows) };
   const why = "Each prompt holds the replies before it, and these replies are this copy's (4-bit weights), not the lesson's: other texts, so other counts.";
   const f = LESSON_KV.fifth;
-  if (Number(conv.window) === f.window && step === f.turn - 1) {
+  if (Number(conv.window) === ranked[f.window] && step === f.turn - 1) {
     return `The lesson's run of this turn sent ${f.used} tokens, ${f.reused} of them from the cache and ${f.computed} new; this recording's ` +
       `sends ${rec.used}, ${rec.reused_tokens} from the cache and ${rec.computed_tokens} new. ${why}`;
   }
   const d = LESSON_KV.drop;
   const first = conv.turns.findIndex((t) => t.dropped_messages?.length);
-  if (Number(conv.window) === d.window && step === first && step > 0) {
+  if (Number(conv.window) === ranked[d.window] && step === first && step > 0) {
     return `In the lesson's run the first prompt after a drop reused ${d.reused} tokens and read ${d.computed} again; this recording's ` +
       `reuses ${rec.reused_tokens} and reads ${rec.computed_tokens} again. ${why}`;
   }
