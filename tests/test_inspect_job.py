@@ -123,6 +123,7 @@ def test_the_command_line_inspects_the_pirates_first_word_and_its_head_reads_pir
     tok = load_text_side(gguf_path).tokenizer
     assert tok.token_text(got["prompt_ids"][pirate]) == " pirate" and head[pirate] > 0.5
     assert got["by_piece"][0]["kind"] == "system"
+    assert got["lens_tokens"] == [[tok.token_text(i) for i, _ in row] for row in got["lens"]]  # the lens spelled
 
 
 @pytest.mark.slow  # the GPU runs on wgpu-py's device (lavapipe here)

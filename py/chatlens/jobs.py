@@ -295,10 +295,10 @@ class InspectJob:
     reuses what it holds before the query's position (after the reply, all of it: one token is
     read); what it lacks is read first, a chunk a pull, and the answer says so in a note."""
 
-    def __init__(self, cache, record, reply_ids, *, step, top_k=None, depth=defaults.IN_FLIGHT):
+    def __init__(self, cache, record, reply_ids, tokenizer, *, step, top_k=None, depth=defaults.IN_FLIGHT):
         from .inspection import TOP_K, Inspecting, step_position
 
-        self.record, self.reply_ids, self.step = record, list(reply_ids), step
+        self.record, self.reply_ids, self.step, self.tokenizer = record, list(reply_ids), step, tokenizer
         position = step_position(len(record.prompt_ids), len(self.reply_ids), step)
         ids = list(record.prompt_ids) + self.reply_ids[:step]
         self.cache, self.depth = cache, depth
@@ -312,7 +312,8 @@ class InspectJob:
         record = host.record_of(request)
         n = len(record.prompt_ids) + request.step
         cache = host.cache_for(max(n, record.window), f"the prompt and the reply so far ({n} tokens)")
-        return cls(cache, record, request.reply_ids, step=request.step, top_k=request.top_k, depth=depth)
+        return cls(cache, record, request.reply_ids, host.text.tokenizer, step=request.step, top_k=request.top_k,
+                   depth=depth)
 
     @property
     def done(self) -> bool:
@@ -342,7 +343,8 @@ class InspectJob:
                     f"inspection read {read} tokens, not one.")
         return Inspected(prompt_ids=list(self.record.prompt_ids), reply_ids=self.reply_ids, step=self.step,
                          position=r.position, query_id=r.query_id, chosen_id=r.chosen_id, attention=r.attention,
-                         by_piece=by_piece(r.attention, self.record.pieces), lens=r.lens, reused_tokens=i.reused,
+                         by_piece=by_piece(r.attention, self.record.pieces), lens=r.lens,
+                         lens_tokens=candidate_tokens(self.tokenizer, r.lens), reused_tokens=i.reused,
                          computed_tokens=read, backend=self.cache.backend.name, note=note)
 
     def answer(self, tokens, depth=None) -> PullAnswer:

@@ -294,6 +294,7 @@ class Inspected:
                          "of the prompt, then on the reply so far (kind \"reply\")")
     lens: list = doc("lens[layer]: the residual stream after that block through the final norm and the output "
                      "layer, its top K [id, probability], best first; the last layer's is the step's own")
+    lens_tokens: list = doc("lens_tokens[layer]: the same candidates' tokens as text (as top_k_tokens writes them)")
     reused_tokens: int = doc("tokens the cache held already before the position")
     computed_tokens: int = doc("tokens read now: those the cache lacked before the position, and the query")
     backend: str = doc("what computed it")

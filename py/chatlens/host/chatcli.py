@@ -178,7 +178,8 @@ def inspect(args) -> int:
     if reply_ids is None:  # the turn's reply first: then the cache holds it, and the inspection reuses it
         reply_ids = session.send(text).reply_ids
     cache = session.cache or PromptCache(session.model.backend(n_ctx=session.window))
-    _write_json(to_json(greedy(InspectJob(cache, record, reply_ids, step=args.step, top_k=args.top_k))))
+    _write_json(to_json(greedy(InspectJob(cache, record, reply_ids, session.model.tokenizer, step=args.step,
+                                                 top_k=args.top_k))))
     return 0
 
 

@@ -30,7 +30,6 @@
 
 import { branchRequest, compareCellRequest, draftRequest, inspectRequest, recordedRequest, withBranch } from "../page/step.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
-import { loadRecorded } from "./recorded.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
 import { $, el, fill } from "../views/dom.mjs";
 import { inspectView, knownTokens, readOf } from "../views/inspect.mjs";
@@ -219,22 +218,6 @@ export function setUpStepActions(page) {
     );
   }
 
-  /** Each id's token text the page has seen, for the lens (its answer gives ids only): the
-   * record's, the branch's and the prediction's, every live turn's, and the recording's (its
-   * conversations spell most of the common tokens). */
-  async function spellings(record) {
-    if (!state.recorded && !state.recordedError) {
-      try {
-        store.recordedLoaded(await loadRecorded());
-      } catch {
-        // the recording's spellings are a help, not a need: ids it does not spell show as #id
-      }
-    }
-    const recordedTurns = state.recorded?.conversations.flatMap((c) => c.turns) ?? [];
-    return knownTokens(...recordedTurns, ...state.live.turns.map((t) => t.record), shown.branch?.model.answer,
-                       state.prediction?.result, record);
-  }
-
   async function inspect(where, step, { draft = false } = {}) {
     const what = draft ? "the first token of a reply to this draft" : stepWords(where, step);
     const why = refusal(api, state, "Inspecting a step");
@@ -256,8 +239,7 @@ export function setUpStepActions(page) {
       if (inspecting === controller) inspecting = null;
     }
     if (controller.signal.aborted) return;
-    const tokens = await spellings(where.record);
-    if (controller.signal.aborted || inspecting !== null) return; // another inspection was asked meanwhile
+    const tokens = knownTokens(answer, where.record); // the lens's spellings are in its answer
     const close = () => {
       shown.inspection = null;
       draw();

@@ -39,7 +39,7 @@
 //   await chatlens.inspect({...as run, replyIds, step, topK}, {onProgress, signal}) -> one step of the
 //        turn's reply inspected: {prompt_ids, reply_ids, step, position, query_id, chosen_id,
 //        attention ([layer][head] weights over positions 0..position), by_piece ([{kind, label,
-//        start, end, share}]), lens ([layer] top K [id, probability]), reused_tokens,
+//        start, end, share}]), lens ([layer] top K [id, probability]), lens_tokens (their text), reused_tokens,
 //        computed_tokens, backend, note}; step: the one that chose reply id `step` (replyIds [] and
 //        step 0: a draft's first token); topK: the lens's candidates a layer (default 5). A
 //        signal rejects it with an AbortError

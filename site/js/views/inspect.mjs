@@ -59,8 +59,8 @@ export function readOf(answer, record) {
   return { ids, tokens, bytes, special: new Set(record.special_ids ?? []) };
 }
 
-/** Each id's token text that `sources` know (records, predictions, branches: their ids and
- * tokens, and their candidates'), for the lens, whose answer carries ids only. */
+/** Each id's token text that `sources` know (an inspection's lens, records, predictions,
+ * branches: their ids and tokens, and their candidates'). */
 export function knownTokens(...sources) {
   const known = new Map();
   const add = (ids, tokens) => ids?.forEach((id, i) => tokens?.[i] !== undefined && known.set(id, tokens[i]));
@@ -71,6 +71,7 @@ export function knownTokens(...sources) {
     add(s.branch_ids, s.branch_tokens);
     add(s.ids, s.tokens);
     s.top_k?.forEach((row, k) => add(row.map((c) => c[0]), s.top_k_tokens?.[k]));
+    s.lens?.forEach((row, l) => add(row.map((c) => c[0]), s.lens_tokens?.[l]));
   }
   return known;
 }
