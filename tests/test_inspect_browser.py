@@ -119,6 +119,13 @@ def test_a_candidate_picked_branches_there_and_keep_makes_it_the_reply_the_next_
     assert kept == want["branch_text"]
     assert "chosen by hand at token 2" in page.text_content("#reads .reply-title")
     assert "chosen by hand" in page.text_content("#chat .msg.assistant:last-of-type")
+    # a reload keeps the mark: another tab of the same profile restores the conversation as saved
+    tab = page.context.new_page()
+    tab.goto(page.url)
+    tab.wait_for_selector("#chat .msg.assistant .by-hand")
+    assert tab.text_content("#chat .msg.assistant:last-of-type .content") == want["branch_text"]
+    assert "chosen by hand at token 2" in tab.text_content("#chat .msg.assistant:last-of-type")
+    tab.close()
     assert ids_of(page, "#reads .reply-tokens .tok") == want["branch_ids"]
     # every step of the kept reply has its candidates (the reply's up to the step, the branch's after): it branches again
     assert page.locator("#reads .reply-tokens .tok[data-step]").count() == len(want["branch_ids"])

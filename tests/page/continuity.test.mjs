@@ -2,7 +2,7 @@
 // a message that got no reply sent again in its own place (state.mjs), in node.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { loadLive, RELOADED, saveLive } from "../../site/js/page/prefs.mjs";
+import { branchReloaded, loadLive, RELOADED, saveBranch, saveLive } from "../../site/js/page/prefs.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 
 function memory() {
@@ -55,4 +55,29 @@ test("a draft during a reply is read after the reply as written so far", () => {
   store.tokenArrived(turn, { id: 1, text: "Hel", token: "Hel", bytes: "48656c" });
   assert.deepEqual(liveMessages(store.state, "And you?", { partial: true }), [
     { role: "user", content: "Hi!" }, { role: "assistant", content: "Hel" }, { role: "user", content: "And you?" }]);
+});
+
+test("a reply kept from a branch comes back from a reload marked as chosen by hand", () => {
+  const storage = memory();
+  const store = createStore();
+  const turn = store.sent("Who are you?", "key");
+  // the record as page/step.mjs withBranch makes it when a branch is kept
+  store.replied(turn, { ...record([57, 3681, 2], "eos"), reply_text: "A ship", branched: { step: 1, id: 3681, reply_ids: [57, 5248, 2] } });
+  saveLive(store.state.live.turns, storage);
+  const [back] = loadLive(storage);
+  assert.deepEqual(back.saved, { count: 9, wrote: 3, stop: "eos", branched: { step: 1, id: 3681 } });
+  assert.equal(back.reply, "A ship");
+  saveLive([back], storage); // saved again after the reload: still marked
+  assert.deepEqual(loadLive(storage), [back]);
+});
+
+test("a branch being written when the page goes is said to be gone, once; one that ended says nothing", () => {
+  const storage = memory();
+  saveBranch({ label: "turn 1", step: 1, token: "·ship" }, storage); // modes/steps.mjs, as the branch starts
+  assert.equal(branchReloaded(storage), "The page was reloaded while a branch of turn 1's reply (“·ship” at token 2) was " +
+    "written: a branch is the conversation's only once kept, so it is gone and the conversation is as it was.");
+  assert.equal(branchReloaded(storage), null); // read once
+  saveBranch({ label: "turn 1", step: 1, token: "·ship" }, storage);
+  saveBranch(null, storage); // it ended (kept, dropped, stopped or failed)
+  assert.equal(branchReloaded(storage), null);
 });

@@ -29,6 +29,7 @@
 // tests/test_inspect_browser.py plays the rest on the page.
 
 import { branchRequest, compareCellRequest, draftRequest, inspectRequest, recordedRequest, withBranch } from "../page/step.mjs";
+import { branchReloaded, saveBranch } from "../page/prefs.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
 import { $, el, fill } from "../views/dom.mjs";
@@ -264,6 +265,7 @@ export function setUpStepActions(page) {
     shown.status = null;
     draw();
     box.scrollIntoView?.({ block: "nearest" });
+    saveBranch({ label: where.label, step, token: visibleToken(model.token) }); // a reload says it went
     try {
       model.answer = await api.branch(branchRequest(where.args, where.record.reply_ids, step, id), {
         signal: controller.signal,
@@ -279,6 +281,7 @@ export function setUpStepActions(page) {
     } catch (e) {
       model.error = e.name === "AbortError" ? "Stopped before it began." : `No branch: ${e.message}`;
     }
+    saveBranch(null);
     b.controller = null;
     if (shown.branch === b) draw();
   }
@@ -356,15 +359,22 @@ export function setUpStepActions(page) {
     shown.status = null;
     draw();
   };
+  let lost = branchReloaded(); // a branch the page's last visit was writing when it went
   store.subscribe((change) => {
-    if (["sent", "cleared", "mode", "restored"].includes(change.type)) return reset();
-    if (change.type === "replied" && shown.branch && change.turn !== shown.branch.where.turn) return reset();
-    // the panel drew another reply: the idle line follows it
-    if (!shown.inspection && !shown.branch) draw();
-    markByHand(state);
+    if (["sent", "cleared", "mode", "restored"].includes(change.type)) {
+      reset();
+      // the page's start restores the conversation, then sets the mode: the sentence outlives both,
+      // until the learner sends or starts again
+      if (change.type === "sent" || change.type === "cleared") lost = null;
+      else if (lost) say(lost);
+    } else if (change.type === "replied" && shown.branch && change.turn !== shown.branch.where.turn) reset();
+    else if (!shown.inspection && !shown.branch) draw(); // the panel drew another reply: the idle line follows it
+    markByHand(state); // a restored conversation's kept branches too
     offerDraft();
   });
   draw();
+  markByHand(state); // the conversation a reload restored before this module listened
+  if (lost) say(lost);
   return { name, inspect, branch, say, box };
 }
 
@@ -389,7 +399,7 @@ function markByHand(state) {
   const bubbles = [...($("chat")?.children ?? [])].filter((n) => n._kind === "assistant");
   const answered = state.live.turns.filter((t) => t.reply !== undefined);
   bubbles.forEach((n, k) => {
-    const branched = answered[k]?.record?.branched;
+    const branched = answered[k]?.record?.branched ?? answered[k]?.saved?.branched; // kept, or kept before a reload
     const has = n.querySelector(":scope > .by-hand");
     if (branched && !has) n.prepend(badge(branched));
     else if (!branched && has) has.remove();

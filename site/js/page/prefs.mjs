@@ -135,6 +135,9 @@ export function loadLive(storage = globalThis.localStorage) {
       const l = t.line && typeof t.line === "object" ? t.line : {};
       const saved = { count: number(l.count), wrote: number(l.wrote), stop: typeof l.stop === "string" ? l.stop : undefined };
       if (t.cut === true) saved.cut = true;
+      // a reply kept from a branch (TurnRecord.branched) stays marked as chosen by hand
+      const b = l.branched;
+      if (b && Number.isInteger(b.step) && b.step >= 0 && Number.isInteger(b.id)) saved.branched = { step: b.step, id: b.id };
       if (Object.values(saved).some((x) => x !== undefined)) turn.saved = saved;
       if (t.reply === undefined && (t.cut === true || typeof t.noReply === "string")) {
         turn.note = t.cut === true ? RELOADED : t.noReply;
@@ -161,6 +164,7 @@ export function saveLive(turns, storage = globalThis.localStorage) {
       return { user: t.user, reply: s.reply_text, settings: t.settings, line: { count, wrote: s.reply_ids.length, stop: "stopped" }, cut: true };
     }
     const line = r ? { count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined } : t.saved;
+    if (r?.branched) line.branched = { step: r.branched.step, id: r.branched.id };
     const out = { user: t.user, reply: t.reply, settings: t.settings, line };
     if (t.saved?.cut && !r) out.cut = true; // restored from a reload's cut, still as it was
     else if (t.reply === undefined && t.note) out.noReply = t.note; // why it got none
@@ -170,6 +174,25 @@ export function saveLive(turns, storage = globalThis.localStorage) {
 
 export function saveChoice(key, value, storage = globalThis.localStorage) {
   write(storage, key, value);
+}
+
+// -- a branch being written (modes/steps.mjs) ------------------------------------------------------
+
+export const BRANCH_KEY = "chatlens.branch"; // {label, step, token}: a branch being written, until it ends
+
+/** A branch (another token taken at `step` of `label`'s reply) is being written; null: it ended.
+ * A branch is not the conversation's until kept, so a reload loses it, and says so. */
+export function saveBranch(branch, storage = globalThis.localStorage) {
+  write(storage, BRANCH_KEY, branch);
+}
+
+/** The sentence a reload says for a branch that was being written when it went, or null; read once. */
+export function branchReloaded(storage = globalThis.localStorage) {
+  const v = read(storage, BRANCH_KEY);
+  write(storage, BRANCH_KEY, null);
+  if (!v || typeof v !== "object" || !Number.isInteger(v.step) || typeof v.label !== "string" || typeof v.token !== "string") return null;
+  return `The page was reloaded while a branch of ${v.label}'s reply (“${v.token}” at token ${v.step + 1}) was written: ` +
+    "a branch is the conversation's only once kept, so it is gone and the conversation is as it was.";
 }
 
 // -- the comparison and the drafts ---------------------------------------------------------------
