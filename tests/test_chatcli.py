@@ -342,5 +342,5 @@ def test_the_readmes_complete_example_feeds_the_pages_plain_text():
     line = next(l for l in (root / "README.md").read_text().splitlines() if "-m chatlens complete" in l and "|" in l)
     producer = line.split(" | python3 -m chatlens complete", 1)[0]
     fed = subprocess.run(["bash", "-c", producer], capture_output=True, text=True, check=True).stdout
-    page = re.search(r'export const LESSON_TEXT = "([^"]*)";', (root / "site/js/modes/plain.mjs").read_text())[1]
+    page = re.search(r'export const LESSON_TEXT = "([^"]*)";', (root / "site/js/views/lessonfigures.mjs").read_text())[1]
     assert fed == page
