@@ -163,6 +163,9 @@ def test_bad_input_is_a_sentence(tiny):
         base = [] if "--base-model" in args else ["--base-model", str(instruct.path)]
         done = cli_in_process("compare", "--text", FRANCE, *base, *args, model=instruct.path)
         assert done.returncode == 1 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    # the instruct model given as its own base: said, not compared with itself
+    done = cli_in_process("compare", "--text", FRANCE, "--base-model", str(instruct.path), model=instruct.path)
+    assert done.returncode == 1 and "is the instruct model itself" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_base_model_has_no_chat_template_and_says_so(tiny):

@@ -7,10 +7,12 @@ before any weights load.
 
 import json
 import sys
+from pathlib import Path
 
 from .. import defaults
 from ..cache import PromptCache
 from ..compare import MODELS, check_limits, check_same_tokenizer, plan
+from ..errors import ChatlensError
 from ..jobs import CompareJob
 from ..protocol import to_json
 from ..pull import greedy
@@ -32,6 +34,9 @@ def compared(instruct, base, text, *, max_tokens=defaults.COMPARE_LIMIT, top_k=d
 def compare(args) -> int:
     max_tokens, top_k = check_limits(args.max_new_tokens, args.top_k)
     instruct_path, base_path = resolve_model(args.model), resolve_path(args.base_model)
+    if Path(instruct_path).resolve() == Path(base_path).resolve():
+        raise ChatlensError(f"the base model given is the instruct model itself ({base_path}): the comparison would set "
+                            "the model beside itself; give the base model's file or folder")
     check_same_tokenizer(load_text_side(instruct_path).tokenizer, load_text_side(base_path).tokenizer)
     instruct = open_model(instruct_path, args.backend)
     base = open_model(base_path, args.backend)
