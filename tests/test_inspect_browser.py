@@ -15,7 +15,7 @@ import pytest
 
 from conftest import cli_in_process
 from tiny_model import write_tiny_model
-from webapp import SHOTS, App
+from webapp import SHOTS, App, slow_gpu
 
 pytestmark = pytest.mark.browser
 
@@ -151,6 +151,34 @@ def test_drop_leaves_the_conversation_as_it_was(page, first):
     assert page.text_content("#step-box .step-status") == "Dropped: the conversation is as it was."
     assert page.locator("#step-box .branch").count() == 0
     assert page.text_content("#chat .msg.assistant:last-of-type .content") == before
+
+
+def test_stop_ends_a_branch_with_what_it_wrote_and_the_conversation_as_it_was(page, first, tiny):
+    """Stop while a branch is written, as a reply's Stop: it ends stopped, what it wrote is the
+    command line's branch so far, and nothing of the conversation changed."""
+    before = page.text_content("#chat .msg.assistant:last-of-type .content")
+    record = ids_of(page, "#reads .reply-tokens .tok")  # the last turn's reply (the second message's)
+    page.evaluate("""() => { window.__branched = null;
+        document.addEventListener('chatlens:branched', (e) => { window.__branched = e.detail.answer; }, {once: true}); }""")
+    slow_gpu(page, 1500)  # each GPU completion 1.5 s later: Stop lands mid-branch, on any adapter
+    page.locator("#reads .reply-tokens .tok").nth(0).hover()
+    other = page.eval_on_selector("#reads .reply .why-table tbody tr:not(.chosen)", "r => Number(r.dataset.id)")
+    page.click(f"#reads .reply .why-table tbody tr[data-id='{other}']")
+    # the first token after the one taken by hand has come: then Stop
+    page.wait_for_function("() => /^The branch · [2-9]/.test(document.querySelector('#step-box .fork-branch .fork-title')?.textContent)")
+    page.click("#step-box .branch-stop")
+    page.wait_for_function("() => window.__branched")
+    slow_gpu(page, 0)  # on time again for the tests after this one
+    got = page.evaluate("window.__branched")
+    assert got["stop_reason"] == "stopped"
+    kept = page.eval_on_selector_all("#chat .msg.assistant .content", "cs => cs.map(c => c.textContent)")[0]  # turn 1's, kept
+    want = cli("branch", {"messages": [{"role": "user", "content": FIRST}, {"role": "assistant", "content": kept},
+                                       {"role": "user", "content": SECOND}], "reply_ids": record},
+               "--step", "0", "--id", str(other), tiny=tiny)
+    assert 2 <= len(got["branch_ids"]) < len(want["branch_ids"]) and got["branch_ids"] == want["branch_ids"][:len(got["branch_ids"])]
+    assert page.text_content("#chat .msg.assistant:last-of-type .content") == before
+    page.click("#step-box .branch-drop")
+    assert page.text_content("#step-box .step-status") == "Dropped: the conversation is as it was."
 
 
 def test_what_cannot_be_done_is_said_in_a_sentence(page, first):

@@ -191,18 +191,20 @@ class App:
 # A GPU slow enough to watch a reply's progress, or to act in the middle of a read, on any adapter
 # (tests/README.md: wait for events, never for time).
 SLOW_GPU = """(ms) => {
-    // Each GPU completion this worker waits for (work done, a readback mapped) comes `ms` later.
+    // Each GPU completion this worker waits for (work done, a readback mapped) comes `ms` later;
+    // 0: on time again (the originals are kept the first time).
+    const q = GPUQueue.prototype, b = GPUBuffer.prototype;
+    q.onTime ??= q.onSubmittedWorkDone;
+    b.onTime ??= b.mapAsync;
     const later = (p) => p.then((v) => new Promise((resolve) => setTimeout(() => resolve(v), ms)));
-    const done = GPUQueue.prototype.onSubmittedWorkDone;
-    GPUQueue.prototype.onSubmittedWorkDone = function () { return later(done.call(this)); };
-    const map = GPUBuffer.prototype.mapAsync;
-    GPUBuffer.prototype.mapAsync = function (...args) { return later(map.apply(this, args)); };
+    q.onSubmittedWorkDone = ms ? function () { return later(q.onTime.call(this)); } : q.onTime;
+    b.mapAsync = ms ? function (...args) { return later(b.onTime.apply(this, args)); } : b.onTime;
 }"""
 
 
 def slow_gpu(page, ms=150):
     """The page's worker, its model on the GPU, waits `ms` longer for each GPU completion: a slow GPU
-    on any adapter (a part of a step, a token, each then takes at least that long)."""
+    on any adapter (a part of a step, a token, each then takes at least that long); 0 undoes it."""
     page.wait_for_function("() => chatlens.status.state === 'ready'", timeout=300_000)  # the weights on the GPU
     worker = next(w for w in page.workers if w.url.endswith("/worker/worker.mjs"))
     worker.evaluate(SLOW_GPU, ms)
