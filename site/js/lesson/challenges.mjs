@@ -152,18 +152,19 @@ export function stateText(progress, id) {
   return progress.seen?.[id] ? "not yet · seen in the recording" : "not yet";
 }
 
-export function load(storage = globalThis.localStorage) {
+/** The progress saved under `key` (this module's, or lesson/inside.mjs's), {} when none is readable. */
+export function load(storage = globalThis.localStorage, key = STORAGE_KEY) {
   try {
-    const v = JSON.parse(storage.getItem(STORAGE_KEY) || "{}");
+    const v = JSON.parse(storage.getItem(key) || "{}");
     return v && typeof v === "object" ? v : {};
   } catch {
     return {};
   }
 }
 
-export function save(progress, storage = globalThis.localStorage) {
+export function save(progress, storage = globalThis.localStorage, key = STORAGE_KEY) {
   try {
-    storage.setItem(STORAGE_KEY, JSON.stringify(progress));
+    storage.setItem(key, JSON.stringify(progress));
   } catch {
     // storage full or disabled: progress lasts for this page only
   }

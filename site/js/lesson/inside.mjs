@@ -15,6 +15,7 @@
 // inspection or the branch measured, in numbers taken from it. No DOM: tests/page/inside.test.mjs.
 
 import { byPiece } from "../views/attention.mjs";
+import * as challenges from "./challenges.mjs";
 
 export const STORAGE_KEY = "chatlens.inside.v1";
 
@@ -176,19 +177,6 @@ export function add(progress, found) {
 
 export const done = (progress) => CASES.filter((c) => progress[c.id]).length;
 
-export function load(storage = globalThis.localStorage) {
-  try {
-    const v = JSON.parse(storage.getItem(STORAGE_KEY) || "{}");
-    return v && typeof v === "object" ? v : {};
-  } catch {
-    return {};
-  }
-}
-
-export function save(progress, storage = globalThis.localStorage) {
-  try {
-    storage.setItem(STORAGE_KEY, JSON.stringify(progress));
-  } catch {
-    // storage full or disabled: progress lasts for this page only
-  }
-}
+// saved as the challenges' progress is, under this module's own key
+export const load = (storage = globalThis.localStorage) => challenges.load(storage, STORAGE_KEY);
+export const save = (progress, storage = globalThis.localStorage) => challenges.save(progress, storage, STORAGE_KEY);
