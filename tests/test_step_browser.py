@@ -59,7 +59,7 @@ def cpython(tiny, record, job, **kwargs):
         return greedy(job(tiny, cache, record["prompt_ids"], record["reply_ids"], max_tokens=6, **kwargs))
     from chatlens.record import TurnRecord
 
-    return greedy(job(cache, TurnRecord.from_json(record), record["reply_ids"], **kwargs))
+    return greedy(job(cache, TurnRecord.from_json(record), record["reply_ids"], tiny.tokenizer, **kwargs))
 
 
 def test_a_branch_in_the_page_is_cpythons_and_reuses_the_cache_the_reply_left(page, record, tiny):
@@ -96,6 +96,7 @@ def test_an_inspection_in_the_page_is_cpythons(page, record, tiny):
         assert [i for i, _ in ours] == [i for i, _ in theirs]
         np.testing.assert_allclose([p for _, p in ours], [p for _, p in theirs], rtol=0, atol=1e-3)
     assert [p["kind"] for p in out["by_piece"]] == [p["kind"] for p in want.by_piece]
+    assert out["lens_tokens"] == want.lens_tokens  # the lens spelled as CPython spells it
 
 
 def test_bad_steps_and_ids_are_refused_in_a_sentence(page, record):
