@@ -12,7 +12,7 @@
 
 import { count, el, fill } from "./dom.mjs";
 import { differenceNote, LESSON_SHARES } from "./lessonfigures.mjs";
-import { replyView } from "./reply.mjs";
+import { replyView, textWithSpecials } from "./reply.mjs";
 import { chips } from "./tokens.mjs";
 import { percent } from "./why.mjs";
 
@@ -166,21 +166,6 @@ export function estimateSentence(e, cap) {
 }
 
 // -- the DOM -----------------------------------------------------------------------------------------
-
-/** A text with its special tokens (the strings of `specials`) drawn as chips, the rest as it is. */
-function textWithSpecials(text, specials, pre) {
-  const names = [...specials].filter(Boolean).sort((a, b) => b.length - a.length);
-  if (!names.length) return fill(pre, text);
-  const re = new RegExp(names.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g");
-  let at = 0;
-  for (const m of text.matchAll(re)) {
-    if (m.index > at) pre.append(text.slice(at, m.index));
-    pre.append(el("span", { class: "special", text: m[0] }));
-    at = m.index + m[0].length;
-  }
-  if (at < text.length) pre.append(text.slice(at));
-  return pre;
-}
 
 function readBlock(layout, text, ids, tokens, special) {
   const names = new Set(ids.map((id, i) => (special.has(id) ? tokens[i] : null)));

@@ -111,8 +111,13 @@ function textOf(view, reply) {
   const node = el("div", { class: `reply-text${opts.textClass ? ` ${opts.textClass}` : ""}`, dir: "auto" });
   const text = reply.reply_text ?? "";
   if (!text && !writing && opts.empty) return fill(node, opts.empty);
-  const names = [...new Set(ids.map((id, i) => (special.has(id) ? reply.reply_tokens?.[i] : null)).filter(Boolean))]
-    .sort((a, b) => b.length - a.length);
+  return textWithSpecials(text, new Set(ids.map((id, i) => (special.has(id) ? reply.reply_tokens?.[i] : null))), node);
+}
+
+/** A text with its special tokens (the strings of `specials`) drawn as chips in `node`, the rest
+ * as it is: a reply's, and the prompt both models read in the comparison (views/compare.mjs). */
+export function textWithSpecials(text, specials, node) {
+  const names = [...specials].filter(Boolean).sort((a, b) => b.length - a.length);
   if (!names.length) return fill(node, text);
   const re = new RegExp(names.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g");
   let at = 0;
