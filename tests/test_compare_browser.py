@@ -53,8 +53,12 @@ COMPARE = """([text, maxTokens, topK]) => {
 
 
 def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four(browser, server, tiny_two):
+    import numpy as np
+
+    from chatlens.cache import PromptCache
     from chatlens.compare import LAYOUTS, MODELS
     from chatlens.host.compare import compared as compare
+    from chatlens.inspection import inspect
     from chatlens.source import load_model
     from webapp import App, assert_same_comparison
 
@@ -75,6 +79,19 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
             for layout in LAYOUTS:
                 ids = [t["token"]["id"] for t in got["streamed"] if (t["model"], t["layout"]) == (key, layout)]
                 assert [i for i in ids if i >= 0] == out[key][layout]["reply_ids"], (key, layout)
+
+        # a step of the base's template cell and of the instruct's plain cell, inspected: CPython's
+        # figures on the cell's own weights and the ids the cell read
+        for key, layout, model in [("base", "template", folder), ("instruct", "plain", instruct)]:
+            cell = out[key][layout]
+            args = {"messages": [{"role": "user", "content": TEXT}], "model": key, "layout": layout,
+                    "replyIds": cell["reply_ids"], "step": 1}
+            seen = page.evaluate("(a) => chatlens.inspect(a)", args)
+            ids = out["prompt"][f"{layout}_ids"]
+            want_step = inspect(PromptCache(load_model(model).backend(64)), ids + cell["reply_ids"][:1], len(ids))
+            assert seen["prompt_ids"] == ids and seen["chosen_id"] == cell["reply_ids"][1] == want_step.chosen_id
+            np.testing.assert_allclose(seen["attention"], want_step.attention, rtol=0, atol=1e-4)
+            assert [[i for i, _ in row] for row in seen["lens"]] == [[i for i, _ in row] for row in want_step.lens]
 
         # Stop: the reply under way and every one after it end "stopped"
         stopped = page.evaluate("""(text) => {

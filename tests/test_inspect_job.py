@@ -92,6 +92,43 @@ def test_a_cache_that_lost_the_turn_reads_it_again_and_says_so(replied, tiny):
     assert got.chosen_id == replied.reply_ids[3]
 
 
+def test_the_comparisons_other_cells_and_plain_text_are_inspected_as_they_were_read(replied, tiny, hf_dir, tmp_path):
+    """model "base" computes with the base (load_base), layout "plain" reads the last message's
+    text with no template: each the same figures as chatlens.inspection.inspect on the ids the
+    comparison's cell read, on that cell's model."""
+    import numpy as np
+
+    from chatlens.cache import PromptCache
+    from chatlens.inspection import inspect
+
+    text = "Once upon a time"
+    base = load_model(write_tiny_model(tmp_path / "base", hf_dir, seed=1))
+    call("load_base", {"path": str(base.path)})
+    call("use_numpy", {"model": "base"})
+    out = call("start", {"kind": "compare", "args": {"text": text, "max_tokens": 4, "top_k": 0}})
+    while out.done is None:
+        out = call("step", {})
+    compared = out.done
+    prompt = compared.prompt
+    for model, layout, ids in [("base", "plain", prompt.plain_ids), ("base", "template", prompt.template_ids),
+                               ("instruct", "plain", prompt.plain_ids)]:
+        cell = getattr(compared, model)[layout]
+        args = {"messages": [{"role": "user", "content": text}], "window": 256, "model": model, "layout": layout}
+        got = inspected({**args, "reply_ids": cell.reply_ids, "step": 2})
+        want = inspect(PromptCache((base if model == "base" else tiny).backend(64)), ids + cell.reply_ids[:2],
+                       len(ids) + 1)
+        assert got.prompt_ids == ids and got.chosen_id == cell.reply_ids[2] == want.chosen_id, (model, layout)
+        np.testing.assert_allclose(got.attention, want.attention, rtol=0, atol=1e-6)
+        assert got.lens == want.lens
+        assert call("start", {"kind": "inspect", "args": {**args, "reply_ids": [], "step": 0}}).model == model  # runs go to it
+        kinds = [p["kind"] for p in got.by_piece]
+        assert kinds == (["text", "reply"] if layout == "plain" else kinds) and kinds[0] != "reply"
+    with pytest.raises(ChatlensError, match="the model must be one of instruct, base, not 'other'"):
+        call("start", {"kind": "inspect", "args": {**args, "reply_ids": [], "model": "other"}})
+    with pytest.raises(ChatlensError, match="the layout must be one of plain, template, not 'chat'"):
+        call("start", {"kind": "inspect", "args": {**args, "reply_ids": [], "layout": "chat"}})
+
+
 def test_bad_input_is_a_sentence(replied):
     args = {**TURN, "reply_ids": replied.reply_ids}
     for bad, error, said in [({"step": 7}, ChatlensError, "step 7 is out of range: the reply has 6 tokens, so steps 0 to 6"),

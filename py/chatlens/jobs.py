@@ -25,7 +25,7 @@ the prompt is reused), its text decoded as it streams, and built once when it en
 """
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from . import defaults, protocol
 from .errors import ChatlensError
@@ -289,16 +289,41 @@ class BranchJob(_OneReply):
                         backend=reply.backend, timings=reply.timings)
 
 
+@dataclass(frozen=True)
+class PlainRead:
+    """What a model reads of plain text (an inspection's layout "plain"), in a turn record's
+    names: the ids, one piece (kind "text") over them all, and no window but their own."""
+    prompt_ids: list
+    pieces: list
+    window: int
+
+
+def plain_read(tokenizer, messages) -> PlainRead:
+    """The last message's text as plain text reads it: tokenized as it is (chatlens.complete)."""
+    from .complete import tokenized
+
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        raise ChatlensError("plain text's inspection reads the last message's text: send it as the one message")
+    ids = tokenized(tokenizer, messages[-1].get("content")).prompt_ids
+    if not ids:
+        raise ChatlensError("the text is empty: there is nothing to inspect")
+    return PlainRead(ids, [{"kind": "text", "label": "the text", "start": 0, "end": len(ids)}], len(ids))
+
+
 class InspectJob:
     """One step of a reply inspected (chatlens.inspection.Inspecting over the cache): the query's
     attention over what it read and the logit lens, placed on the turn's pieces. The cache
     reuses what it holds before the query's position (after the reply, all of it: one token is
     read); what it lacks is read first, a chunk a pull, and the answer says so in a note."""
 
-    def __init__(self, cache, record, reply_ids, tokenizer, *, step, top_k=None, depth=defaults.IN_FLIGHT):
+    def __init__(self, cache, record, reply_ids, tokenizer, *, step, top_k=None, depth=defaults.IN_FLIGHT,
+                 model="instruct"):
+        """record: what the model read, a TurnRecord or a PlainRead (its prompt_ids and pieces);
+        model: the key of the model whose backend `cache` is over (its GPU runs go to it)."""
         from .inspection import TOP_K, Inspecting, step_position
 
         self.record, self.reply_ids, self.step, self.tokenizer = record, list(reply_ids), step, tokenizer
+        self.model = model
         position = step_position(len(record.prompt_ids), len(self.reply_ids), step)
         ids = list(record.prompt_ids) + self.reply_ids[:step]
         self.cache, self.depth = cache, depth
@@ -307,13 +332,20 @@ class InspectJob:
 
     @classmethod
     def start(cls, host, request, *, depth, chunk):
+        from .compare import LAYOUTS
+
         if request.reply_ids is None:
             raise ChatlensError("an inspection needs the reply so far (reply_ids; [] for the first token)")
-        record = host.record_of(request)
-        n = len(record.prompt_ids) + request.step
-        cache = host.cache_for(max(n, record.window), f"the prompt and the reply so far ({n} tokens)")
-        return cls(cache, record, request.reply_ids, host.text.tokenizer, step=request.step, top_k=request.top_k,
-                   depth=depth)
+        if request.model not in protocol.MODELS:
+            raise ChatlensError(f"the model must be one of {', '.join(protocol.MODELS)}, not {request.model!r}")
+        if request.layout not in LAYOUTS:
+            raise ChatlensError(f"the layout must be one of {', '.join(LAYOUTS)}, not {request.layout!r}")
+        read = host.record_of(request) if request.layout == "template" else plain_read(host.text.tokenizer,
+                                                                                          request.messages)
+        n = len(read.prompt_ids) + request.step
+        cache = host.cache_for(max(n, read.window), f"the prompt and the reply so far ({n} tokens)", request.model)
+        return cls(cache, read, request.reply_ids, host.text.tokenizer, step=request.step, top_k=request.top_k,
+                   depth=depth, model=request.model)
 
     @property
     def done(self) -> bool:
@@ -351,7 +383,7 @@ class InspectJob:
         i = self.inspecting
         runs = [GpuRun(**r.to_json()) for r in i.runs(depth)] if i.planned and not i.done else []
         return PullAnswer(tokens=[], runs=runs, read=i.prompt_read, of=i.prompt_tokens, in_flight=i.in_flight,
-                          done=self.result)
+                          done=self.result, model=self.model)
 
 
 class CompareJob:

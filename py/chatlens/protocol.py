@@ -97,6 +97,11 @@ class Inspect(Turn):
                                  "null, on the command line only: the turn's reply is computed first)", None)
     step: int = doc("the step that chose reply id `step` (its query: the token before it); len(reply_ids) for the "
                     "step after the reply so far", 0)
+    model: str = doc("the model that computes it: \"instruct\", or \"base\" (the comparison's, once its weights are "
+                     "loaded); both read the instruct model's tokenizer and template", "instruct")
+    layout: str = doc("\"template\": the turn rendered with the chat template; \"plain\": the last message's text "
+                      "read as it is, no template (plain text's continuation, the comparison's plain cells), and "
+                      "the system prompt and window not read", "template")
 
 
 @dataclass(frozen=True)

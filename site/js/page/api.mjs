@@ -41,8 +41,10 @@
 //        attention ([layer][head] weights over positions 0..position), by_piece ([{kind, label,
 //        start, end, share}]), lens ([layer] top K [id, probability]), lens_tokens (their text), reused_tokens,
 //        computed_tokens, backend, note}; step: the one that chose reply id `step` (replyIds [] and
-//        step 0: a draft's first token); topK: the lens's candidates a layer (default 5). A
-//        signal rejects it with an AbortError
+//        step 0: a draft's first token); topK: the lens's candidates a layer (default 5); model:
+//        "instruct" (default) or "base" (once its weights are in); layout: "template" (default) or
+//        "plain" (the last message's text read as it is: plain text's, the comparison's plain
+//        cells). A signal rejects it with an AbortError
 //   await chatlens.compare({text, maxTokens, topK}, {onPrompt, onToken, onProgress, signal}) -> the lesson's
 //        experiment: the message read as plain text and in the chat template, by the base and the
 //        instruct model: {prompt: {text, plain_ids, plain_tokens, template_text, template_ids,

@@ -58,7 +58,7 @@ export const FIELDS = {
   AttachBase: ["source"],
   Compare: ["text", "max_tokens", "top_k"],
   Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id"],
-  Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step"],
+  Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout"],
   Turn: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k"],
   Text: ["text", "max_tokens", "top_k"],
   Render: ["messages", "template", "tools", "documents", "add_generation_prompt", "continue_final_message", "variables", "assistant_mask"],
