@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { branchRequest, compareCellRequest, draftRequest, inspectRequest, recordedRequest, withBranch } from "../../site/js/page/step.mjs";
+import { branchRequest, compareCellRequest, draftRequest, inspectRequest, plainRequest, recordedRequest, withBranch } from "../../site/js/page/step.mjs";
 import { toWire } from "../../site/js/page/protocol.mjs";
 
 const settings = { reply_limit: 96, windows: [256, 512, 1024], compare_limit: 48, top_k: 10 };
@@ -53,10 +53,12 @@ test("a recorded turn's request: the lesson's messages, each earlier one answere
   assert.deepEqual([args.window, args.maxTokens], [256, recorded.reply_limit]);
 });
 
-test("a comparison cell: the instruct model's template cell is a Turn; the other three say why not", () => {
-  const prompt = { text: "What is the capital of France?", template_ids: new Array(40).fill(0) };
-  const { args } = compareCellRequest(prompt, { model: "instruct", layout: "template" }, settings, 8192);
-  assert.deepEqual(args, { messages: [{ role: "user", content: prompt.text }], preset: "none", window: 256, maxTokens: 48 });
+test("a comparison cell: its model and layout read the message; only the instruct template cell branches", () => {
+  const prompt = { text: "What is the capital of France?", template_ids: new Array(40).fill(0), plain_ids: new Array(8).fill(0) };
+  const { args, branchWhy } = compareCellRequest(prompt, { model: "instruct", layout: "template" }, settings, 8192);
+  assert.deepEqual(args, { messages: [{ role: "user", content: prompt.text }], preset: "none", window: 256, maxTokens: 48,
+                           model: "instruct", layout: "template" });
+  assert.equal(branchWhy, null);
   // a longer message: the smallest window that holds it and the cap
   const long = { ...prompt, template_ids: new Array(300).fill(0) };
   assert.equal(compareCellRequest(long, { model: "instruct", layout: "template" }, settings, 8192).args.window, 512);
@@ -64,9 +66,15 @@ test("a comparison cell: the instruct model's template cell is a Turn; the other
   assert.equal(compareCellRequest(huge, { model: "instruct", layout: "template" }, settings, 8192).args.window, 8192);
   for (const cell of [{ model: "instruct", layout: "plain" }, { model: "base", layout: "template" }, { model: "base", layout: "plain" }]) {
     const out = compareCellRequest(prompt, cell, settings, 8192);
-    assert.equal(out.args, undefined);
-    assert.match(out.why, /no request yet for plain text or for the base model/);
+    assert.deepEqual([out.args.model, out.args.layout, out.args.messages], [cell.model, cell.layout, args.messages]);
+    assert.match(out.branchWhy, /can be inspected, not branched/);
   }
+});
+
+test("plain text: the text as the one message, read with no template", () => {
+  assert.deepEqual(plainRequest("Once upon"), { messages: [{ role: "user", content: "Once upon" }], layout: "plain" });
+  assert.deepEqual(inspectRequest(plainRequest("Once upon"), [5, 6], 1),
+                   { messages: [{ role: "user", content: "Once upon" }], layout: "plain", replyIds: [5, 6], step: 1, topK: undefined });
 });
 
 test("keeping a branch: the branch is the reply, marked chosen by hand, each step's candidates kept", () => {

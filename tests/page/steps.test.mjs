@@ -75,21 +75,39 @@ test("a recorded turn: the recording's request, and no keeping", () => {
   assert.equal(stepWords(where, 0), `token 1 of recorded turn 4's reply, “${conv.turns[3].reply_tokens[0].replace(/ /g, "·")}”`);
 });
 
-test("a comparison cell: the instruct template cell is a step; the other three say why not", () => {
+test("a comparison cell: each is a step of its model and layout; only the instruct template cell branches", () => {
   const store = createStore();
   store.settingsRead({ ...settings, model_keys: ["base", "instruct"], layouts: ["plain", "template"] });
   const run = store.compareStarted("What is the capital of France?", new AbortController());
-  const prompt = { text: run.text, template_ids: new Array(40).fill(7), template_tokens: new Array(40).fill("t"), special_ids: [7] };
+  const prompt = { text: run.text, template_ids: new Array(40).fill(7), template_tokens: new Array(40).fill("t"),
+                   plain_ids: [1, 2, 3], plain_tokens: ["What", " is", "?"], special_ids: [7] };
   store.comparePrompt(run, prompt);
   const answer = { reply_ids: [3, 4], reply_tokens: ["P", "aris"], reply_text: "Paris", stop_reason: "end_turn" };
   const cell = (m, l) => ({ ...answer, reply_ids: [...answer.reply_ids], m, l });
   const ans = { prompt, base: { plain: cell("b", "p"), template: cell("b", "t") }, instruct: { plain: cell("i", "p"), template: cell("i", "t") } };
   store.compareEnded(run, ans);
   const where = whereOf(store.state, ans.instruct.template, { settings, context: 8192 });
-  assert.equal(where.kind, "compare");
+  assert.deepEqual([where.kind, where.label, where.branchWhy], ["compare", "the instruct model's chat-template cell", null]);
   assert.deepEqual(where.record.prompt_ids, prompt.template_ids);
   assert.deepEqual(where.args.messages, [{ role: "user", content: prompt.text }]);
-  for (const other of [ans.base.plain, ans.base.template, ans.instruct.plain]) assert.match(whereOf(store.state, other, { settings }).why, /instruct model reading the chat template/);
+  const base = whereOf(store.state, ans.base.plain, { settings, context: 8192 });
+  assert.deepEqual([base.label, base.args.model, base.args.layout], ["the base model's plain-text cell", "base", "plain"]);
+  assert.deepEqual([base.record.prompt_ids, base.record.prompt_tokens], [prompt.plain_ids, prompt.plain_tokens]);
+  for (const other of [ans.base.plain, ans.base.template, ans.instruct.plain]) {
+    assert.match(whereOf(store.state, other, { settings, context: 8192 }).branchWhy, /can be inspected, not branched/);
+  }
+});
+
+test("plain text's continuation is a step of the text read with no template, not a branch", () => {
+  const store = createStore();
+  const p = store.plainText("Once upon a time");
+  const answer = { prompt_ids: [9, 8], prompt_tokens: ["Once", " upon"], reply_ids: [5, 6], reply_tokens: [",", " there"], stop_reason: "max_tokens" };
+  store.sideEnded(p.plain, { answer });
+  const where = whereOf(store.state, answer, { settings });
+  assert.deepEqual(where.args, { messages: [{ role: "user", content: "Once upon a time" }], layout: "plain" });
+  assert.equal(where.record, answer);
+  assert.match(where.branchWhy, /plain text's continuation can be inspected, not branched/);
+  assert.equal(stepWords(where, 1), "token 2 of the plain-text side's reply, “·there”");
 });
 
 test("nothing is computed without the weights, or while a reply is written", () => {

@@ -28,7 +28,7 @@
 // The pure part (whereOf, refusal, the sentences) is played in node (tests/page/steps.test.mjs);
 // tests/test_inspect_browser.py plays the rest on the page.
 
-import { branchRequest, compareCellRequest, draftRequest, inspectRequest, recordedRequest, withBranch } from "../page/step.mjs";
+import { branchRequest, compareCellRequest, draftRequest, inspectRequest, plainRequest, recordedRequest, withBranch } from "../page/step.mjs";
 import { branchReloaded, saveBranch } from "../page/prefs.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
@@ -51,17 +51,21 @@ export function recordRequest(record, messages) {
 }
 
 /** A comparison cell's reply with what it read, in a turn record's names (what the views read):
- * the template's ids, tokens and special ids from the comparison's prompt. */
-const cellRecord = (prompt, cell) => ({
-  ...cell, prompt_ids: prompt.template_ids, prompt_tokens: prompt.template_tokens, prompt_bytes: prompt.template_bytes ?? null,
+ * its layout's ids and tokens, and the special ids, from the comparison's prompt. */
+const cellRecord = (prompt, layout, cell) => ({
+  ...cell, prompt_ids: prompt[`${layout}_ids`], prompt_tokens: prompt[`${layout}_tokens`], prompt_bytes: prompt[`${layout}_bytes`] ?? null,
   special_ids: prompt.special_ids, system: null, window: null,
 });
 
+const MODEL_NAMES = { instruct: "the instruct model", base: "the base model" };
+const LAYOUT_NAMES = { template: "chat-template", plain: "plain-text" };
+
 /**
  * Where `reply` (a reply view's) lives, and what a step of it can ask:
- *   {kind, label, args, record, turn?, keep}  args: the Turn request (page/step.mjs's); record:
- *       the record the views read (its prompt and reply); turn: the live turn; keep: null when
- *       a branch of it can be kept, else why not (a sentence)
+ *   {kind, label, args, record, turn?, keep, branchWhy}  args: the Turn request (page/step.mjs's);
+ *       record: the record the views read (its prompt and reply); turn: the live turn; keep:
+ *       null when a branch of it can be kept, else why not (a sentence); branchWhy: null when
+ *       it can be branched, else why not (a sentence: it can still be inspected)
  *   {why}  a sentence: no step of it can be asked
  * context: {settings (build.json's), context (the model's n_ctx)}.
  */
@@ -94,16 +98,18 @@ export function whereOf(state, reply, { settings, context } = {}) {
              keep: "Plain text keeps no conversation: a branch is kept in Live mode." };
   }
   if (plain && plain.plain?.answer === reply) {
-    return { why: "Inspecting and branching take a chat turn: plain text read with no template is not one the engine takes yet." };
+    return { kind: "text", label: "the plain-text side", args: plainRequest(plain.text), record: reply,
+             keep: "Plain text keeps no conversation.",
+             branchWhy: "A branch continues a chat turn: plain text's continuation can be inspected, not branched." };
   }
   const run = state.compare.run;
   const found = cellsOf(run).find((c) => c.cell.answer === reply);
   if (found) {
     if (!run.prompt) return { why: "The comparison's prompt is not known yet." };
     const cell = compareCellRequest(run.prompt, found, settings, context);
-    if (cell.why) return { why: cell.why };
-    return { kind: "compare", label: "the instruct model's chat-template cell", args: cell.args, record: cellRecord(run.prompt, reply),
-             keep: "The comparison keeps no conversation: a branch is kept in Live mode." };
+    return { kind: "compare", label: `${MODEL_NAMES[found.model]}'s ${LAYOUT_NAMES[found.layout]} cell`, args: cell.args,
+             record: cellRecord(run.prompt, found.layout, reply), keep: "The comparison keeps no conversation: a branch is kept in Live mode.",
+             branchWhy: cell.branchWhy };
   }
   return { why: "This reply is not one the engine can recompute (a saved comparison, or one from a recording)." };
 }
@@ -179,10 +185,10 @@ export function setUpStepActions(page) {
   function stepBar() {
     if (!shown.step) return null;
     const { where, step } = shown.step;
-    const offer = branchChoices(where.record, step, state.nearTieGap).find((c) => c.near);
+    const offer = where.branchWhy ? null : branchChoices(where.record, step, state.nearTieGap).find((c) => c.near);
     const inspected = shown.inspection?.where === where && shown.inspection.step === step ? shown.inspection.answer : null;
     // a reply recorded without candidates: the last block's of the inspection are the model's own
-    const lensChoices = !where.record.top_k && inspected
+    const lensChoices = !where.branchWhy && !where.record.top_k && inspected
       ? inspected.lens.at(-1).filter(([id]) => id !== where.record.reply_ids[step]) : [];
     const tokens = inspected ? shown.inspection.tokens : new Map();
     return el(
@@ -198,7 +204,8 @@ export function setUpStepActions(page) {
         lensChoices.map(([id, p]) => el("button", { type: "button", class: "branch-lens", dataset: { step, id }, onclick: () => branch(where, step, id, tokens.get(id)),
                                                     text: `Take ${tokens.has(id) ? `“${visibleToken(tokens.get(id))}”` : `token ${id}`} (${(100 * p).toFixed(1)}%)` })),
       ),
-      where.record.top_k
+      where.branchWhy ? el("p", { class: "term", text: where.branchWhy })
+        : where.record.top_k
         ? el("p", { class: "term", text: "Another of this step's candidates, picked in the table of candidates, starts a branch: what the model would have written after it." })
         : el("p", { class: "term", text: "This reply was recorded without its candidates: once inspected, the last block's are offered to branch with." }),
     );
@@ -215,7 +222,7 @@ export function setUpStepActions(page) {
       { class: "step-idle" },
       el("p", { class: "term", text: "Click a token of the reply to look inside its step: where it looked, and how its choice formed block by block." +
         (record.top_k ? " Pick another of a step's candidates to see what the model would have written after it." : "") }),
-      !where.why && record.top_k ? nearTieList(record, state.nearTieGap, (step, id) => branch(where, step, id)) : null,
+      !where.why && !where.branchWhy && record.top_k ? nearTieList(record, state.nearTieGap, (step, id) => branch(where, step, id)) : null,
     );
   }
 
@@ -255,6 +262,7 @@ export function setUpStepActions(page) {
   async function branch(where, step, id, token = undefined) {
     const why = refusal(api, state, "A branch");
     if (why) return say(why, "error");
+    if (where.branchWhy) return say(where.branchWhy, "error");
     if (!inRange(where.record, step)) return say(`There is no token ${step + 1} in ${where.label}'s reply to branch at.`, "error");
     if (where.record.reply_ids[step] === id) return inspect(where, step); // the model's own choice: no branch
     const choice = branchChoices(where.record, step, state.nearTieGap).find((c) => c.id === id);

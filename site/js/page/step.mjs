@@ -6,9 +6,9 @@
 //   the draft          the preview's request, replyIds [] and step 0: the first token a reply to
 //                      the draft would have
 //   a recorded turn    the recording's messages, replies and system text (recordedRequest)
-//   a comparison cell  the message as the instruct model's chat template reads it, one user
-//                      message and no system prompt of the learner's (compareCellRequest); the
-//                      other three cells are not requests the engine takes (see there)
+//   a comparison cell  the message as the cell's model read it in the cell's layout, one user
+//                      message and no system prompt of the learner's (compareCellRequest)
+//   plain text         the text as the one message, read with no template (plainRequest)
 // and, once a branch is kept, the turn's record with the branch as its reply (withBranch). No DOM:
 // tests/page/step.test.mjs plays it in node, tests/test_page_step.py against the worker.
 
@@ -52,24 +52,29 @@ export function recordedRequest(recorded, conversation, index) {
 }
 
 /**
- * The request one of the comparison's cells was written from, or why there is none.
+ * The request one of the comparison's cells was written from.
  * prompt: the comparison's prompt (chatlens.compare's onPrompt); cell: {model, layout};
  * settings: build.json's (windows, compare_limit); context: the model's whole context.
- * Only the instruct model reading the chat template is a Turn: the engine's inspect and branch
- * read Turns, of the instruct model. Its window is the smallest the site offers that holds the
+ * The message is the one user message, read by the cell's model in the cell's layout, with no
+ * system prompt of the learner's. Its window is the smallest the site offers that holds the
  * prompt and the cap (a window only bounds what is dropped, and one message drops nothing), so
- * the worker's cache stays that small.
+ * the worker's cache stays that small. Only the instruct model reading the chat template is a
+ * turn a branch can continue (chatlens.branch reads the instruct model's turns): `branchWhy`
+ * says so for the other three, null for it.
  */
 export function compareCellRequest(prompt, { model, layout }, settings, context) {
-  if (model !== "instruct" || layout !== "template") {
-    return { why: "Inspecting and branching take the instruct model reading the chat template: the engine " +
-      "has no request yet for plain text or for the base model." };
-  }
   const cap = settings.compare_limit;
-  const need = prompt.template_ids.length + cap;
-  const window = [...settings.windows].sort((a, b) => a - b).find((w) => w >= need) ?? context;
-  return { args: { messages: [{ role: "user", content: prompt.text }], preset: "none", window, maxTokens: cap } };
+  const ids = layout === "plain" ? prompt.plain_ids : prompt.template_ids;
+  const window = [...settings.windows].sort((a, b) => a - b).find((w) => w >= ids.length + cap) ?? context;
+  const args = { messages: [{ role: "user", content: prompt.text }], preset: "none", window, maxTokens: cap, model, layout };
+  const branchWhy = model === "instruct" && layout === "template" ? null
+    : "A branch continues the instruct model's chat turns: this cell can be inspected, not branched.";
+  return { args, branchWhy };
 }
+
+/** chatlens.inspect's arguments for plain text's continuation of `text` (plain text mode's
+ * plain side): the text as the one message, read with no template. */
+export const plainRequest = (text) => ({ messages: [{ role: "user", content: text }], layout: "plain" });
 
 /** The turn record once the branch `branched` (chatlens.branch's answer) is kept: its reply is the
  * branch, marked as chosen by hand (`branched`), as chatlens.record.TurnRecord.with_branch makes
