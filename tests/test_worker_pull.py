@@ -51,6 +51,19 @@ def on_the_gpu(folder):
     return executor
 
 
+def test_a_cpu_emulation_gets_the_gemm_that_compiles_fastest_a_real_gpu_the_default(tiny):
+    """gpu_program's adapter info: on SwiftShader (a fallback adapter) or llvmpipe, compiling is
+    most of the setup, so the prefill GEMM is kernels.EMULATED_GEMM; on a real GPU, kernels.GEMM."""
+    from chatlens.gpu import kernels
+
+    call("load", {"path": str(tiny)})
+    gemms = lambda info: {p["name"].split("-")[0] for p in call("gpu_program", {"n_ctx": 256, "info": info})["pipelines"]
+                          if p["name"].startswith("matmul")}
+    assert gemms({"vendor": "google", "description": "SwiftShader device", "fallback": True}) == {kernels.EMULATED_GEMM}
+    assert gemms({"vendor": "mesa", "device": "llvmpipe (LLVM 15.0.6, 256 bits)"}) == {kernels.EMULATED_GEMM}
+    assert gemms({"vendor": "nvidia", "architecture": "hopper", "fallback": False}) == gemms(None) == {kernels.GEMM}
+
+
 def pulled(executor, request, stop_after=None, kind="chat"):
     """worker.mjs's loop: submit the runs, give the oldest one's bytes, post the tokens."""
     flight, tokens, most = deque(), [], 0

@@ -153,6 +153,9 @@ class GpuProgram:
     features: list = doc("the adapter's features", factory=list)
     limits: dict = doc("the adapter's limits, by WebGPU's names", factory=dict)
     model: str = doc("instruct or base", "instruct")
+    info: dict | None = doc("what the adapter says of itself (vendor, architecture, device, description, fallback): "
+                            "on a CPU emulation (chatlens.device.emulated) the prefill GEMM is the one whose tiles "
+                            "compile fastest (chatlens.gpu.kernels.EMULATED_GEMM)", None)
 
 
 @dataclass(frozen=True)

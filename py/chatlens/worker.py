@@ -107,11 +107,13 @@ class _Worker:
         return protocol.BackendInfo(backend="numpy", n_ctx=model.config.n_ctx)
 
     def gpu_program(self, a: protocol.GpuProgram) -> dict:
-        from .gpu import build_program, weight_plan
+        from .device import emulated
+        from .gpu import build_program, kernels, weight_plan
 
         path = self._path_of(a.model)
         side = self.sides[a.model]
-        side.program = build_program(weight_plan(path), a.n_ctx, a.features, a.limits)
+        gemm = kernels.EMULATED_GEMM if emulated(a.info) else None  # compiling is most of the setup there
+        side.program = build_program(weight_plan(path), a.n_ctx, a.features, a.limits, gemm=gemm)
         return side.program
 
     def use_gpu(self, a: protocol.UseGpu) -> protocol.BackendInfo:

@@ -58,7 +58,7 @@ async function attachGpu(gpu, m) {
 export async function gpuExecutor(gpu, { py, call, store, source, path, nCtx, say, onCorrupt, model = "instruct" }) {
   say(`building the GPU program on ${gpu.name}`);
   if (source.kind === "hf") await mountWeightsHeader(py, store, source, path);
-  const program = call("gpu_program", { n_ctx: nCtx, features: gpu.features, limits: gpu.limits, model });
+  const program = call("gpu_program", { n_ctx: nCtx, features: gpu.features, limits: gpu.limits, model, info: gpu.info });
   say(`uploading the weights to ${gpu.name}`);
   return createExecutor(gpu.adapter, program, storedReader(store, source, { onCorrupt }), { name: gpu.name });
 }
