@@ -286,9 +286,10 @@ def browser(playwright):
 
 @pytest.fixture
 def app(browser, server):
-    """A fresh browser context on the site (webapp.App); it fails the test on page errors and CSP violations.
-    Its first page boots Python as a first visit does (6-12 s here): a test of that boot takes this one;
-    others take `warm_app` or `shared_app`."""
+    """A fresh browser context on the site (webapp.App): an empty store, no settings; its pages start
+    Python from the session's snapshot (webapp.session_snapshot), as a returning visitor's do. It fails
+    the test on page errors and CSP violations. A test of Python's first boot makes its own
+    App(..., snapshot=None)."""
     from webapp import App
 
     a = App(browser, server)
@@ -299,45 +300,26 @@ def app(browser, server):
 
 # -- fewer boots: Python's snapshot, and a context a module shares --------------------------------------------------
 # A first boot of the page takes 6-12 s here, most of it Python starting; the page saves Python's memory after it
-# (a snapshot in Cache Storage) and later boots start from it. The session boots once (`python_snapshot`) and seeds
-# the snapshot into fresh contexts (`warm_app`); a module whose tests need no fresh profile shares one context
+# (a snapshot in Cache Storage) and later boots start from it. The session boots once (webapp.session_snapshot) and
+# every App seeds the snapshot into its fresh context; a module whose tests need no fresh profile shares one context
 # (`shared_app`). tests/README.md says which to take.
 
 
 @pytest.fixture(scope="session")
 def python_snapshot(browser, server):
-    """Python's memory snapshot (about 30 MB), as the session's one first boot of the page saved it."""
-    from webapp import App, read_snapshot
+    """Python's memory snapshot (about 30 MB), as the session's one first boot of the page saved it
+    (for contexts that are not webapp.App's: the offline tests' profiles)."""
+    from webapp import session_snapshot
 
-    a = App(browser, server)
-    try:
-        page = a.open()
-        assert page.evaluate("chatlens.ready.then(r => r.snapshot)") == "saved"
-        data = read_snapshot(page, server.url, server.root)
-    finally:
-        a.close()
-    assert not a.errors, a.errors
-    return data
-
-
-@pytest.fixture
-def warm_app(browser, server, python_snapshot):
-    """Like `app`, a fresh context (an empty store, no settings), but its pages start Python from the
-    session's snapshot, as a returning visitor's do."""
-    from webapp import App
-
-    a = App(browser, server, snapshot=python_snapshot)
-    yield a
-    a.close()
-    assert not a.errors, a.errors
+    return session_snapshot(browser, server)
 
 
 @pytest.fixture(scope="module")
-def module_context(browser, server, python_snapshot):
+def module_context(browser, server):
     """One warm context for a whole module (webapp.App): what one test stores or saves, the next finds."""
     from webapp import App
 
-    a = App(browser, server, snapshot=python_snapshot)
+    a = App(browser, server)
     yield a
     a.close()
 

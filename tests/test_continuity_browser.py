@@ -244,11 +244,11 @@ def test_a_host_that_cannot_reach_the_hub_says_so_and_offers_recorded_mode_and_a
 # -- a message after one that got no reply ------------------------------------------------------------------------------
 
 
-def test_without_a_model_no_caption_claims_a_read_and_two_messages_in_a_row_are_said(warm_app):
+def test_without_a_model_no_caption_claims_a_read_and_two_messages_in_a_row_are_said(app):
     """Without the model the messages still fill the window, one after another (the lesson's
     window can be watched filling with no download): the page says plainly that nothing was read,
     and why two of the learner's messages come in a row."""
-    app = warm_app
+    app = app
     page = app.open()
     app.send("Hi! My name is Priya.")
     page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Turn 1')")

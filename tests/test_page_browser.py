@@ -68,10 +68,22 @@ def cpython_preview(text, message, window=1024):
 SNAPSHOTS = "python-snapshot"  # site/js/worker/python.mjs
 
 
-def test_a_reload_starts_python_from_the_snapshot_the_first_boot_saved(app):
+@pytest.fixture
+def cold_app(browser, server):
+    """A fresh context with nothing in Cache Storage: its first page boots Python as a first visit does."""
+    from webapp import App
+
+    a = App(browser, server, snapshot=None)
+    yield a
+    a.close()
+    assert not a.errors, a.errors
+
+
+def test_a_reload_starts_python_from_the_snapshot_the_first_boot_saved(cold_app):
     """The first boot saves Python's memory once chatlens is imported (a Pyodide memory snapshot
     in Cache Storage, keyed by build.json's pyodide.snapshot_id); a reload starts from it and
     previews the same; a snapshot that does not load is dropped and the boot goes on without it."""
+    app = cold_app
     page = app.open()
     assert page.evaluate("chatlens.ready.then(r => r.snapshot)") == "saved"
     messages = [{"role": "user", "content": "Who are you? Ünïcödé 東京 🙂"}]

@@ -43,12 +43,6 @@ def stored(page):
     return page.get_attribute("#persistence", "data-persistence"), page.text_content("#persistence")
 
 
-@pytest.fixture
-def app(warm_app):
-    """A fresh context (nothing stored, nothing asked yet) whose pages start Python from the session's snapshot."""
-    return warm_app
-
-
 def test_the_download_starts_and_ends_while_the_browser_has_not_answered_persist(app, tiny):
     app.context.add_init_script(UNANSWERED)
     page = app.open(f"?model={tiny}")

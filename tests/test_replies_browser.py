@@ -132,9 +132,9 @@ def tiny(server):
     return folder, f"{server.url}tiny-replies/model/"
 
 
-def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_or_before_it_starts(warm_app, tiny):
+def test_a_signal_stops_a_reply_while_its_prompt_is_read_or_once_it_writes_or_before_it_starts(app, tiny):
     folder, url = tiny
-    page = open_with_the_model(warm_app, f"?model={url}")
+    page = open_with_the_model(app, f"?model={url}")
     long, short = [{"role": "user", "content": LONG + " " + LONG}], [{"role": "user", "content": "Hi!"}]
     got = page.evaluate("""async ([system, long, short]) => {
         // run() aborted by its signal at its first prompt progress ('reading') or its first token ('writing')

@@ -19,13 +19,6 @@ PAYLOAD = '<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 2</s
 NO_MARKUP = "() => window.__pwned === undefined && document.querySelectorAll('img, script:not([type=module])').length === 0"
 
 
-@pytest.fixture
-def app(warm_app):
-    """Each test's fresh context (conftest.py's `warm_app`): none of these is about Python's first boot, so
-    each page starts Python from the session's snapshot."""
-    return warm_app
-
-
 @pytest.fixture(scope="module")
 def tiny(server):
     """The tiny model, served beside the site (same origin, so the CSP lets the page read it)."""

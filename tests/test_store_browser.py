@@ -609,11 +609,11 @@ def resumed(app, page, stored, download):
     assert again == [f"bytes={stored}-"]
 
 
-def test_the_boxs_cancel_button_stops_the_download_and_the_next_one_goes_on(warm_app, server):
+def test_the_boxs_cancel_button_stops_the_download_and_the_next_one_goes_on(app, server):
     """Cancel, clicked in the model box while the weights come: the box says what was kept, the
     store holds whole chunks of the weights, and Download goes on from there."""
     chunk = server.mirror.manifest()["chunk_size"]
-    page = warm_app.open()
+    page = app.open()
     page.click("#download")
     page.wait_for_function("""([name, at]) => [...document.querySelectorAll('#download-progress .file')].some(
         (line) => line.firstChild.textContent === name && line.querySelector('progress').value >= at)""",
@@ -626,18 +626,18 @@ def test_the_boxs_cancel_button_stops_the_download_and_the_next_one_goes_on(warm
     assert not model["complete"] and part["state"] == "partial"
     assert part["stored"] > 0 and part["stored"] % chunk == 0  # whole chunks, each checked against its sha256
     assert page.is_visible("#download")
-    resumed(warm_app, page, part["stored"],
+    resumed(app, page, part["stored"],
             lambda: (page.click("#download"), page.wait_for_selector("#model-body [data-stored='complete']",
                                                                      timeout=180_000)))
 
 
-def test_a_download_worker_killed_mid_download_keeps_whole_chunks_and_the_next_download_resumes(warm_app, server):
+def test_a_download_worker_killed_mid_download_keeps_whole_chunks_and_the_next_download_resumes(app, server):
     """The download's own worker (store/download-worker.mjs) ended while it writes the weights, as
     a crash would end it: what the store kept is whole verified chunks, and after a reload the
     download goes on from them to a model whose every file matches its published sha256."""
     chunk = server.mirror.manifest()["chunk_size"]
-    warm_app.context.add_init_script(KEEP_WORKERS)
-    page = warm_app.open()
+    app.context.add_init_script(KEEP_WORKERS)
+    page = app.open()
     at = page.evaluate("""([name, at]) => new Promise((killed) => {
         chatlens.downloadModel({onProgress: (p) => {
             if (p.file?.name !== name || p.file.done < at) return;
@@ -647,8 +647,8 @@ def test_a_download_worker_killed_mid_download_keeps_whole_chunks_and_the_next_d
         }});
     })""", [WEIGHTS_FILE, 2 * chunk])
     page.reload()
-    warm_app.wait_ready()
+    app.wait_ready()
     model, part = weights_part(page)
     assert not model["complete"] and part["state"] == "partial"
     assert 0 < part["stored"] < part["size"] and part["stored"] % chunk == 0, (part, at)
-    resumed(warm_app, page, part["stored"], lambda: page.evaluate("chatlens.downloadModel()"))
+    resumed(app, page, part["stored"], lambda: page.evaluate("chatlens.downloadModel()"))

@@ -97,14 +97,40 @@ def seed_snapshot(context, url, root, snapshot: Snapshot) -> bool:
     return True
 
 
+_SESSION_SNAPSHOTS = {}  # snapshot_id -> Snapshot: what the session's one first boot of that build saved
+
+
+def session_snapshot(browser, server) -> Snapshot:
+    """Python's memory snapshot (about 30 MB) of the site `server` serves: made once a session, by
+    a first boot of the page in a context of its own, then put in every App's context."""
+    key = snapshot_id(server.root)
+    if key not in _SESSION_SNAPSHOTS:
+        a = App(browser, server, snapshot=None)
+        try:
+            page = a.open()
+            assert page.evaluate("chatlens.ready.then(r => r.snapshot)") == "saved"
+            _SESSION_SNAPSHOTS[key] = read_snapshot(page, server.url, server.root)
+        finally:
+            a.close()
+        assert not a.errors, a.errors
+    return _SESSION_SNAPSHOTS[key]
+
+
+SESSION = "session"  # App's default snapshot: session_snapshot's
+
+
 class App:
     """A fresh browser context on the site, recording every request it makes (worker included).
 
-    snapshot: Python's memory snapshot (conftest.py's `python_snapshot`), put in the context first
-    so that its pages start Python from it; None: the first page boots Python as a first visit."""
+    snapshot: Python's memory snapshot, put in the context first so that its pages start Python
+    from it (1-2 s, against 6-12 s for a first boot here): by default the session's
+    (session_snapshot), for a first visit none; None: the first page boots Python as a first
+    visit does (a test of that boot)."""
 
-    def __init__(self, browser, server, first_visit=False, snapshot=None):
+    def __init__(self, browser, server, first_visit=False, snapshot=SESSION):
         self.server = server
+        if snapshot is SESSION:
+            snapshot = None if first_visit else session_snapshot(browser, server)
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
         if snapshot is not None:
             seed_snapshot(self.context, server.url, server.root, snapshot)
