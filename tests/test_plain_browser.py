@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import cli_in_process, run_cli
 from webapp import App  # the `server` and `browser` fixtures: tests/conftest.py
 
 pytestmark = pytest.mark.browser
@@ -20,17 +20,6 @@ pytestmark = pytest.mark.browser
 FRANCE = "What is the capital of France?"
 TOL = 1e-3
 STEP_MS = 600_000
-
-
-@pytest.fixture(scope="module")
-def reference(server):
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from chatlens.host.reference import reference_model
-    from chatlens.source import load_model
-
-    model = load_model(server.mirror.files[server.mirror.gguf])
-    return model, reference_model(model.config, model.weights.items())
 
 
 def probabilities(ref, ids):
@@ -47,9 +36,11 @@ def rows_of(page, column):
                                      "rs => rs.map(r => [Number(r.dataset.id), Number(r.dataset.p)])")
 
 
-def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, server, reference):
-    model, ref = reference
+def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, server, model, reference):
+    """The mirror serves the session's GGUF (`model`, `reference`: conftest.py's, loaded once)."""
+    ref = reference
     mirror = server.mirror
+    assert mirror.files[mirror.gguf].resolve() == model.path.resolve()
     app = App(browser, server)
     try:
         page = app.open(f"?model={server.url}{mirror.base}{mirror.gguf}")
@@ -68,7 +59,7 @@ def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, serv
         np.testing.assert_allclose([p for _, p in plain], want[[i for i, _ in plain]], atol=TOL, rtol=0)
         assert "end_turn" in page.text_content(".plain-col:nth-child(1) .plain-continuation .reply-title")
 
-        cli = run_cli("complete", "--top-k", "10", "--max-new-tokens", "1", stdin=FRANCE, model=mirror.files[mirror.gguf])
+        cli = cli_in_process("complete", "--top-k", "10", "--max-new-tokens", "1", stdin=FRANCE, model=mirror.files[mirror.gguf])
         assert cli.returncode == 0, cli.stderr
         cli_first = json.loads(cli.stdout)["top_k"][0]
         assert [i for i, _ in plain] == [c[0] for c in cli_first]
