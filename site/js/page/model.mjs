@@ -80,11 +80,20 @@ export function createModelBox(api) {
       },
     });
 
+  // The browser's answer to persistent storage, read again at each refresh and each answer: the
+  // newest read wins, so a refresh that began before the answer cannot draw the question again.
+  let persistenceReads = 0;
+  async function readPersistence() {
+    const ticket = ++persistenceReads;
+    const answer = await api.downloads.persistence();
+    if (ticket === persistenceReads) box.persistence = answer;
+  }
+
   async function refresh() {
     if (!api.source) return draw();
     try {
       box.files = api.downloads.spec().files;
-      [box.stored, box.persistence] = await Promise.all([api.downloads.status(), api.downloads.persistence()]);
+      [box.stored] = await Promise.all([api.downloads.status(), readPersistence()]);
     } catch (e) {
       box.error = e.message;
     }
@@ -132,7 +141,7 @@ export function createModelBox(api) {
   // Persistent storage was asked for as a download started, or the browser answered (at once, or
   // when the user answers its prompt): the box says what the answer means.
   globalThis.addEventListener(PERSISTENCE, async () => {
-    box.persistence = await api.downloads.persistence();
+    await readPersistence();
     draw();
   });
 
