@@ -34,13 +34,14 @@ MATVEC_ROWS = 8  # virtual rows per matvec workgroup: each x unit loaded once se
 # matmul.wgsl is double-buffered (two buffers of KT = 16, one barrier a step; it was 12-19% slower
 # on lavapipe), matmul_plain.wgsl single-buffered (one of KT = 32, two barriers a step): a real GPU
 # decides (scripts/device_bench.py --gemm runs both). GEMM is the one programs use.
-# matmul_small is matmul.wgsl with 32 x 32 tiles (`file`: the WGSL it takes, when not its name): on
-# a CPU emulation of a GPU compiling dominates a model's setup, and these tiles compile in about
-# half the time (Chromium's SwiftShader, the tiny test model: the whole setup 12.8 s -> 8.0 s, its
-# four GEMMs 10 s -> 4.7 s). EMULATED_GEMM is the one programs use there (chatlens.device.emulated).
+# matmul_small is matmul.wgsl with 32 x 32 tiles 8 deep (`file`: the WGSL it takes, when not its
+# name): on a CPU emulation of a GPU compiling dominates a model's setup, most of it the four
+# GEMMs, and these compile faster (Chromium's SwiftShader, the tiny test model, this machine idle,
+# three setups each: the pipelines and upload 10 s with matmul's tiles, 6.0-6.5 s with 32 x 32 x 16,
+# 4.1-4.3 s with these). EMULATED_GEMM is the one programs use there (chatlens.device.emulated).
 GEMMS = {"matmul": {"TM": 64, "TN": 64, "KT": 16, "WG": 256},
          "matmul_plain": {"TM": 64, "TN": 64, "KT": 32, "WG": 256},
-         "matmul_small": {"file": "matmul", "TM": 32, "TN": 32, "KT": 16, "WG": 64}}
+         "matmul_small": {"file": "matmul", "TM": 32, "TN": 32, "KT": 8, "WG": 64}}
 GEMM = "matmul"
 EMULATED_GEMM = "matmul_small"
 MAX_GRID = 65535
