@@ -129,6 +129,30 @@ def test_the_comparisons_other_cells_and_plain_text_are_inspected_as_they_were_r
         call("start", {"kind": "inspect", "args": {**args, "reply_ids": [], "layout": "chat"}})
 
 
+def test_the_command_line_inspects_a_comparison_cell_as_the_comparison_wrote_it(tiny, hf_dir, tmp_path):
+    """`inspect --layout plain --base-model PATH` with no reply_ids: the cell's reply computed first
+    (the comparison's, to the instruct model's end of turn), then its step, on the base's weights."""
+    import numpy as np
+
+    from chatlens.cache import PromptCache
+    from chatlens.host.compare import compared
+    from chatlens.inspection import inspect
+    from conftest import cli_in_process
+
+    text = "Once upon a time"
+    folder = write_tiny_model(tmp_path / "base", hf_dir, seed=1)
+    want = compared(tiny, load_model(folder), text, max_tokens=4, top_k=0)
+    cell, ids = want.base["plain"], want.prompt.plain_ids
+    done = cli_in_process("inspect", "--layout", "plain", "--base-model", str(folder), "--max-tokens", "4", "--step", "2",
+                          stdin=json.dumps({"messages": [{"role": "user", "content": text}]}), model=tiny.path)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["prompt_ids"] == ids and got["reply_ids"] == cell.reply_ids and got["chosen_id"] == cell.reply_ids[2]
+    step = inspect(PromptCache(load_model(folder).backend(64)), ids + cell.reply_ids[:2], len(ids) + 1)
+    np.testing.assert_allclose(got["attention"], step.attention, rtol=0, atol=1e-6)
+    assert [p["kind"] for p in got["by_piece"]] == ["text", "reply"]
+
+
 def test_bad_input_is_a_sentence(replied):
     args = {**TURN, "reply_ids": replied.reply_ids}
     for bad, error, said in [({"step": 7}, ChatlensError, "step 7 is out of range: the reply has 6 tokens, so steps 0 to 6"),

@@ -167,19 +167,35 @@ def branch(args) -> int:
 def inspect(args) -> int:
     """run's JSON on stdin, plus optional "reply_ids" (without them the turn's reply is computed
     first): step --step of the reply inspected (chatlens.jobs.InspectJob), its attention over what
-    the model read and its logit lens. Prints a chatlens.protocol.Inspected."""
+    the model read and its logit lens. --layout plain reads the last message as plain text;
+    --base-model computes with the base model, as the comparison's cells read them. Prints a
+    chatlens.protocol.Inspected."""
     from ..cache import PromptCache
-    from ..jobs import InspectJob
+    from ..compare import check_same_tokenizer
+    from ..jobs import InspectJob, plain_read
     from ..protocol import to_json
-    from ..pull import greedy
+    from ..pull import Pull, greedy
 
     session, text, reply_ids = _turn_on_stdin(args)
-    record = session.preview(text)
-    if reply_ids is None:  # the turn's reply first: then the cache holds it, and the inspection reuses it
-        reply_ids = session.send(text).reply_ids
-    cache = session.cache or PromptCache(session.model.backend(n_ctx=session.window))
-    _write_json(to_json(greedy(InspectJob(cache, record, reply_ids, session.model.tokenizer, step=args.step,
-                                                 top_k=args.top_k))))
+    model = session.model
+    if args.base_model is not None:
+        model = open_model(args.base_model, args.backend)
+        check_same_tokenizer(session.model.tokenizer, model.tokenizer)  # the same ids, as the comparison needs
+    if args.layout == "template":
+        read = session.preview(text)
+    else:
+        read = plain_read(session.model.tokenizer, [{"role": "user", "content": text}])
+    if reply_ids is None and model is session.model and args.layout == "template":
+        reply_ids = session.send(text).reply_ids  # the turn's reply first: the cache holds it, and the inspection reuses it
+    elif reply_ids is None:  # as the comparison computes a cell: greedy, to the instruct model's end of turn
+        stepper = model.backend(len(read.prompt_ids) + session.max_tokens)
+        reply_ids = greedy(Pull(stepper, read.prompt_ids, eos_id=session.model.eos_id,
+                                max_new_tokens=session.max_tokens)).ids
+    n = len(read.prompt_ids) + len(reply_ids) + 1
+    cache = session.cache if model is session.model and args.layout == "template" and session.cache else \
+        PromptCache(model.backend(n_ctx=max(n, session.window)))
+    _write_json(to_json(greedy(InspectJob(cache, read, reply_ids, session.model.tokenizer, step=args.step,
+                                          top_k=args.top_k))))
     return 0
 
 

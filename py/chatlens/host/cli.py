@@ -120,6 +120,11 @@ def parser() -> argparse.ArgumentParser:
     _turn_args(p)
     p.add_argument("--step", type=int, default=0, help="the step that chose reply id S (0: the reply's first)")
     p.add_argument("--top-k", type=int, default=5, metavar="K", help="the lens's candidates a layer (default 5)")
+    p.add_argument("--layout", choices=("template", "plain"), default="template",
+                   help="plain: the last message read as plain text, no template (as complete reads it; the system "
+                        "prompt and window are not read), as the comparison's plain cells")
+    _base_model_arg(p, help="inspect the base model (as the comparison's base cells): it reads the instruct model's "
+                            "tokenizer and template, and a reply computed first stops at the instruct's end of turn")
 
     p = sub.add_parser("complete", help="plain text on stdin, no chat template -> its greedy continuation (JSON)")
     _model_arg(p)
