@@ -13,6 +13,7 @@ real. Screenshots at 1400x900 and 390x844 go to artifacts/screenshots/experiment
 import json
 import re
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -244,6 +245,38 @@ def test_each_cell_shows_its_own_state_and_its_result_the_moment_it_ends(both):
     assert page.text_content("#compare-stopped") == "Stopped: you pressed Stop."
     assert states(page)["base/template"]["state"] == "never-ran"
     page.evaluate(CAP)
+
+
+def test_a_step_of_the_bases_template_cell_is_inspected_where_it_was_drawn_and_not_branched(both):
+    """A chip of a comparison cell names its step (issue 34.5: the comparison's cells too): its
+    inspection is chatlens.inspect's on that cell's model and layout (the base's weights, the
+    template the instruct model reads), and the step offers no branch, saying why."""
+    page = both.page
+    page.fill("#compare-text", "Hello")
+    page.click("#compare-run")
+    until(page, "() => !chatlens.writing && document.querySelectorAll('#compare-grid .compare-cell [data-stop]').length === 4",
+          "the four replies")
+    cell = '.compare-cell[data-model="base"][data-layout="template"]'
+    chips = page.eval_on_selector_all(f"{cell} .reply-tokens .tok", "ts => ts.map((t) => Number(t.dataset.id))")
+    assert len(chips) >= 2, chips
+    page.evaluate("""() => { window.__inspected = null;
+        document.addEventListener('chatlens:inspected', (e) => { window.__inspected = e.detail.answer; }, {once: true}); }""")
+    page.locator(f"{cell} .reply-tokens .tok").nth(1).click()
+    assert page.text_content("#step-box .step-name").startswith("Token 2 of the base model's chat-template cell's reply")
+    assert page.locator("#step-box .branch-offer").count() == 0
+    assert "can be inspected, not branched" in page.text_content("#step-box .step-bar")
+    page.click("#step-box .step-inspect")
+    until(page, "() => window.__inspected && document.querySelector('#step-box .inspect')", "the inspection")
+    got = page.evaluate("window.__inspected")
+    want = page.evaluate("""([replyIds]) => chatlens.inspect({messages: [{role: 'user', content: 'Hello'}], preset: 'none',
+                                                            model: 'base', layout: 'template', replyIds, step: 1})""", [chips])
+    assert got["reply_ids"] == chips and got["chosen_id"] == chips[1] == want["chosen_id"]
+    assert got["prompt_ids"] == want["prompt_ids"] and got["backend"] == want["backend"]
+    np.testing.assert_allclose(got["attention"], want["attention"], rtol=0, atol=1e-5)
+    assert [[i for i, _ in row] for row in got["lens"]] == [[i for i, _ in row] for row in want["lens"]]
+    assert page.locator("#step-box .share-row").count() == len(got["by_piece"])
+    shots(page, "inspect-base-cell", "#step-box")
+    page.click("#step-box .inspect-close")
 
 
 def test_the_base_is_named_as_what_its_files_are_everywhere(both):
