@@ -116,7 +116,7 @@ def session_snapshot(browser, server) -> Snapshot:
     return _SESSION_SNAPSHOTS[key]
 
 
-SESSION = "session"  # App's default snapshot: session_snapshot's
+SESSION = object()  # App's default snapshot: session_snapshot's
 
 
 class App:
