@@ -252,10 +252,14 @@ def test_a_step_of_the_bases_template_cell_is_inspected_where_it_was_drawn_and_n
     inspection is chatlens.inspect's on that cell's model and layout (the base's weights, the
     template the instruct model reads), and the step offers no branch, saying why."""
     page = both.page
-    page.fill("#compare-text", "Hello")
+    # the lesson's message, so the comparison the next test reloads is still the lesson's
+    page.fill("#compare-text", LESSON)
     page.click("#compare-run")
-    until(page, "() => !chatlens.writing && document.querySelectorAll('#compare-grid .compare-cell [data-stop]').length === 4",
-          "the four replies")
+    # this run's four (the read is this message's, each cell ended), not the last run's grid
+    until(page, """(t) => !chatlens.writing && !document.getElementById('compare-restored') &&
+        document.querySelector('#compare-both .compare-layout[data-layout=plain] .compare-read')?.textContent === t &&
+        [...document.querySelectorAll('#compare-grid .compare-cell')].filter((c) => c.dataset.state === 'ended').length === 4""",
+          "the four replies", arg=LESSON)
     cell = '.compare-cell[data-model="base"][data-layout="template"]'
     chips = page.eval_on_selector_all(f"{cell} .reply-tokens .tok", "ts => ts.map((t) => Number(t.dataset.id))")
     assert len(chips) >= 2, chips
@@ -268,8 +272,8 @@ def test_a_step_of_the_bases_template_cell_is_inspected_where_it_was_drawn_and_n
     page.click("#step-box .step-inspect")
     until(page, "() => window.__inspected && document.querySelector('#step-box .inspect')", "the inspection")
     got = page.evaluate("window.__inspected")
-    want = page.evaluate("""([replyIds]) => chatlens.inspect({messages: [{role: 'user', content: 'Hello'}], preset: 'none',
-                                                            model: 'base', layout: 'template', replyIds, step: 1})""", [chips])
+    want = page.evaluate("""([replyIds, lesson]) => chatlens.inspect({messages: [{role: 'user', content: lesson}], preset: 'none',
+                                                            model: 'base', layout: 'template', replyIds, step: 1})""", [chips, LESSON])
     assert got["reply_ids"] == chips and got["chosen_id"] == chips[1] == want["chosen_id"]
     assert got["prompt_ids"] == want["prompt_ids"] and got["backend"] == want["backend"]
     np.testing.assert_allclose(got["attention"], want["attention"], rtol=0, atol=1e-5)
