@@ -45,6 +45,9 @@ TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im
 PROMPT = [1, 17, 290, 3, 3, 41, 100, 7, 250, 19, 64, 2, 5] * 6  # 78 tokens: more than one prefill chunk of 32
 TOL = 1e-4
 TOL_F16 = 1e-3  # an f16 cache against NumPy's f16 one: see above
+# The real model's widths (dim 576, sums of up to 1536 products, logits up to about 13): f32 sums in
+# the GPU's order drift past TOL from NumPy's; lavapipe on one Xeon put a logit of 5.3 off by 1.04e-4.
+TOL_WIDE = 1e-3
 F16_CACHE_LOGITS = 0.05  # the real model's logits, f16 cache against f32: 1.7e-2 at most, measured on F16_CHATS
 
 # GGUF name -> Hugging Face name ({i}: the layer)
@@ -455,7 +458,7 @@ def test_past_128_keys_the_real_model_s_shape_equals_numpy(tmp_path):
     """A 150-token prompt, room for 160 as conftest.py's `real_gpu` has (REAL_GPU_CONTEXT), the
     program's default chunk and cache: read in a chunk of 128 and one whose attention is merged by
     a pass of its own, then 3 decode steps whose o projection merges it (x_merge): logits within
-    TOL of NumPy's, the same ids and top-k. (An f16 cache past 128 keys:
+    TOL_WIDE of NumPy's, the same ids and top-k. (An f16 cache past 128 keys:
     test_short_sequences_equal_numpy_then_hand_over_to_the_split_ones.)"""
     path = write_gguf(tmp_path / "m.gguf", REAL_SHAPE, random_weights(REAL_SHAPE, seed=1),
                       lambda n: Q.Q8_0 if n == "token_embd.weight" else Q.Q4_1)
@@ -463,7 +466,7 @@ def test_past_128_keys_the_real_model_s_shape_equals_numpy(tmp_path):
     gpu = open_native(path, 160)
     assert gpu.meta["kv"] == "F32" and gpu.meta["splits"] > 1
     assert gpu.meta["dispatches"]["decode"] == 1 + 5 * REAL_SHAPE.n_layers
-    compare_run(gpu, ref, (PROMPT * 2)[:150], 3, top_k=5)
+    compare_run(gpu, ref, (PROMPT * 2)[:150], 3, top_k=5, tol=TOL_WIDE)
 
 
 # -- the real model ---------------------------------------------------------------------------------
@@ -480,7 +483,7 @@ def test_real_model_prefill_and_five_decode_steps_equal_numpy(model, real_gpu):
     gpu = real_gpu()
     assert gpu.meta["kv"] == "F32"
     assert gpu.meta["dispatches"]["decode"] <= 2 + 5 * model.config.n_layers
-    compare_run(gpu, model.backend(64), ids, 5, top_k=5, tol=1e-3)
+    compare_run(gpu, model.backend(64), ids, 5, top_k=5, tol=TOL_WIDE)
 
 
 # A short chat (of tests/test_model.py's CHATS) whose greedy reply transformers makes without a near-tie
