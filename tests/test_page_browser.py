@@ -237,6 +237,10 @@ def test_challenge_progress_updates_and_survives_a_reload(app):
 
 
 def test_enter_pressed_twice_while_python_boots_sends_one_message(app):
+    # Python starts from its snapshot in a second or two: the worker's script is held until the
+    # keys are pressed, so Python is still booting then however fast this machine is.
+    held = []
+    app.context.route("**/js/worker/worker.mjs", lambda route: held.append(route))
     page = app.open(ready=False)
     page.fill("#draft", "Who are you?")
     page.press("#draft", "Enter")
@@ -245,6 +249,9 @@ def test_enter_pressed_twice_while_python_boots_sends_one_message(app):
     page.press("#draft", "Enter")  # still waiting: not sent, and not wiped
     assert page.get_attribute("#status", "data-state") in ("booting", "loading"), "Python booted before the test could press Enter"
     assert page.eval_on_selector_all("#chat .msg.user .content", "b => b.map(e => e.textContent)") == ["Who are you?"]
+    assert len(held) == 1, "the page asked for its worker's script once"
+    held[0].continue_()
+    app.context.unroute("**/js/worker/worker.mjs")
     app.wait_ready()
     page.wait_for_function("() => document.querySelectorAll('#chat .msg.user.no-reply, #chat .msg.assistant').length === 1")
     page.wait_for_timeout(300)
