@@ -85,7 +85,9 @@ def test_the_comparison_asks_for_the_base_then_shows_the_four_as_the_api_answers
         page.set_viewport_size({"width": 1400, "height": 900})
         page.locator("#compare-box").screenshot(path=str(SHOTS / "compare-asks-base-1400.png"))
 
-        # the ask leads to the model box's base section, whose button (size, consent) downloads it
+        # the ask leads to the model box's base section, whose button (size, consent) downloads it;
+        # the button is drawn once the base's source is known (before, the ask focuses the section's summary)
+        page.wait_for_selector("#download-base", state="attached")
         page.click("#compare-get-base")
         assert page.evaluate("document.getElementById('base-model').open")
         assert page.evaluate("document.activeElement.id") == "download-base"
