@@ -59,6 +59,7 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
     from chatlens.compare import LAYOUTS, MODELS
     from chatlens.host.compare import compared as compare
     from chatlens.inspection import inspect
+    from chatlens.protocol import to_json
     from chatlens.source import load_model
     from webapp import App, assert_same_comparison
 
@@ -103,6 +104,10 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
         cells = [stopped[k][layout] for k in MODELS for layout in LAYOUTS]
         assert [c["stop_reason"] for c in cells] == ["stopped"] * 4, [c["stop_reason"] for c in cells]
         assert len(cells[0]["reply_ids"]) >= 2 and all(c["reply_ids"] == [] for c in cells[1:])
+        # what the first wrote before the stop (a token or two may be in flight): CPython's greedy ids
+        first = cells[0]["reply_ids"]
+        greedy = to_json(compare(load_model(instruct), load_model(folder), TEXT, max_tokens=len(first), top_k=0))
+        assert first == greedy[MODELS[0]][LAYOUTS[0]]["reply_ids"]
         assert page.evaluate("chatlens.writing") is False
 
         # a lost GPU (as a driver reset: both models' devices): the next comparison puts both back.
