@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from conftest import cli_in_process
-from webapp import BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS, WEBGPU_BY_CHOICE, assert_same_comparison, seed_snapshot
+from webapp import BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS, WAIT_MS, WEBGPU_BY_CHOICE, assert_same_comparison, seed_snapshot
 from chatlens import chat
 from chatlens.host import build as site
 from chatlens.host.mirror import prepare_mirror
@@ -32,6 +32,7 @@ class Visit:
         self.context = playwright.chromium.launch_persistent_context(
             str(profile), executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True,
             viewport={"width": 1400, "height": 1000})
+        self.context.set_default_timeout(WAIT_MS)
         if snapshot is not None:
             seed_snapshot(self.context, url, snapshot[1], snapshot[0])
         self.context.add_init_script(WEBGPU_BY_CHOICE)  # SwiftShader by name: auto would take NumPy

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from faulty_server import FaultyServer
+from webapp import WAIT_MS
 
 pytestmark = pytest.mark.browser
 
@@ -101,6 +102,7 @@ class StorePage:
         self.browser = browser
         self.pages = pages
         self.context = browser.new_context()
+        self.context.set_default_timeout(WAIT_MS)
         self.errors = []
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))

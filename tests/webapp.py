@@ -23,6 +23,10 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-com
                "--disable-sync", "--no-first-run", "--enable-unsafe-webgpu"]  # SwiftShader's WebGPU adapter
 SHOTS = ROOT / "artifacts" / "screenshots"
 BOOT_MS = 120_000
+# Every wait a test leaves at Playwright's default (30 s): a page waiting on SwiftShader while the
+# other lane of scripts/test.sh loads the CPU, on a machine twice as slow as this one, outlasts it.
+# A test that passes takes no longer for it; one that fails says so later.
+WAIT_MS = 120_000
 LIVE_BY_CHOICE = """try {
     if (localStorage.getItem('chatlens.prefs') === null) localStorage.setItem('chatlens.prefs', '{"mode": "live"}');
 } catch {}"""
@@ -132,6 +136,7 @@ class App:
         if snapshot is SESSION:
             snapshot = None if first_visit else session_snapshot(browser, server)
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.context.set_default_timeout(WAIT_MS)
         if snapshot is not None:
             seed_snapshot(self.context, server.url, server.root, snapshot)
         if not first_visit:
