@@ -255,7 +255,7 @@ def test_a_step_of_the_bases_template_cell_is_inspected_where_it_was_drawn_and_n
     # the lesson's message, so the comparison the next test reloads is still the lesson's
     page.fill("#compare-text", LESSON)
     page.click("#compare-run")
-    # this run's four (the read is this message's, each cell ended), not the last run's grid
+    # this run's four, each ended: the last run's grid (the same message, stopped) kept one that never ran
     until(page, """(t) => !chatlens.writing && !document.getElementById('compare-restored') &&
         document.querySelector('#compare-both .compare-layout[data-layout=plain] .compare-read')?.textContent === t &&
         [...document.querySelectorAll('#compare-grid .compare-cell')].filter((c) => c.dataset.state === 'ended').length === 4""",
