@@ -91,6 +91,15 @@ def test_the_comparison_asks_for_the_base_then_shows_the_four_as_the_api_answers
         page.click("#compare-get-base")
         assert page.evaluate("document.getElementById('base-model').open")
         assert page.evaluate("document.activeElement.id") == "download-base"
+        # the box is redrawn whole at each refresh (the model's status, a download's progress; here
+        # Python's start can land after the click): the focus stays on the button through a redraw,
+        # forced by the page's own base refresh (its event after a deletion; nothing is stored)
+        page.evaluate("""() => new Promise((done) => {
+            const body = document.getElementById('base-body');
+            new MutationObserver((_, o) => { o.disconnect(); setTimeout(done); }).observe(body, {childList: true});
+            dispatchEvent(new CustomEvent('chatlens:model-deleted', {detail: {model: 'base'}}));
+        })""")
+        assert page.evaluate("document.activeElement.id") == "download-base"
         page.click("#download-base")
         page.wait_for_selector("#base-stored", timeout=120_000)
         page.wait_for_selector("#compare-missing", state="detached")  # the ask goes once both are stored

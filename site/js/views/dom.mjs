@@ -38,5 +38,15 @@ export function fill(node, ...children) {
   return node;
 }
 
+/** fill, for a view redrawn whole while the learner may be on one of its controls (the model box
+ * redraws at each status or progress change): focus stays on the control of the same id, so a
+ * button a link just focused, or one reached by Tab, is not lost to the redraw. */
+export function refill(node, ...children) {
+  const focused = node.contains(document.activeElement) ? document.activeElement.id : "";
+  fill(node, ...children);
+  if (focused && !node.contains(document.activeElement)) node.querySelector(`#${CSS.escape(focused)}`)?.focus({ preventScroll: true });
+  return node;
+}
+
 /** A term's explanation under a figure: a paragraph of class "term". */
 export const term = (text, cls = "") => el("p", { class: `term ${cls}`.trim(), text });

@@ -7,7 +7,7 @@
 
 import { elideUrls } from "../page/source.mjs";
 import { formatBytes } from "../store/errors.mjs";
-import { $, el, fill } from "./dom.mjs";
+import { $, el, fill, refill } from "./dom.mjs";
 
 const pct = (x) => (x == null ? "" : `${Math.floor(x)}%`);
 const speedText = (s) => (s == null ? "" : `${formatBytes(s)}/s`);
@@ -76,7 +76,7 @@ export function drawModelBox(m, on) {
     if (m.source?.origin === "url" || !m.source) {
       parts.push(el("button", { type: "button", id: "use-default", onclick: on.useDefault, text: "Use the default model" }));
     }
-    return fill(body, ...parts);
+    return refill(body, ...parts);
   }
   if (m.hostNote) parts.push(el("p", { class: "error", id: "source-error", role: "alert", text: m.hostNote }));
   if (m.weightsSentence) parts.push(el("p", { class: "about-download weights", text: m.weightsSentence }));
@@ -104,7 +104,7 @@ export function drawModelBox(m, on) {
     parts.push(el("button", { type: "button", id: "download", onclick: on.download, disabled: !m.source, text: "Download" }));
   }
   if (m.error) parts.push(el("p", { class: "error", id: "download-error", role: "alert", text: m.error }));
-  fill(body, ...parts);
+  refill(body, ...parts);
 }
 
 /** What the browser's answer to the request for persistent storage means for the stored model
@@ -166,7 +166,7 @@ function checked(source) {
 export function drawBaseBox(m, on) {
   const body = $("base-body");
   if (!body) return;
-  if (m.unavailable) return fill(body, el("p", { class: "about-download", id: "base-unavailable", text: `The base model is not offered here: ${m.unavailable}` }));
+  if (m.unavailable) return refill(body, el("p", { class: "about-download", id: "base-unavailable", text: `The base model is not offered here: ${m.unavailable}` }));
   const parts = [];
   const files = m.spec?.files || [];
   const [bytes, exact] = sizeOf(files);
@@ -192,7 +192,7 @@ export function drawBaseBox(m, on) {
     parts.push(el("button", { type: "button", id: "download-base", onclick: on.download, text: `Download the base model (${size})` }));
   }
   if (m.error) parts.push(el("p", { class: "error", id: "base-error", role: "alert", text: m.error }));
-  fill(body, ...parts);
+  refill(body, ...parts);
 }
 
 /** "Manage downloads": the stored models, the estimate, and delete buttons. */
