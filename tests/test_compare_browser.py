@@ -64,6 +64,7 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
     from webapp import App, assert_same_comparison
 
     instruct, folder, base = tiny_two
+    weights = {"instruct": load_model(instruct), "base": load_model(folder)}  # the cells' own, as CPython reads them
     a = App(browser, server)
     try:
         page = both_stored(a, server, base)
@@ -71,7 +72,7 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
         # the base attached on the first compare, beside the instruct: chatlens.model stays the instruct's
         assert page.evaluate("chatlens.baseModel")["model"] == "base"
         assert page.evaluate("chatlens.model")["model"] == "instruct"
-        want = compare(load_model(instruct), load_model(folder), TEXT, max_tokens=3, top_k=3)
+        want = compare(weights["instruct"], weights["base"], TEXT, max_tokens=3, top_k=3)
         out = got["out"]
         assert_same_comparison(out, want)
         assert len(got["prompts"]) == 1 and got["prompts"][0]["tokensBefore"] == 0  # before any token
@@ -83,13 +84,13 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
 
         # a step of the base's template cell and of the instruct's plain cell, inspected: CPython's
         # figures on the cell's own weights and the ids the cell read
-        for key, layout, model in [("base", "template", folder), ("instruct", "plain", instruct)]:
+        for key, layout in [("base", "template"), ("instruct", "plain")]:
             cell = out[key][layout]
             args = {"messages": [{"role": "user", "content": TEXT}], "model": key, "layout": layout,
                     "replyIds": cell["reply_ids"], "step": 1}
             seen = page.evaluate("(a) => chatlens.inspect(a)", args)
             ids = out["prompt"][f"{layout}_ids"]
-            want_step = inspect(PromptCache(load_model(model).backend(64)), ids + cell["reply_ids"][:1], len(ids))
+            want_step = inspect(PromptCache(weights[key].backend(64)), ids + cell["reply_ids"][:1], len(ids))
             assert seen["prompt_ids"] == ids and seen["chosen_id"] == cell["reply_ids"][1] == want_step.chosen_id
             np.testing.assert_allclose(seen["attention"], want_step.attention, rtol=0, atol=1e-4)
             assert [[i for i, _ in row] for row in seen["lens"]] == [[i for i, _ in row] for row in want_step.lens]
@@ -106,7 +107,7 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
         assert len(cells[0]["reply_ids"]) >= 2 and all(c["reply_ids"] == [] for c in cells[1:])
         # what the first wrote before the stop (a token or two may be in flight): CPython's greedy ids
         first = cells[0]["reply_ids"]
-        greedy = to_json(compare(load_model(instruct), load_model(folder), TEXT, max_tokens=len(first), top_k=0))
+        greedy = to_json(compare(weights["instruct"], weights["base"], TEXT, max_tokens=len(first), top_k=0))
         assert first == greedy[MODELS[0]][LAYOUTS[0]]["reply_ids"]
         assert page.evaluate("chatlens.writing") is False
 
