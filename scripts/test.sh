@@ -21,10 +21,11 @@ status=0
 if [ $# -gt 0 ]; then
   "$PY" -m pytest -q --durations=30 "$@" || status=$?  # the slowest 30: where the budget goes
 else
-  # Two lanes at once, the browser tests and the rest (measured on the 2-core machine, idle, fresh
-  # clones: 17 min 33 s and 18 min 35 s, against 19 min 46 s one after the other). Each lane is its own pytest process with its own
-  # session fixtures; the site's pinned inputs are fetched here first so that the two never fetch
-  # them at once. Each lane's output is printed whole once both have ended.
+  # Two lanes at once, the browser tests and the rest (the 2-core machine, idle, fresh clones:
+  # 17 min 33 s and 18 min 35 s against 19 min 46 s one after the other on one day; 22 min 24 s on
+  # a slower day). Each lane is its own pytest process with its own session fixtures; the site's
+  # pinned inputs are fetched here first so that the two never fetch them at once. Each lane's
+  # output is printed whole once both have ended.
   "$PY" -c "from chatlens.host import build as b; c = b.Checkout.at(); b.ensure_node_modules(c); b.ensure_wheels(c)"
   lanes=artifacts/tests
   mkdir -p "$lanes"
