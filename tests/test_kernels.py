@@ -175,7 +175,7 @@ def test_matmul_equals_x_at_w_t(device, dtype, chunk, gemm):
 
 
 @pytest.mark.parametrize("gain_dtype", ["F32", "F16", "BF16"])
-@pytest.mark.parametrize("chunk, gemm", [(None, None), (64, "matmul"), (64, "matmul_plain")])
+@pytest.mark.parametrize("chunk, gemm", [(None, None), *((64, gemm) for gemm in sorted(K.GEMMS))])
 def test_rms_norm_folded_into_the_projection(device, gain_dtype, chunk, gemm):
     """rms_norm(x, g, eps) @ W.T with g stored as F32/F16/BF16, by the matvec and each prefill GEMM."""
     for n, k, dtype in ((1536, 576, "Q4_1"), (37, 40, "F32")):

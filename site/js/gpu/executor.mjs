@@ -99,8 +99,8 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
   // Every pipeline is asked for at once and compiled while the weights are read and written:
   // compiling is the slowest step of the setup on a CPU emulation (SwiftShader, the tiny test
   // model: 10 s with matmul's 64 x 64 tiles, most of it the four GEMMs, one pipeline after
-  // another; 4.2 s with kernels.EMULATED_GEMM's, which it gets there), and the browser compiles
-  // them on its own threads.
+  // another; far less with kernels.EMULATED_GEMM's, which it gets there: kernels.py has the
+  // figures), and the browser compiles them on its own threads.
   const pipelines = {};
   const compiled = Promise.all(program.pipelines.map(async (p) => {
     const layout = device.createBindGroupLayout({
