@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chatlens.gpu import build_program, weight_plan
+from chatlens.gpu import build_program, kernels as K, weight_plan
 from chatlens.host.native_gpu import open_native
 from chatlens.gpu.backend import WebGPUBackend
 from test_gpu_backend import PROMPT, SOURCES
@@ -83,12 +83,12 @@ class PageExecutor:
         return ticket
 
 
-def browser_backend(page, served, source, n_ctx, features=None):
+def browser_backend(page, served, source, n_ctx, features=None, gemm=None):
     url, root, models = served
     info = page.evaluate("gpuCall('probe')")
     path = models[source]
     plan = weight_plan(path)
-    program = build_program(plan, n_ctx, info["features"] if features is None else features, info["limits"])
+    program = build_program(plan, n_ctx, info["features"] if features is None else features, info["limits"], gemm=gemm)
     (root / "program.json").write_text(json.dumps(program))
     model_file = path.relative_to(root) if path.is_file() else (path / "model.safetensors").relative_to(root)
     name = page.evaluate("([p, m]) => gpuCall('open', p, m)", [url + "program.json", url + model_file.as_posix()])
@@ -101,13 +101,18 @@ def test_chromium_offers_webgpu_on_swiftshader(page):
 
 
 # (n_ctx, prompt tokens): 96 keys take one attention workgroup; past 128 (a 140-token prompt) the
-# attention splits, a chunk merging it in a pass of its own and a decode step in its o projection
-@pytest.mark.parametrize("source, reduction, n_ctx, prompt", [
-    ("gguf-mixed", "subgroups", 96, 78), ("hf-bf16", "shared-memory", 96, 78),
-    ("gguf-mixed", "subgroups", 160, 140), ("hf-bf16", "shared-memory", 160, 140)])
-def test_the_js_executor_gives_the_native_ids_and_logits(page, served, source, reduction, n_ctx, prompt):
+# attention splits, a chunk merging it in a pass of its own and a decode step in its o projection.
+# The prefill GEMM: the one a real GPU's program takes (kernels.GEMM) once, else the one the page
+# takes on an emulated adapter, as SwiftShader is (kernels.EMULATED_GEMM: the native run's is
+# kernels.GEMM, whose sums along K run in the same order). Compiling matmul's large tiles takes
+# SwiftShader about 10 s a program here, the emulated GEMM's a fraction of that.
+@pytest.mark.parametrize("source, reduction, n_ctx, prompt, gemm", [
+    ("gguf-mixed", "subgroups", 96, 78, K.EMULATED_GEMM), ("hf-bf16", "shared-memory", 96, 78, K.GEMM),
+    ("gguf-mixed", "subgroups", 160, 140, K.EMULATED_GEMM), ("hf-bf16", "shared-memory", 160, 140, K.EMULATED_GEMM)])
+def test_the_js_executor_gives_the_native_ids_and_logits(page, served, source, reduction, n_ctx, prompt, gemm):
     features = None if reduction == "subgroups" else []
-    gpu, program = browser_backend(page, served, source, n_ctx, features)
+    gpu, program = browser_backend(page, served, source, n_ctx, features, gemm)
+    assert program["meta"]["gemm"] == gemm
     assert gpu.name == "webgpu: " + page.evaluate("gpuCall('probe')")["name"]
     assert program["meta"]["reduce"] == ("reduce_subgroup" if reduction == "subgroups" else "reduce_shared")
     enabled = any(m["code"].startswith("enable subgroups;") for m in program["modules"])
