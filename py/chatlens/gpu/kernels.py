@@ -36,10 +36,11 @@ MATVEC_ROWS = 8  # virtual rows per matvec workgroup: each x unit loaded once se
 # decides (scripts/device_bench.py --gemm runs both). GEMM is the one programs use.
 # matmul_small is matmul_plain.wgsl with 16 x 16 tiles 8 deep (`file`: the WGSL it takes, when
 # not its name; its WG == TN * KT / 8 and TM == 2 * KT): on a CPU emulation of a GPU compiling
-# dominates a model's setup, most of it the four GEMMs, and these compile fastest (Chromium's
-# SwiftShader, the tiny test model, this machine idle: the pipelines and upload 10 s with matmul's
-# tiles, 6.0-6.5 s with matmul's 32 x 32 x 16, 4.1-4.3 s with its 32 x 32 x 8; the four GEMMs alone
-# 1.6-2.8 s with the last, 0.5 s with these). The real model there compiles and uploads in 3.4-3.6 s
+# dominates a model's setup, most of it the four GEMMs, and these compiled fastest of the tiles
+# tried (Chromium's SwiftShader, the tiny test model, this machine idle: the pipelines and upload
+# 10 s with matmul's tiles, 6.0-6.5 s with matmul's 32 x 32 x 16, 4.1-4.3 s with its 32 x 32 x 8;
+# the four GEMMs alone 1.6-2.8 s with the last, 0.5 s with these). The real model's executor there
+# (its file fetched from a local server, uploaded, its pipelines compiled) is ready in 3.4-3.6 s
 # against 4.4-4.6 s with matmul's 32 x 32 x 8, and reads a 42-token prompt in 11.5-11.9 s against
 # 13.1-13.7 s (two runs each, alternated). EMULATED_GEMM is the one programs use there
 # (chatlens.device.emulated).
