@@ -60,11 +60,11 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
     from chatlens.host.compare import compared as compare
     from chatlens.inspection import inspect
     from chatlens.protocol import to_json
-    from chatlens.source import load_model
+    from conftest import load_once
     from webapp import App, assert_same_comparison
 
     instruct, folder, base = tiny_two
-    weights = {"instruct": load_model(instruct), "base": load_model(folder)}  # the cells' own, as CPython reads them
+    weights = {"instruct": load_once(instruct), "base": load_once(folder)}  # the cells' own, as CPython reads them
     a = App(browser, server)
     try:
         page = both_stored(a, server, base)
@@ -147,15 +147,14 @@ def test_a_gpu_with_room_for_one_model_puts_one_on_it_at_a_time(browser, server,
     import json
 
     from chatlens.host.compare import compared as compare
-    from chatlens.source import load_model
-    from conftest import run_cli
+    from conftest import load_once, run_cli
     from webapp import App, assert_same_comparison
 
     instruct, folder, base = tiny_two
     a = App(browser, server)
     try:
         page = both_stored(a, server, base, "&gpu=one-model")
-        want = compare(load_model(instruct), load_model(folder), TEXT, max_tokens=3, top_k=3)
+        want = compare(load_once(instruct), load_once(folder), TEXT, max_tokens=3, top_k=3)
         assert_same_comparison(page.evaluate(COMPARE, [TEXT, 3, 3])["out"], want)
         note = page.evaluate("chatlens.baseModel")["note"]
         assert note and "no room for both models at once" in note and "one on it at a time" in note, note
