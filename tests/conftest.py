@@ -10,6 +10,10 @@ from pathlib import Path
 # One BLAS thread: on a busy 2-core machine OpenBLAS's spinning threads make each decode step
 # 4-5x slower, and the tests compare values, not speed (the benchmark measures speed).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# And one torch thread, for the same reason: its OpenMP threads spin waiting for each other
+# (scripts/test.sh runs two lanes at once). Two of test_model's greedy runs beside one busy core:
+# 179 s on two threads, 32 s on one; on an idle machine 25 s and 30 s.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
 

@@ -18,8 +18,6 @@ from chatlens.source import load_model
 GAP = 0.01
 LOGIT_TOL = 1e-3
 
-torch.set_num_threads(2)
-
 
 def reference_model(model):
     """A transformers LlamaForCausalLM holding exactly our float32 weights."""
