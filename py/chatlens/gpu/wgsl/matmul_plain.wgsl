@@ -1,9 +1,9 @@
 // x @ W.T for a chunk of tokens (prefill), as matmul.wgsl computes it (model.py's x @ W.T, the
 // same tiles and the same order of sums along K) but single-buffered: one pair of shared tiles
 // KT deep (kernels.GEMMS: 32 for matmul_plain, 8 for the emulated adapters' matmul_small), two
-// barriers a step (before the registers are stored into the tiles, after). The
-// next step's x and W are still loaded into registers while this step's tiles are multiplied.
-// kernels.GEMMS: a real GPU decides between the two (scripts/device_bench.py --gemm).
+// barriers a step (before the registers are stored into the tiles, after). The next step's x and
+// W are still loaded into registers while this step's tiles are multiplied. A real GPU decides
+// between matmul.wgsl and this file's 32-deep tiles (scripts/device_bench.py --gemm).
 // Each invocation computes a 4 x 4 block of the TM x TN tile (4 tokens x ROWS = 4 rows) and
 // loads one W unit a step (8 consecutive elements of a row, w_unit): WG == TN * KT / 8. An
 // RMSNorm folded in multiplies x by its gain as x is stored and sums x*x per token on the way.
