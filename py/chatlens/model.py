@@ -12,7 +12,7 @@ vectorised loops compute the same products 4 to 6 times faster (`EINSUM`).
 
 import numpy as np
 
-from .backend import Step, step_of
+from .backend import Step, log_z_of, step_of
 from .config import ModelConfig
 from .errors import ChatlensError
 
@@ -114,10 +114,11 @@ def rope(x, cos, sin):
     return x * cos + rotated * sin
 
 
-def attention(q, k, v, start, products=None, probe=None):
+def attention(q, k, v, start, products=None, probe=None, hidden=None):
     """Causal grouped-query attention of T new queries at positions start.. over k, v (kv_heads, start+T, hd);
     `products`: MATMUL or EINSUM (default: this NumPy's choice, PRODUCTS); `probe`: a Probe that keeps
-    the weights (an inspection's)."""
+    the weights (an inspection's); `hidden`: (a, b), keys a..b-1 that none of the T queries may read
+    (a piece knocked out, chatlens.cause), or None."""
     mm = products or PRODUCTS
     n_heads, T, hd = q.shape
     n_kv, L, _ = k.shape
@@ -128,6 +129,8 @@ def attention(q, k, v, start, products=None, probe=None):
     if T > 1:
         future = np.arange(L)[None, :] > (start + np.arange(T))[:, None]
         scores = np.where(future, np.float32(-np.inf), scores)
+    if hidden is not None:
+        scores[..., hidden[0]:hidden[1]] = -np.inf  # every query of the call, as transformers' 4D mask
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
     probs = scores / scores.sum(axis=-1, keepdims=True)  # (n_kv, group, T, L)
     if probe is not None:
@@ -200,6 +203,46 @@ class NumpyBackend:
         self.logits = self._logits(x[-1])  # (dim,) -> (vocab,): the step decode would take
         return np.stack([a[:, -1] for a in probe.attention]), np.stack(probe.blocks)  # (layers, heads, L), (layers, dim)
 
+    def score(self, ids, *, score_from, next_id, hidden=None):
+        """Feed ids after the cache as prefill does (keys a..b-1 hidden from every one of them when
+        hidden = (a, b): chatlens.cause's knockout) and score rows score_from.. of them: row r is
+        the step after ids[r], its target ids[r + 1], the last row's `next_id`. Returns one
+        (target_logit, log_z, top_id, top_logit) a scored row: p(target) = exp(target_logit -
+        log_z), the row's argmax (lowest id among equal maxima) and its logit. The ids' keys and
+        values are cached as prefill's (hidden ones too: the caller truncates them away)."""
+        ids = [int(i) for i in ids]
+        if not ids or not 0 <= score_from < len(ids):
+            raise ChatlensError(f"a score needs ids and a first scored row among them, not {score_from} of {len(ids)}")
+        rows = []
+        for at in range(0, len(ids), PREFILL_CHUNK):
+            x = self._forward(ids[at:at + PREFILL_CHUNK], hidden=hidden)  # (T, dim)
+            rows.append(x[max(score_from - at, 0):])
+        h = rms_norm(np.concatenate(rows), self.final_norm, self.cfg.norm_eps)  # (R, dim)
+        logits = self.products.linear(h, self.lm_head)  # (R, dim) -> (R, vocab)
+        self.logits = logits[-1]
+        targets = ids[score_from + 1:] + [int(next_id)]  # (R,)
+        out = []
+        for row, target in zip(logits, targets):
+            top = int(np.argmax(row))
+            out.append((float(row[target]), log_z_of(row), top, float(row[top])))
+        return out
+
+    def kept(self, start):
+        """A copy of the cache's keys and values from position `start` to its length, for
+        put_back: what a run that overwrites them (chatlens.cause's counterfactuals) restores."""
+        if not 0 <= start <= self.length:
+            raise ChatlensError(f"cannot keep the cache from {start}: it holds {self.length}")
+        return start, self.k_cache[..., start:self.length].copy(), self.v_cache[..., start:self.length].copy()
+
+    def put_back(self, kept):
+        """The cache as kept(start) saw it: those positions written back, its length theirs."""
+        start, k, v = kept
+        end = start + k.shape[-1]
+        if self.length < start:
+            raise ChatlensError(f"cannot put back positions {start}.. into a cache of {self.length}: a gap would stay")
+        self.k_cache[..., start:end], self.v_cache[..., start:end] = k, v
+        self.length = end
+
     def last_logits(self):
         return self.logits
 
@@ -221,7 +264,7 @@ class NumpyBackend:
             raise ChatlensError(f"cannot hold {n} tokens again: the cache holds {self.length} of {self.capacity}")
         self.length = n
 
-    def _forward(self, ids, probe=None):
+    def _forward(self, ids, probe=None, hidden=None):
         start, T = self.length, len(ids)
         if start + T > self.capacity:
             raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {start} + {T} do not fit")
@@ -230,13 +273,13 @@ class NumpyBackend:
         x = self.embed[ids]
         cos, sin = self.cos[start:start + T], self.sin[start:start + T]
         for i, layer in enumerate(self.layers):
-            x = self._block(x, layer, i, start, cos, sin, probe)
+            x = self._block(x, layer, i, start, cos, sin, probe, hidden)
             if probe is not None:
                 probe.blocks.append(x[-1])  # (dim,): the block's output, the logit lens's input
         self.length = start + T
         return x
 
-    def _block(self, x, w, i, start, cos, sin, probe=None):
+    def _block(self, x, w, i, start, cos, sin, probe=None, hidden=None):
         """One decoder layer on x (T, dim): attention over the cache, then the MLP, each added to x."""
         cfg, mm = self.cfg, self.products
         h = rms_norm(x, w.attn_norm, cfg.norm_eps)  # (T, dim)
@@ -244,7 +287,7 @@ class NumpyBackend:
         k = rope(split_heads(mm.linear(h, w.k), cfg.n_kv_heads), cos, sin)  # (T, dim) -> (kv_heads, T, hd)
         v = split_heads(mm.linear(h, w.v), cfg.n_kv_heads)  # (T, dim) -> (kv_heads, T, hd)
         k, v = self._cached(self.k_cache[i], start, k), self._cached(self.v_cache[i], start, v)  # (kv_heads, start+T, hd)
-        a = attention(q, k, v, start, mm, probe)  # (T, heads * hd)
+        a = attention(q, k, v, start, mm, probe, hidden)  # (T, heads * hd)
         x = x + mm.linear(a, w.o)  # (T, heads * hd) -> (T, dim)
         h = rms_norm(x, w.mlp_norm, cfg.norm_eps)  # (T, dim)
         g = silu(mm.linear(h, w.gate)) * mm.linear(h, w.up)  # (T, dim) -> (T, ffn)
