@@ -85,6 +85,35 @@ class PromptCache:
         self.ids.append(int(token_id))
         return out
 
+    # A counterfactual's scored step (chatlens.cause): ids fed after the cache, and each scored
+    # row's target logit, normalizer and best id. Hidden keys' runs cache ids whose keys and
+    # values saw a mask: the job truncates them away as soon as their pass ends.
+    def score(self, ids, *, score_from: int, next_id: int, hidden=None) -> list:
+        ids = [int(i) for i in ids]
+        rows = self._guarded(self.backend.score, ids, score_from=score_from, next_id=next_id, hidden=hidden)
+        self.ids += ids
+        return rows
+
+    def plan_score(self, ids, *, score_from: int, next_id: int, hidden=None):
+        return self._guarded(self.backend.plan_score, ids, score_from=score_from, next_id=next_id, hidden=hidden)
+
+    def read_score(self, run, raw: bytes, ids) -> list:
+        rows = self._guarded(self.backend.read_score, run, raw)
+        self.ids += [int(i) for i in ids]
+        return rows
+
+    def kept(self, start: int):
+        """What the backend holds from `start` on, for put_back (None: a backend that cannot keep it,
+        whose positions are computed again instead)."""
+        keep = getattr(self.backend, "kept", None)
+        return None if keep is None else (list(self.ids), self._guarded(keep, start))
+
+    def put_back(self, kept) -> None:
+        """The cache as kept() saw it: its positions from there written back, its ids those ids."""
+        ids, held = kept
+        self._guarded(self.backend.put_back, held)
+        self.ids = list(ids)
+
     def regrow(self, ids) -> None:
         """After an inspection in place (chatlens.inspection), the ids it held past the inspected
         one, cached again (the backend's regrow)."""
