@@ -158,3 +158,104 @@ def test_bad_input_is_a_sentence_and_touches_nothing():
     with pytest.raises(ChatlensError, match="need 21 tokens of KV cache; it holds 20"):
         Causing(cache, PROMPT, REPLY + [1, 2, 3, 4, 5], tiny_pieces(), step=10)
     assert cache.ids == PROMPT
+
+
+# -- the real model: the lesson's turns, NumPy against transformers --------------------------------------
+PIRATE = "You are a pirate. Answer every message the way a pirate talks, arr!"
+
+
+@pytest.fixture(scope="module")
+def hf_chat(gguf_path):
+    """transformers' fast tokenizer over the GGUF's vocabulary, with its chat template: the removals' reference."""
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    from chatlens.gguf import read_metadata
+    from chatlens.host.export import tokenizer_json_from_gguf
+
+    meta = read_metadata(gguf_path)
+    tok = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json_from_gguf(meta)))
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>",
+                                                unk_token="<|endoftext|>", pad_token="<|im_end|>",
+                                                chat_template=meta["tokenizer.chat_template"])
+
+
+def hf_ids(hf, messages, add_generation_prompt=True):
+    text = hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+    return hf(text, add_special_tokens=False)["input_ids"]
+
+
+def turn(model, messages, *, system, window, reserve, max_tokens):
+    """A turn's record and greedy reply over a cache that holds them afterwards, as a chat leaves it."""
+    from chatlens.chat import preview
+
+    record = preview(model.tokenizer, model.template, system=system, messages=messages, window=window,
+                     reserve=reserve)
+    cache = PromptCache(model.backend(n_ctx=window))
+    _, gen = cache.generate(record.prompt_ids, eos_id=model.eos_id, max_new_tokens=max_tokens)
+    return record, gen.ids, cache
+
+
+def every_piece(model, record, messages):
+    read = read_of(record, messages)
+    pieces = pieces_of(read, record.pieces, prompt_len=len(record.prompt_ids))
+    for p in pieces:
+        if p.removed_why is None:
+            p.removed_ids, p.removed_what = removed_prompt(model.tokenizer, model.template, read, p)
+    return pieces
+
+
+def test_the_pirate_s_name_needs_the_system_prompt_as_transformers_says(model, reference, hf_chat):
+    """Pirate, "Who are you?": its "ye" of "Aye" (step 1) and first " Captain" (step 4), every piece
+    knocked out and removed, against transformers; each removal's ids are apply_chat_template's."""
+    messages = [{"role": "user", "content": "Who are you?"}]
+    record, reply, cache = turn(model, messages, system=PIRATE, window=256, reserve=96, max_tokens=8)
+    pieces = every_piece(model, record, messages)
+    assert [p.name for p in pieces] == ["system:0", "new:0", "header:0"]
+    full = [{"role": "system", "content": PIRATE}] + messages
+    assert record.prompt_ids == hf_ids(hf_chat, full)
+    removals = {"system:0": hf_ids(hf_chat, messages), "new:0": hf_ids(hf_chat, full[:1]),
+                "header:0": hf_ids(hf_chat, full, add_generation_prompt=False)}
+    for p in pieces:
+        assert p.removed_ids == removals[p.name], p.name
+    assert "You are a helpful AI assistant named SmolLM" in pieces[0].removed_what  # says what stands in
+    held = list(cache.ids)
+    for step in (1, 4):
+        got = pulled(Causing(cache, record.prompt_ids, reply, pieces, step=step))
+        assert got.chosen_id == reply[step]
+        assert_measure(vars(got), hf_measure(reference, record.prompt_ids, reply, step, reply[step]))
+        for p in pieces:
+            m = got.measures[p.name]
+            assert_measure(m["knocked"], hf_measure(reference, record.prompt_ids, reply, step, reply[step],
+                                                    (p.start, p.end)))
+            assert_measure(m["removed"], hf_measure(reference, p.removed_ids, reply, step, reply[step]))
+        # the name needs the system prompt: without it, or not read, its token is far less likely
+        assert got.measures["system:0"]["knocked"]["p"] < got.p / 10
+        assert got.measures["system:0"]["removed"]["p"] < got.p / 10
+        assert cache.ids == held
+
+
+def test_a_dropped_turn_put_back_is_the_whole_conversation_as_transformers_reads_it(model, reference, hf_chat):
+    """The lesson's window of 128 with 32 kept free drops the turn with the name: put back, the
+    prompt is the whole conversation's render, and its figures are transformers'."""
+    messages = [{"role": "user", "content": "Hi! My name is Priya."},
+                {"role": "assistant", "content": "Hello, Priya! How can I help you today?"},
+                {"role": "user", "content": "Give me one tip for sleeping better."},
+                {"role": "assistant", "content": "Go to bed and wake up at the same time every day, even on weekends."},
+                {"role": "user", "content": "What is my name?"}]
+    record, reply, cache = turn(model, messages, system=None, window=128, reserve=32, max_tokens=6)
+    assert [d["message_index"] for d in record.dropped_messages] == [0, 1]
+    pieces = every_piece(model, record, messages)
+    names = [p.name for p in pieces]
+    assert names == ["default_system:0", "user:0", "assistant:0", "new:0", "header:0", "dropped:0"]
+    back = pieces[-1]
+    assert back.knocked_why and back.removed_ids == hf_ids(hf_chat, messages)
+    assert pieces[0].removed_why and "cannot be left out" in pieces[0].removed_why
+    # a kept turn goes whole, as trimming drops it (its user and assistant pieces render the same
+    # prompt), and the dropped one stays dropped
+    assert pieces[1].removed_ids == pieces[2].removed_ids == hf_ids(hf_chat, messages[4:])
+    got = pulled(Causing(cache, record.prompt_ids, reply, [back, pieces[1]], step=len(reply) - 2))
+    step = len(reply) - 2
+    assert_measure(got.measures["dropped:0"]["removed"], hf_measure(reference, back.removed_ids, reply, step, reply[step]))
+    assert got.measures["dropped:0"]["knocked"] is None
+    assert_measure(got.measures["user:0"]["knocked"], hf_measure(reference, record.prompt_ids, reply, step, reply[step],
+                                                                 (pieces[1].start, pieces[1].end)))
