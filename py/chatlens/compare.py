@@ -27,7 +27,7 @@ from .chat import preview
 from .complete import tokenized
 from .errors import ChatlensError, TokenizerMismatchError
 from .generate import Generation
-from .protocol import MODELS, ComparePrompt, Compared
+from .contract import MODELS, ComparePrompt, Compared
 from .reply import reply_of
 
 LAYOUTS = ("plain", "template")

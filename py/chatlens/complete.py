@@ -13,7 +13,7 @@ No numpy here: the backend computes.
 from dataclasses import fields
 
 from .errors import ChatlensError
-from .protocol import Continuation, Reply, Tokenized
+from .contract import Continuation, Reply, Tokenized
 from .record import token_lists
 
 

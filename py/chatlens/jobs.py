@@ -8,7 +8,7 @@ backend, the prompt), and is pulled:
                                 GPU run in flight read back (the browser's worker submitted it:
                                 Python never waits for the GPU). Returns the Tokens it chose.
     answer(tokens, depth)       where the job is, as the page's worker is answered
-                                (protocol.PullAnswer): those tokens, the GPU runs to submit now,
+                                (contract.PullAnswer): those tokens, the GPU runs to submit now,
                                 the prompt read so far, and `result` once done
     stop()                      end it between two pulls ("stopped": a reply keeps what it wrote)
     done, result                whether it has ended, and its answer: a TurnRecord (chat), a
@@ -27,15 +27,15 @@ the prompt is reused), its text decoded as it streams, and built once when it en
 import time
 from dataclasses import asdict, dataclass
 
-from . import defaults, protocol
+from . import contract, defaults
+from .contract import Branched, CellToken, GpuRun, Inspected, Prediction, PullAnswer, Stopped, Token
 from .errors import ChatlensError
 from .generate import Generation
-from .protocol import Branched, CellToken, GpuRun, Inspected, Prediction, PullAnswer, Stopped, Token
 from .pull import Pull
 from .record import candidate_bytes, candidate_tokens, token_lists
 from .reply import reply_of
 
-STEP_MS = protocol.Step().ms  # a count's step counts this long before it answers
+STEP_MS = contract.Step().ms  # a count's step counts this long before it answers
 
 
 def checked_top_k(k, default) -> int:
@@ -103,7 +103,7 @@ class Writing:
 
     @property
     def reply(self):
-        """The reply (protocol.Reply), once it has ended."""
+        """The reply (contract.Reply), once it has ended."""
         if self._reply is None and self.done:
             self._reply = reply_of(self.tokenizer, self.eos_id, self.loop.generation, reused=self.reused,
                                    backend=self.cache.backend.name, top_k=self.top_k)
@@ -218,7 +218,7 @@ class PredictJob(_OneReply):
 
 
 class BranchJob(_OneReply):
-    """Another choice at one step of a reply (protocol.Branch): the reply's first `step` ids, then
+    """Another choice at one step of a reply (contract.Branch): the reply's first `step` ids, then
     `id`, then greedy again, until the end of turn or max_tokens ids in all (the ids kept
     included). The cache reuses what it holds of the prompt and the reply up to the step: after
     the reply it holds them, so only `id` is read before the branch chooses. An `id` that ends
@@ -336,8 +336,8 @@ class InspectJob:
 
         if request.reply_ids is None:
             raise ChatlensError("an inspection needs the reply so far (reply_ids; [] for the first token)")
-        if request.model not in protocol.MODELS:
-            raise ChatlensError(f"the model must be one of {', '.join(protocol.MODELS)}, not {request.model!r}")
+        if request.model not in contract.MODELS:
+            raise ChatlensError(f"the model must be one of {', '.join(contract.MODELS)}, not {request.model!r}")
         if request.layout not in LAYOUTS:
             raise ChatlensError(f"the layout must be one of {', '.join(LAYOUTS)}, not {request.layout!r}")
         read = host.record_of(request) if request.layout == "template" else plain_read(host.text.tokenizer,
@@ -408,12 +408,12 @@ class CompareJob:
 
         if host.base_text is None:
             raise ChatlensError("the comparison needs the base model, which is not loaded: download it first")
-        missing = [m for m in protocol.MODELS if not host.has_weights(m)]
+        missing = [m for m in contract.MODELS if not host.has_weights(m)]
         if missing:
             raise ChatlensError(f"the comparison needs the {' and the '.join(missing)} model's weights, which are not "
                                 "loaded yet")
         p = plan(host.text, host.base_text, request.text, max_tokens=request.max_tokens, top_k=request.top_k)
-        caches = {m: host.cache_for(p.capacity, f"the comparison's {p.capacity} tokens", m) for m in protocol.MODELS}
+        caches = {m: host.cache_for(p.capacity, f"the comparison's {p.capacity} tokens", m) for m in contract.MODELS}
         return cls(p, caches, depth=depth, chunk=chunk)
 
     def _next(self):
@@ -495,7 +495,7 @@ class CountJob:
                     break
         except StopIteration as end:
             self.at = (self.at[1], self.at[1])
-            self.result = protocol.Counted(**end.value, context=self.context)
+            self.result = contract.Counted(**end.value, context=self.context)
         return []
 
     def stop(self):
@@ -507,13 +507,13 @@ class CountJob:
         return PullAnswer(tokens=[], runs=[], read=read, of=of, in_flight=0, done=self.result)
 
 
-# start's kinds: the arguments each takes (protocol's types) and the job it starts.
+# start's kinds: the arguments each takes (contract.py's types) and the job it starts.
 KINDS = {
-    "chat": (protocol.Turn, ChatJob),
-    "text": (protocol.Text, TextJob),
-    "predict": (protocol.Turn, PredictJob),
-    "count": (protocol.Turn, CountJob),
-    "compare": (protocol.Compare, CompareJob),
-    "branch": (protocol.Branch, BranchJob),
-    "inspect": (protocol.Inspect, InspectJob),
+    "chat": (contract.Turn, ChatJob),
+    "text": (contract.Text, TextJob),
+    "predict": (contract.Turn, PredictJob),
+    "count": (contract.Turn, CountJob),
+    "compare": (contract.Compare, CompareJob),
+    "branch": (contract.Branch, BranchJob),
+    "inspect": (contract.Inspect, InspectJob),
 }

@@ -95,7 +95,7 @@ class TurnRecord:
       branched         {step, id, reply_ids}: at `step` the learner took `id` where the model had
                        written reply_ids (the reply it branched from); the reply fields hold the
                        branch (top_k None: the kept steps' candidates are the reply's, the
-                       branch's own are in its chatlens.protocol.Branched)
+                       branch's own are in its chatlens.contract.Branched)
     """
     prompt_text: str
     prompt_ids: list
@@ -134,7 +134,7 @@ class TurnRecord:
         return asdict(self)
 
     def with_branch(self, b, tokenizer) -> "TurnRecord":
-        """This record with the branch `b` (a chatlens.protocol.Branched of its reply) as its reply,
+        """This record with the branch `b` (a chatlens.contract.Branched of its reply) as its reply,
         marked as chosen by hand (`branched`)."""
         return replace(self, reply_ids=b.branch_ids, reply_text=b.branch_text, reply_tokens=b.branch_tokens,
                        reply_vocab=[tokenizer.id_to_token(i) for i in b.branch_ids], reply_bytes=b.branch_bytes,
@@ -142,7 +142,7 @@ class TurnRecord:
                        branched={"step": b.step, "id": b.id, "reply_ids": b.reply_ids})
 
     def with_reply(self, reply) -> "TurnRecord":
-        """This record with the reply (a chatlens.protocol.Reply, chatlens.reply.reply_of's) in its
+        """This record with the reply (a chatlens.contract.Reply, chatlens.reply.reply_of's) in its
         reply fields, which are Reply's own."""
         return replace(self, **{f.name: getattr(reply, f.name) for f in fields(reply)})
 

@@ -2,11 +2,11 @@
 
 The turn record (chatlens.record.TurnRecord), a plain-text continuation (chatlens.complete) and
 each of the comparison's four (chatlens.compare) carry a reply under the same names
-(chatlens.protocol.Reply). `reply_of` builds it from the greedy loop's Generation; nothing else
+(chatlens.contract.Reply). `reply_of` builds it from the greedy loop's Generation; nothing else
 does.
 """
 
-from .protocol import Reply
+from .contract import Reply
 from .record import candidate_bytes, candidate_tokens, token_lists
 
 

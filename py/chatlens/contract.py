@@ -1,0 +1,443 @@
+"""The contract's types, written once: each request's arguments and each answer, a dataclass.
+
+Each field carries its type, its default (from chatlens.defaults) and a line of doc (`doc`, which
+chatlens.protocol.describe() carries to the page). chatlens.protocol holds the tables that say
+which request takes and answers which type, reads a request's arguments into its type (`parse`),
+serialises an answer (`to_json`) and writes what the page reads of them. The turn record is the
+one answer defined elsewhere: its fields are documented once, in chatlens.record.TurnRecord.
+
+The engine's modules build their answers from these types (chatlens.reply, chatlens.complete,
+chatlens.compare, chatlens.jobs), so this module sits below them: it imports no module that
+computes.
+"""
+
+from dataclasses import MISSING, dataclass, field
+
+from . import defaults, usercode
+from .record import TurnRecord
+
+
+def doc(text, default=MISSING, factory=MISSING):
+    """A field with its line of doc (describe() carries it)."""
+    if factory is not MISSING:
+        return field(default_factory=factory, metadata={"doc": text})
+    return field(default=default, metadata={"doc": text})
+
+
+@dataclass(frozen=True)
+class Empty:
+    """No arguments."""
+
+
+@dataclass(frozen=True)
+class Load:
+    """Read a model source's text side: tokenizer, chat template, config."""
+    path: str = doc("the model's files in the worker's file system: a .gguf file or a Hugging Face folder")
+
+
+MODELS = ("instruct", "base")  # the two models the worker holds, in the order a comparison computes them
+
+
+@dataclass(frozen=True)
+class LoadBase:
+    """Read the base model's text side beside the instruct model's: refused when its tokenizer differs."""
+    path: str = doc("the base model's files in the worker's file system: a .gguf file or a Hugging Face folder")
+
+
+@dataclass(frozen=True)
+class UseNumpy:
+    """Compute one model's replies with NumPy."""
+    model: str = doc("instruct or base", "instruct")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A chat turn: the conversation, the window it must fit, the system prompt."""
+    messages: list = doc("[{role, content}, ...]: the history, then the new user message last")
+    window: int = doc("the context window, in tokens", defaults.DEFAULT_WINDOW)
+    reserve: int = doc("tokens kept free in the window for the reply", defaults.REPLY_LIMIT)
+    max_tokens: int | None = doc("the reply limit (default: the reserve)", None)
+    preset: str | None = doc("a system prompt preset (chatlens.presets), or none", None)
+    custom: str | None = doc("the custom preset's text", None)
+    system: str | None = doc("the system prompt as text (null: the template's default)", None)
+    special_in_text: bool = doc("special tokens written in a message are read as tokens (false: as characters)", True)
+    top_k: int | None = doc("candidates a reply token records (chat: default 0, none; predict: default the site's)",
+                            None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Branch(Turn):
+    """Another choice at one step of a turn's reply: the reply up to that step, then `id`, then
+    greedy again; max_tokens caps the whole branch (the reply's ids it keeps included)."""
+    reply_ids: list | None = doc("the reply to branch, as the turn's record has it (null, on the command line only: "
+                                 "the turn's reply is computed first)", None)
+    step: int = doc("the step whose choice is replaced: the branch keeps reply_ids[:step], then takes id")
+    id: int = doc("the token id taken at that step")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inspect(Turn):
+    """One step of a turn's reply inspected (chatlens.inspection): where its query token looked,
+    and how the choice formed through the layers. top_k: the lens's candidates a layer."""
+    reply_ids: list | None = doc("the reply so far, as the turn's record has it ([]: the draft's first token; "
+                                 "null, on the command line only: the turn's reply is computed first)", None)
+    step: int = doc("the step that chose reply id `step` (its query: the token before it); len(reply_ids) for the "
+                    "step after the reply so far", 0)
+    model: str = doc("the model that computes it: \"instruct\", or \"base\" (the comparison's, once its weights are "
+                     "loaded); both read the instruct model's tokenizer and template", "instruct")
+    layout: str = doc("\"template\": the turn rendered with the chat template; \"plain\": the last message's text "
+                      "read as it is, no template (plain text's continuation, the comparison's plain cells), and "
+                      "the system prompt and window not read", "template")
+
+
+@dataclass(frozen=True)
+class Text:
+    """Plain text to continue, with no template."""
+    text: str = doc("the text, tokenized as it is (special tokens written in it matched)")
+    max_tokens: int = doc("new tokens at most", defaults.REPLY_LIMIT)
+    top_k: int = doc("candidates each new token records (0: none)", 0)
+
+
+@dataclass(frozen=True)
+class Compare:
+    """The comparison: one message read as plain text and in the chat template, by the base and the instruct model."""
+    text: str = doc("the message")
+    max_tokens: int = doc("new tokens at most, each reply", defaults.COMPARE_LIMIT)
+    top_k: int = doc("candidates the first step of each reply records (0: none)", defaults.COMPARE_TOP_K)
+
+
+# The prompt ids a NumPy step of a page's reply reads: Pyodide's NumPy (no BLAS) reads 10 to 30
+# tokens a second, so a chunk takes a second or two: the page's progress moves that often and a
+# stop answers within it. A larger chunk saves little (the prefill's cost is per token).
+READ_CHUNK = 16
+
+
+@dataclass(frozen=True)
+class Start:
+    """Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count."""
+    kind: str = doc("chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count "
+                    "(a Turn's overflow, counted exactly), compare (a Compare's four replies), branch (a Branch: "
+                    "another choice at one step of a reply) or inspect (an Inspect: one step's attention and lens); "
+                    "chatlens.jobs.KINDS")
+    args: dict = doc("the arguments of that kind: a Turn, a Text, a Compare, a Branch or an Inspect")
+    depth: int = doc("GPU steps to keep in flight", defaults.IN_FLIGHT)
+    chunk: int = doc("the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls "
+                     "between chunks (0: the backend's own; a GPU step reads the program's chunk)", READ_CHUNK)
+
+
+@dataclass(frozen=True)
+class Step:
+    """The next step of the job being pulled; a GPU reply's, with the oldest run's bytes as an extra argument."""
+    depth: int | None = doc("GPU steps to keep in flight (default: as started)", None)
+    ms: int | float = doc("a count's step: how long it may count, in milliseconds, before it answers", 20)
+
+
+@dataclass(frozen=True)
+class GpuProgram:
+    """Build the GPU program of the forward pass for one model's source and this adapter."""
+    n_ctx: int = doc("the context the program's KV cache holds")
+    features: list = doc("the adapter's features", factory=list)
+    limits: dict = doc("the adapter's limits, by WebGPU's names", factory=dict)
+    model: str = doc("instruct or base", "instruct")
+    info: dict | None = doc("what the adapter says of itself (vendor, architecture, device, description, fallback): "
+                            "on a CPU emulation (chatlens.device.emulated) the prefill GEMM is the one whose tiles "
+                            "compile fastest (chatlens.gpu.kernels.EMULATED_GEMM)", None)
+
+
+@dataclass(frozen=True)
+class UseGpu:
+    """Compute replies with the program gpu_program built; the page's executor runs its steps."""
+    name: str = doc("the adapter's name, for the record's backend", "adapter")
+    model: str = doc("instruct or base: the model whose program gpu_program built last", "instruct")
+
+
+@dataclass(frozen=True)
+class Tokenize:
+    """The text's tokens, with no template."""
+    text: str = doc("the text")
+
+
+@dataclass(frozen=True)
+class Render:
+    """A chat template rendered as transformers' apply_chat_template renders it."""
+    # messages, tools and documents are checked by the template, with transformers' own words
+    messages: object = doc("[{role, content, ...}, ...]")
+    template: str | None = doc("Jinja source (default: the model's template)", None)
+    tools: object = doc("tool definitions passed to the template", None)
+    documents: object = doc("documents passed to the template", None)
+    add_generation_prompt: bool | None = doc("end with the assistant's header (default: true, false when continuing)",
+                                             None)
+    continue_final_message: bool | str = doc("continue the last message (or the named field of it)", False)
+    variables: dict | None = doc("extra template variables", None)
+    assistant_mask: bool = doc("also mark the tokens inside {% generation %} blocks", False)
+
+
+@dataclass(frozen=True)
+class RunPython:
+    """A learner's Python, run with count_tokens(text) among its globals."""
+    code: str = doc("the program")
+    seconds: int | float = doc("its time limit", usercode.DEFAULT_SECONDS)
+    results: list = doc("names whose values to return", factory=list)
+
+
+# -- what the requests answer -------------------------------------------------------------------
+# Each answer is an instance of one of these classes (the turn record: chatlens.record.TurnRecord),
+# built where it is computed (chatlens.reply, chatlens.complete, chatlens.compare, chatlens.jobs,
+# chatlens.worker) and serialised once, by `to_json`, where chatlens.worker answers the page and
+# where the command line prints. Names with two meanings elsewhere are spelt out here: an `id` is a
+# token id except in a message's envelope (the request's id); a `tokens` field is a list (of
+# texts, or of Token objects), never a count; `top_k` is the rows of candidates in an answer and
+# their number K only in a request's arguments.
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """load's answer: the text side is ready."""
+    eos_token: str = doc("the end-of-turn token, as text")
+    n_ctx: int = doc("the model's whole context, in tokens")
+    vocab_size: int = doc("the vocabulary's size")
+    source: str = doc("the path that was read")
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """use_numpy's and use_gpu's answer: what computes replies now."""
+    backend: str = doc('"numpy", or "webgpu: <adapter>" (as a record\'s backend)')
+    n_ctx: int = doc("the most tokens its cache holds")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A reply, as every answer that carries one carries it: built once (chatlens.reply.reply_of)
+    for the turn record (chatlens.record.TurnRecord has these fields), a plain-text continuation
+    and each of the comparison's four."""
+    reply_ids: list = doc("the ids chosen, the end-of-turn id included when the model wrote it")
+    reply_text: str = doc("the reply as text, without the end-of-turn token")
+    reply_tokens: list = doc("each reply id's token as text (its bytes decoded on their own)")
+    reply_vocab: list = doc("each reply id's token as the vocabulary writes it")
+    reply_bytes: list = doc("each reply id's token's bytes, as hex")
+    stop_reason: str = doc('"end_turn", "max_tokens" or "stopped"')
+    top_k: list | None = doc("rows, one per reply id: the step's K best [id, logit, probability], best first "
+                             "(null unless asked)")
+    top_k_tokens: list | None = doc("those candidates' tokens as text")
+    top_k_bytes: list | None = doc("those candidates' bytes, as hex")
+    reused_tokens: int = doc("prompt tokens the cache held already")
+    computed_tokens: int = doc("prompt tokens read now, after the reused ones (fewer than the rest when stopped "
+                               "while the prompt was read)")
+    backend: str | None = doc("what computed the reply (null: nothing did, it never started)")
+    timings: dict | None = doc("prefill_ms, decode_ms, prefill_tok_s, decode_tok_s (null: it never started)")
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """tokenize's answer (and the prompt's half of a continuation): a text's tokens, no template."""
+    prompt_ids: list = doc("the token ids, in order")
+    prompt_tokens: list = doc("each id's token as text")
+    prompt_vocab: list = doc("each id's token as the vocabulary writes it")
+    prompt_bytes: list = doc("each id's token's bytes, as hex")
+    special_ids: list = doc("the distinct special ids among them, sorted")
+
+
+@dataclass(frozen=True)
+class Continuation(Reply, Tokenized):
+    """A plain-text continuation (complete, and a text job's done): the text's tokens (Tokenized's
+    fields), what the model wrote after them (Reply's fields), and eos_id."""
+    eos_id: int = doc("the end-of-turn id")
+
+
+@dataclass(frozen=True)
+class Branched:
+    """A branch's answer (a branch job's done, and `python -m chatlens branch`'s output): the reply
+    it branched from, where, and what the model wrote after the choice made by hand."""
+    prompt_ids: list = doc("the prompt's ids, as the turn's record has them")
+    reply_ids: list = doc("the reply it branched from")
+    step: int = doc("the step whose choice was replaced")
+    id: int = doc("the id taken there")
+    branch_ids: list = doc("reply_ids[:step], then id, then the ids the model chose after it (the end-of-turn id "
+                           "included when written)")
+    branch_text: str = doc("the branch as text, without the end-of-turn token")
+    branch_tokens: list = doc("each branch id's token as text (as the record's reply_tokens)")
+    branch_bytes: list = doc("each branch id's token's bytes, as hex")
+    stop_reason: str = doc('"end_turn", "max_tokens" or "stopped"')
+    top_k: list | None = doc("rows for the ids the branch chose itself (branch_ids[step + 1:]): each step's K best "
+                             "[id, logit, probability] (null unless asked); the steps before are the reply's own")
+    top_k_tokens: list | None = doc("those candidates' tokens as text")
+    top_k_bytes: list | None = doc("those candidates' bytes, as hex")
+    reused_tokens: int = doc("tokens the cache held already: the prompt and reply_ids[:step] when the reply is the "
+                             "cache's")
+    computed_tokens: int = doc("tokens read before the branch's first own choice (1, the id taken, when the reply "
+                               "was the cache's)")
+    backend: str | None = doc("what computed it (null: nothing needed computing, the id ended the branch)")
+    timings: dict | None = doc("as a Reply's")
+
+
+@dataclass(frozen=True)
+class Inspected:
+    """An inspection's answer (an inspect job's done, and `python -m chatlens inspect`'s output):
+    chatlens.inspection.Inspection's figures for the step, placed on the turn's prompt. Layers and
+    heads are counted from 0."""
+    prompt_ids: list = doc("the prompt's ids, as the turn's record has them")
+    reply_ids: list = doc("the reply so far")
+    step: int = doc("the step inspected: the one that chose reply id `step`")
+    position: int = doc("where its query sits: len(prompt_ids) + step - 1")
+    query_id: int = doc("the token at that position, whose step this is")
+    chosen_id: int = doc("the id the last layer makes most likely: the one greedy decoding writes there")
+    attention: list = doc("attention[layer][head]: the query's weights over positions 0..position, each row "
+                          "summing to 1")
+    by_piece: list = doc("[{kind, label, start, end, share}]: the mean weight (all layers and heads) on each piece "
+                         "of the prompt, then on the reply so far (kind \"reply\")")
+    lens: list = doc("lens[layer]: the residual stream after that block through the final norm and the output "
+                     "layer, its top K [id, probability], best first; the last layer's is the step's own")
+    lens_tokens: list = doc("lens_tokens[layer]: the same candidates' tokens as text (as top_k_tokens writes them)")
+    reused_tokens: int = doc("tokens the cache held already before the position")
+    computed_tokens: int = doc("tokens read now: those the cache lacked before the position, and the query")
+    backend: str = doc("what computed it")
+    note: str | None = doc("a sentence when the inspection read more than one token (the cache lacked part of "
+                           "what comes before the step), null otherwise", None)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """predict's answer (and a predict job's done): the reply's likely first tokens; the cache is left as it was."""
+    top_k: list = doc("rows: the first step's K best [id, logit, probability], best first")
+    top_k_tokens: list = doc("their tokens as text")
+    top_k_bytes: list = doc("their bytes, as hex")
+    used: int = doc("the prompt's tokens")
+    reused_tokens: int = doc("of them, tokens the cache held already")
+    backend: str = doc("what computed it")
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A count job's done: WindowError's data for the system prompt and the new message, counted exactly."""
+    needed: int = doc("tokens they need")
+    window: int = doc("the window")
+    reserve: int = doc("tokens kept free for the reply")
+    at_least: bool = doc("false: exact (a preview's bound says true)")
+    pieces: list = doc("[{label, count, ...}]: what needs the tokens")
+    message: str = doc("the sentence a WindowError would say")
+    context: int = doc("the model's whole context")
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """A job's done when it was stopped before it had an answer of its own (a count)."""
+    stopped: bool = doc("true", True)
+
+
+@dataclass(frozen=True)
+class ComparePrompt:
+    """What both models of a comparison read (chatlens.compare.prompts)."""
+    text: str = doc("the message")
+    plain_ids: list = doc("the message's ids as plain text, nothing added")
+    plain_tokens: list = doc("their tokens as text")
+    template_text: str = doc("the message inside the instruct model's chat template, as text")
+    template_ids: list = doc("its ids")
+    template_tokens: list = doc("their tokens as text")
+    special_ids: list = doc("the distinct special ids in either, sorted")
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A compare job's done (chatlens.compare.Plan.answer): the prompt, and the four replies, each a
+    Reply (top_k: each step's candidates; a reply a stop kept from starting has no ids, stop_reason
+    "stopped" and no backend)."""
+    prompt: ComparePrompt = doc("what both models read")
+    instruct: dict = doc("{plain, template}: the instruct model's replies")
+    base: dict = doc("{plain, template}: the base model's replies")
+    max_tokens: int = doc("the cap each reply had")
+    top_k: int = doc("K")
+    eos_id: int = doc("the instruct model's end of turn, where every reply stops")
+
+
+@dataclass(frozen=True)
+class Token:
+    """A reply id as a step chose it (a PullAnswer's tokens, the page's token event)."""
+    id: int = doc("the token id (-1: no id, only text ending a character the last ids left split)")
+    text: str = doc("what it adds to the reply, decoded incrementally so no character is ever split")
+    token: str = doc("the id's token as text, as the record's reply_tokens writes it")
+    bytes: str = doc("its bytes, as hex, as reply_bytes writes them")
+
+
+@dataclass(frozen=True)
+class CellToken(Token):
+    """A compare job's token: a Token's fields, and the reply it belongs to."""
+    model: str = doc("instruct or base")
+    layout: str = doc("plain or template")
+
+
+@dataclass(frozen=True)
+class GpuRun:
+    """A GPU run the page submits (chatlens.gpu.backend.Run's to_json)."""
+    sequences: list = doc("the program's sequences to dispatch, in order")
+    params: list = doc("the step buffer's u32 words")
+    readback: str | None = doc("what the run reads back, or null")
+    tokens: int = doc("the number of ids it feeds")
+    chooses: bool = doc("whether it ends with an id chosen")
+
+
+@dataclass(frozen=True)
+class PullAnswer:
+    """start's, step's and stop's answer: where the job is."""
+    tokens: list = doc("Token objects (a compare job's: CellToken objects): the ids this step chose (a reply), in "
+                       "order; [] for a count")
+    runs: list = doc("GpuRun objects to submit now, in order; the page gives each one's bytes to a step, oldest "
+                     "first (Python's Pull books the runs in flight)")
+    read: int = doc("the prompt read so far: tokens (a reply), characters (a count)")
+    of: int = doc("all of it, in the same unit")
+    in_flight: int = doc("runs submitted whose bytes are not given yet")
+    record: TurnRecord | None = doc("a chat job's start only: the TurnRecord the reply will fill, as a preview "
+                                    "answers it, before any step; null otherwise", None)
+    done: object = doc("null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation "
+                       "(text), a Prediction (predict), Counted (count), Compared (compare), Branched (branch), "
+                       "Inspected (inspect); Stopped (a count or an inspection stopped)", None)
+    prompt: ComparePrompt | None = doc("a compare job's start only: what both models read, before any step; "
+                                       "null otherwise", None)
+    model: str = doc("the model whose backend computes the runs (a compare job: the current reply's; its tokens "
+                     "also carry their model and layout)", "instruct")
+    cell: int | None = doc("a compare job: the reply under way (0 to 3, in Compared's order); runs of an earlier "
+                           "one still in flight are not needed; null otherwise", None)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """render's answer: a chat template rendered as transformers' apply_chat_template renders it."""
+    text: str = doc("the rendered text")
+    ids: list = doc("its token ids")
+    tokens: list = doc("each id's token as text")
+    vocab: list = doc("each id's token as the vocabulary writes it")
+    bytes: list = doc("each id's token's bytes, as hex")
+    special_ids: list = doc("the distinct special ids among them, sorted")
+    assistant_mask: list | None = doc("only when asked: 1 for each token inside {% generation %}, else 0", None)
+
+
+@dataclass(frozen=True)
+class TemplateInfo:
+    """chat_template's answer: the model's chat template."""
+    source: str = doc("its Jinja source")
+    names: list | None = doc("its named templates, or null")
+    special_tokens: dict = doc("the special tokens it reads (bos_token, eos_token, ...)")
+
+
+@dataclass(frozen=True)
+class LabSource:
+    """lab_source's answer: the lab's hand-written Python (chatlens/by_hand.py)."""
+    name: str = doc("the file's name")
+    source: str = doc("its text")
+
+
+@dataclass(frozen=True)
+class PythonRun:
+    """run_python's answer (chatlens.usercode.run_code)."""
+    stdout: str = doc("what it printed")
+    stderr: str = doc("what it wrote to stderr")
+    error: dict | None = doc("{name, message, line?}, or null")
+    timed_out: bool = doc("whether it ran past its limit")
+    seconds: float = doc("how long it ran")
+    results: dict = doc("the names asked for that hold plain data")
+
+
+@dataclass(frozen=True)
+class GpuProgramAnswer:
+    """The GPU program: chatlens.gpu.program's plain data (a dict, the one answer that is not an
+    instance of its class: the program is data the browser's executor reads as it is)."""
