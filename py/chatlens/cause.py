@@ -297,12 +297,15 @@ class Causing:
         for p in self.pieces:
             if p.knocked_why is None and p.start is not None:
                 feed(self.q0, targets, 0, (p.start, p.end), (p.name, "knocked"))
-        removals = [p for p in self.pieces if p.removed_why is None and p.removed_ids is not None]
+        removals = {}  # removed prompt -> the pieces whose removal renders it (a kept turn's two messages)
+        for p in self.pieces:
+            if p.removed_why is None and p.removed_ids is not None:
+                removals.setdefault(tuple(p.removed_ids), []).append(p.name)
         # from the latest point of difference to the earliest: each reuses what the one before left
-        for p in sorted(removals, key=lambda p: -common_prefix(p.removed_ids, self.prompt_ids)):
-            ids = p.removed_ids + self.reply_ids[:self.step]
-            at = min(common_prefix(ids, cached), len(p.removed_ids) - 1)
-            feed(at, ids[at:], len(p.removed_ids) - 1 - at, None, (p.name, "removed"))
+        for prompt in sorted(removals, key=lambda ids: -common_prefix(ids, self.prompt_ids)):
+            ids = list(prompt) + self.reply_ids[:self.step]
+            at = min(common_prefix(ids, cached), len(prompt) - 1)
+            feed(at, ids[at:], len(prompt) - 1 - at, None, (tuple(removals[prompt]), "removed"))
         start = min(u.at for u in units if u.at is not None)
         self._kept = self.cache.kept(start)
         if self._kept is None:  # the positions the passes overwrote, read again
@@ -434,14 +437,15 @@ class Causing:
         if self._kept is not None:
             self._put_back()
         measures = {p.name: {"knocked": None, "removed": None} for p in self.pieces}
-        for (name, what), rows in self._rows.items():
-            if name is None:
+        by_name = {p.name: p for p in self.pieces}
+        for (names, what), rows in self._rows.items():
+            if names is None:
                 continue
-            m = _measure(rows)
-            if what == "removed":
-                piece = next(p for p in self.pieces if p.name == name)
-                m.update(prompt_ids=list(piece.removed_ids), what=piece.removed_what)
-            measures[name][what] = m
+            for name in (names,) if what == "knocked" else names:
+                m = _measure(rows)
+                if what == "removed":
+                    m.update(prompt_ids=list(by_name[name].removed_ids), what=by_name[name].removed_what)
+                measures[name][what] = m
         base = _measure(self._rows[(None, "with")])
         self.result = Cause(self.position, self.chosen_id, base["p"], base["top_id"], base["top_p"],
                             base["reply_logprob"], self.attention, measures, self.reused, self.prompt_read)
