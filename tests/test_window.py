@@ -342,7 +342,7 @@ def test_preview_needs_no_numpy(gguf_path):
         "import sys, json\n"
         "sys.modules['numpy'] = None  # any `import numpy` now raises ImportError\n"
         "from chatlens.source import load_text_side\n"
-        "from chatlens.chat import preview\n"
+        "from chatlens.turn import preview\n"
         "from chatlens import presets\n"
         f"t = load_text_side({str(gguf_path)!r})\n"
         "msgs = [{'role': 'user', 'content': 'What year is it?'}]\n"

@@ -23,12 +23,12 @@ here: the backends compute.
 from dataclasses import dataclass
 
 from . import defaults
-from .chat import preview
 from .complete import tokenized
+from .contract import MODELS, ComparePrompt, Compared
 from .errors import ChatlensError, TokenizerMismatchError
 from .generate import Generation
-from .contract import MODELS, ComparePrompt, Compared
 from .reply import reply_of
+from .turn import preview
 
 LAYOUTS = ("plain", "template")
 
@@ -54,7 +54,7 @@ def prompts(tokenizer, template, text) -> ComparePrompt:
     if not text.strip():
         raise ChatlensError("the message is empty: there is nothing for the models to read")
     plain = tokenized(tokenizer, text)
-    # The same rendering and tokenizing `run` does for one message with no preset (chatlens.chat):
+    # The same rendering and tokenizing `run` does for one message with no preset (chatlens.turn):
     # one message drops nothing, so the window is no bound here (plan checks the context).
     rec = preview(tokenizer, template, system=None, messages=[{"role": "user", "content": text}],
                   window=1 << 30, reserve=0)

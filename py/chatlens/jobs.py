@@ -28,9 +28,12 @@ import time
 from dataclasses import asdict, dataclass
 
 from . import contract, defaults
+from .compare import LAYOUTS, plan
+from .complete import continuation, prepared, tokenized
 from .contract import Branched, CellToken, GpuRun, Inspected, Prediction, PullAnswer, Stopped, Token
 from .errors import ChatlensError
 from .generate import Generation
+from .inspection import TOP_K, Inspecting, by_piece, step_position
 from .pull import Pull
 from .record import candidate_bytes, candidate_tokens, token_lists
 from .reply import reply_of
@@ -143,7 +146,7 @@ class _OneReply:
 
 
 class ChatJob(_OneReply):
-    """A chat turn's reply: `record` (chatlens.chat.preview's, what the model reads) completed with
+    """A chat turn's reply: `record` (chatlens.turn.preview's, what the model reads) completed with
     it. The first answer carries the record as it stands before the reply, so a page draws what
     the model reads before the first token."""
 
@@ -172,8 +175,6 @@ class TextJob(_OneReply):
     """Plain text continued with no template (chatlens.complete): a Continuation."""
 
     def __init__(self, reading, cache, text, *, max_tokens, top_k=0, depth=defaults.IN_FLIGHT, chunk=0):
-        from .complete import prepared
-
         self.text = prepared(reading.tokenizer, text, max_tokens, cache.capacity)
         self.writing = Writing(reading, cache, self.text.prompt_ids, max_tokens=max_tokens, top_k=top_k, depth=depth,
                                chunk=chunk)
@@ -186,8 +187,6 @@ class TextJob(_OneReply):
                    top_k=checked_top_k(request.top_k, 0), depth=depth, chunk=chunk)
 
     def _result_of(self, w):
-        from .complete import continuation
-
         return continuation(self.text, w.reply, w.eos_id)
 
 
@@ -300,8 +299,6 @@ class PlainRead:
 
 def plain_read(tokenizer, messages) -> PlainRead:
     """The last message's text as plain text reads it: tokenized as it is (chatlens.complete)."""
-    from .complete import tokenized
-
     if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
         raise ChatlensError("plain text's inspection reads the last message's text: send it as the one message")
     ids = tokenized(tokenizer, messages[-1].get("content")).prompt_ids
@@ -320,8 +317,6 @@ class InspectJob:
                  model="instruct"):
         """record: what the model read, a TurnRecord or a PlainRead (its prompt_ids and pieces);
         model: the key of the model whose backend `cache` is over (its GPU runs go to it)."""
-        from .inspection import TOP_K, Inspecting, step_position
-
         self.record, self.reply_ids, self.step, self.tokenizer = record, list(reply_ids), step, tokenizer
         self.model = model
         position = step_position(len(record.prompt_ids), len(self.reply_ids), step)
@@ -332,8 +327,6 @@ class InspectJob:
 
     @classmethod
     def start(cls, host, request, *, depth, chunk):
-        from .compare import LAYOUTS
-
         if request.reply_ids is None:
             raise ChatlensError("an inspection needs the reply so far (reply_ids; [] for the first token)")
         if request.model not in contract.MODELS:
@@ -365,8 +358,6 @@ class InspectJob:
         return self._result
 
     def _inspected(self, i):
-        from .inspection import by_piece
-
         r = i.result
         read = i.prompt_tokens + 1
         note = None
@@ -404,8 +395,6 @@ class CompareJob:
 
     @classmethod
     def start(cls, host, request, *, depth, chunk):
-        from .compare import plan
-
         if host.base_text is None:
             raise ChatlensError("the comparison needs the base model, which is not loaded: download it first")
         missing = [m for m in contract.MODELS if not host.has_weights(m)]

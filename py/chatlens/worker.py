@@ -31,10 +31,11 @@ import json
 
 from . import defaults, jobs, presets, protocol
 from .cache import PromptCache
-from .chat import check_window, preview
+from .chat import check_window
 from .errors import ChatlensError, TemplateError, WindowError
 from .pull import greedy
 from .source import load_text_side
+from .turn import preview
 from .window import counting
 
 # Names the render sets itself: as template variables they would collide with its own arguments
