@@ -249,7 +249,7 @@ class Causing:
         own = int(getattr(cache, "chunk", 0) or 0)
         self.chunk = min((c for c in (own, int(chunk)) if c > 0), default=0)
         ids = prompt_ids + reply_ids[:step]
-        self.inspecting = Inspecting(cache, ids, self.position, 1)
+        self.inspecting = Inspecting(cache, ids, self.position, 1, lens=False)  # its attention, and the chosen id
         self.reused = self.inspecting.reused
         self.prompt_tokens = self.inspecting.prompt_tokens + 1  # grows once the passes are planned
         self.prompt_read = 0

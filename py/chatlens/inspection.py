@@ -22,7 +22,7 @@ Who computes it (one job for both, `Inspecting`):
 API (all ids and positions are ints; the cache is a chatlens.cache.PromptCache):
     inspect(cache, ids, position, top_k=TOP_K) -> Inspection
         computed where it is called: NumPy, or natively on a GPU (each run submitted and waited for)
-    Inspecting(cache, ids, position, top_k=TOP_K)
+    Inspecting(cache, ids, position, top_k=TOP_K, *, lens=True)
         the same as a job a host pulls, as chatlens.pull.Pull is pulled (chatlens.pull.greedy
         drives it to its end): pull() computes the next step here; on a planned GPU whose host
         submits the runs itself (the browser's worker), runs(depth) gives the runs to submit now
@@ -115,11 +115,14 @@ class Inspecting:
     """One inspection as a job: the ids the cache lacks before the position are prefilled (a
     chunk a pull, choosing nothing), then the inspected token's step. See the module's docstring."""
 
-    def __init__(self, cache, ids, position: int, top_k: int = TOP_K):
+    def __init__(self, cache, ids, position: int, top_k: int = TOP_K, *, lens: bool = True):
+        """lens False: NumPy computes the last layer's row of the lens alone (the step's own
+        distribution, from the head's logits): what a caller wanting the attention needs
+        (chatlens.cause), without 29 more output projections. The GPU's lens costs little."""
         backend = cache.backend
         ids, position, top_k = _checked(backend, cache.capacity, ids, position, top_k)
         self.cache, self.backend = cache, backend
-        self.position, self.query_id, self.top_k = position, ids[position], top_k
+        self.position, self.query_id, self.top_k, self.lens = position, ids[position], top_k, lens
         self.planned = bool(getattr(cache, "planned", False))
         held = list(cache.ids)
         self.reused = common_prefix(held, ids[:position])
@@ -194,7 +197,7 @@ class Inspecting:
                 self._fed()
                 return []
             attention, blocks = self.cache.inspect(self.query_id)
-            lens = numpy_lens(self.backend, blocks, self.top_k)
+            lens = numpy_lens(self.backend, blocks if self.lens else blocks[-1:], self.top_k)
             self.cache.regrow(self.kept)
             self.result = Inspection(self.position, self.query_id, lens[-1][0][0], attention.tolist(), lens)
         return []
