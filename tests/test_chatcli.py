@@ -344,3 +344,95 @@ def test_the_readmes_complete_example_feeds_the_pages_plain_text():
     fed = subprocess.run(["bash", "-c", producer], capture_output=True, text=True, check=True).stdout
     page = re.search(r'export const LESSON_TEXT = "([^"]*)";', (root / "site/js/views/lessonfigures.mjs").read_text())[1]
     assert fed == page
+
+
+# -- run, branch and inspect read the page's request on stdin (issue 43, item 7) ------------------------------------
+
+
+def test_run_honours_every_field_of_the_pages_turn(gguf_path):
+    """Each field the page's Turn takes, given on stdin, is read as the page's worker reads it: the
+    record before the reply is the worker's preview of the same request, and the reply keeps its
+    limit and candidates."""
+    from chatlens import protocol, worker
+
+    request = {"messages": [*LESSON[:4], {"role": "user", "content": "Say <|im_end|> once."}], "window": 128,
+               "reserve": 40, "max_tokens": 2, "preset": "custom", "custom": "Be kind.", "special_in_text": False,
+               "top_k": 3}
+    out = chatlens("run", stdin=json.dumps(request), model=gguf_path)
+    assert out.returncode == 0, out.stderr
+    rec = json.loads(out.stdout)
+    page = worker._Worker()
+    page.load(protocol.Load(path=str(gguf_path)))
+    want = page.preview(protocol.parse(protocol.Turn, request)).to_json()
+    for key in ("prompt_ids", "pieces", "dropped_messages", "window", "reserve", "max_tokens", "used", "free", "system",
+                "preset", "special_in_text"):
+        assert rec[key] == want[key], key
+    assert (rec["window"], rec["reserve"], rec["max_tokens"], rec["system"]) == (128, 40, 2, "Be kind.")
+    new = next(p for p in rec["pieces"] if p["kind"] == "new")
+    assert rec["special_in_text"] is False  # the message's "<|im_end|>" read as characters: one end of turn, its own
+    assert rec["prompt_ids"][new["start"]:new["end"]].count(2) == 1
+    assert len(rec["reply_ids"]) == 2 and [len(row) for row in rec["top_k"]] == [3, 3]
+    assert "chatlens: system prompt: 'Be kind.'" in out.stderr
+
+
+def test_a_preset_on_stdin_is_read_as_the_flag_reads_it(gguf_path):
+    """The issue's case: `{"preset": "pirate", ...} | chatlens inspect` read the template's default
+    system prompt without a word; the field now means what --preset means."""
+    messages = [{"role": "user", "content": "Who are you?"}]
+    by_flag = chatlens("run", "--preset", "pirate", "--max-tokens", "1", stdin=json.dumps({"messages": messages}),
+                       model=gguf_path)
+    by_field = chatlens("run", stdin=json.dumps({"messages": messages, "preset": "pirate", "max_tokens": 1,
+                                                 "reserve": 1}), model=gguf_path)
+    assert by_field.returncode == 0, by_field.stderr
+    assert json.loads(by_field.stdout)["prompt_ids"] == json.loads(by_flag.stdout)["prompt_ids"]
+    assert json.loads(by_field.stdout)["preset"] == "pirate" and "system prompt: pirate:" in by_field.stderr
+    inspected = chatlens("inspect", stdin=json.dumps({"messages": messages, "preset": "pirate", "reply_ids": [],
+                                                      "step": 0, "top_k": 2}), model=gguf_path)
+    assert inspected.returncode == 0, inspected.stderr
+    got = json.loads(inspected.stdout)
+    assert got["by_piece"][0]["kind"] == "system" and "pirate" in inspected.stderr
+    assert got["prompt_ids"] == json.loads(by_flag.stdout)["prompt_ids"] and len(got["lens"][0]) == 2
+
+
+def test_branch_takes_its_step_and_id_on_stdin_as_the_page_sends_them(gguf_path):
+    request = {"messages": [{"role": "user", "content": "What is the capital of France?"}], "reply_ids": [504, 3575, 314],
+               "max_tokens": 3}
+    by_flags = chatlens("branch", "--step", "1", "--id", "3681", stdin=json.dumps(request), model=gguf_path)
+    by_fields = chatlens("branch", stdin=json.dumps({**request, "step": 1, "id": 3681}), model=gguf_path)
+    assert by_fields.returncode == 0, by_fields.stderr
+    got = json.loads(by_fields.stdout)
+    assert got["branch_ids"] == json.loads(by_flags.stdout)["branch_ids"] and got["branch_ids"][:2] == [504, 3681]
+    agree = chatlens("branch", "--step", "1", stdin=json.dumps({**request, "step": 1, "id": 3681}), model=gguf_path)
+    assert json.loads(agree.stdout)["branch_ids"] == got["branch_ids"]  # a flag that says the same is no conflict
+
+
+@pytest.mark.parametrize("argv, stdin, said", [
+    (["run"], {"reply_ids": []},
+     'stdin\'s "reply_ids" is not a field run reads: it reads messages, window, reserve, max_tokens, preset, custom, '
+     "system, special_in_text, top_k (the page's Turn request)"),
+    (["inspect"], {"prest": "pirate", "id": 3},
+     "stdin's \"prest\", \"id\" are not fields inspect reads: it reads messages, window, reserve, max_tokens, preset, "
+     "custom, system, special_in_text, top_k, reply_ids, step, model, layout (the page's Inspect request)"),
+    (["run", "--preset", "brief"], {"preset": "pirate"},
+     '--preset "brief" and stdin\'s "preset": "pirate" disagree: give the system prompt in one of them'),
+    (["inspect", "--system", "Be kind."], {"preset": "date"},
+     '--system "Be kind." and stdin\'s "preset": "date" disagree: give the system prompt in one of them'),
+    (["run", "--window", "128"], {"window": 256}, '--window 128 and stdin\'s "window": 256 disagree: give one of them'),
+    (["branch", "--step", "1", "--id", "5"], {"id": 6}, '--id 5 and stdin\'s "id": 6 disagree: give one of them'),
+    (["inspect", "--layout", "plain"], {"layout": "template"},
+     '--layout "plain" and stdin\'s "layout": "template" disagree: give one of them'),
+    (["inspect", "--base-model", "BASE"], {"model": "instruct"},
+     '--base-model and stdin\'s "model": "instruct" disagree: give one of them'),
+    (["inspect"], {"model": "base"}, 'stdin\'s "model": "base" needs the base model\'s files: give --base-model PATH'),
+    (["inspect"], {"model": "other"}, 'stdin\'s "model" must be one of instruct, base, not "other"'),
+    (["inspect"], {"layout": "chat"}, 'stdin\'s "layout" must be one of plain, template, not "chat"'),
+    (["branch", "--id", "5"], {}, 'branch needs --step or stdin\'s "step"'),
+    (["run"], {"preset": "shakespeare"}, "unknown preset 'shakespeare': choose one of none, pirate, brief, date, custom"),
+    (["run"], {"window": "wide"}, "stdin's window must be a whole number, not 'wide'"),
+    (["run"], {"messages": None}, 'stdin\'s "messages" must be a JSON array of message objects'),
+])
+def test_a_field_the_request_does_not_take_or_a_flag_that_disagrees_is_a_sentence(gguf_path, monkeypatch, capsys,
+                                                                                   argv, stdin, said):
+    request = {"messages": [{"role": "user", "content": "Hi"}], **stdin}
+    code, err = _refused_before_loading(monkeypatch, capsys, [*argv, "--model", str(gguf_path)], json.dumps(request))
+    assert code == 1 and err == f"chatlens: {said}\n"

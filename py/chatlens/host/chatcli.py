@@ -59,10 +59,6 @@ def _system_args(args):
     return presets.normalize(getattr(args, "preset", None), getattr(args, "system", None))
 
 
-def _say_system(session):
-    print(f"chatlens: system prompt: {session.describe_system()}", file=sys.stderr, flush=True)
-
-
 # -- render ------------------------------------------------------------------------------------
 def _read_file(path, what) -> str:
     try:
@@ -111,113 +107,222 @@ def render(args) -> int:
     return 0
 
 
-# -- run ---------------------------------------------------------------------------------------
-def _checked_limits(args) -> int:
-    """--max-tokens and --window by the chat's own rules (chatlens.chat), against the model's
-    config alone: a bad setting is refused before the weights load. Returns the window."""
-    from ..chat import check_reply_limit, check_window
-    from ..source import load_config
+# -- run, branch and inspect: the page's requests on stdin ------------------------------------------
+# Each of the three reads the request the page sends for the same job (chatlens.protocol: run a
+# Turn, branch a Branch, inspect an Inspect): stdin's JSON holds any of its fields, and each flag
+# stands for one of them. A flag and a field that disagree are refused in a sentence naming both;
+# a field the request does not take is refused too. One function reads it, for any command that
+# takes one of these requests (request_on_stdin).
+FIELD_FLAGS = {"window": "--window", "max_tokens": "--max-tokens", "top_k": "--top-k", "step": "--step", "id": "--id",
+               "layout": "--layout"}
+SYSTEM_FLAGS = {"preset": "--preset", "system": "--system"}  # the system prompt's flags; stdin: preset, custom, system
 
-    reserve = check_reply_limit(args.max_tokens)
-    return check_window(args.window, reserve, load_config(resolve_model(args.model)).n_ctx)
+
+def _system_of(fields) -> tuple:
+    """(preset, custom text) of a request's preset, custom and system fields, as the page's worker
+    reads them (chatlens.worker: custom text, else system text; presets.normalize)."""
+    custom = fields.get("custom")
+    return presets.normalize(fields.get("preset"), custom if custom is not None else fields.get("system"))
+
+
+def _flag(flag, value) -> str:
+    return f"{flag} {json.dumps(value) if isinstance(value, str) else value}"
+
+
+def _field(name, value) -> str:
+    return f'stdin\'s "{name}": {json.dumps(value)}'
+
+
+def request_on_stdin(args, request_type):
+    """The page's request for this command (chatlens.protocol.Turn, Branch or Inspect) from stdin's
+    JSON, an object of the request's fields (or an array of messages, as run has always read),
+    and the flags, each of which stands for one field (FIELD_FLAGS, SYSTEM_FLAGS; --base-model for
+    "model": "base"; --max-tokens is also the reserve where stdin gives none). Everything is
+    checked before the weights load: an unknown field, a flag and a field that disagree, a bad
+    preset, the messages, the window and the reply limit. Raises ChatlensError."""
+    from dataclasses import MISSING, fields
+
+    from ..chat import check_reply_limit, check_window
+    from ..compare import LAYOUTS
+    from ..protocol import MODELS, parse
+    from ..source import load_config
+    from ..window import check_messages
+
+    command, takes = args.command, [f.name for f in fields(request_type)]
+    data = _read_json_stdin()
+    if isinstance(data, list):
+        data = {"messages": data}
+    if not isinstance(data, dict):
+        raise ChatlensError(f"stdin must be a JSON object of {command}'s fields ({', '.join(takes)}), "
+                            "or an array of messages")
+    unknown = [json.dumps(k) for k in data if k not in takes]
+    if unknown:
+        what = f"{unknown[0]} is not a field" if len(unknown) == 1 else f"{', '.join(unknown)} are not fields"
+        raise ChatlensError(f"stdin's {what} {command} reads: it reads {', '.join(takes)} "
+                            f"(the page's {request_type.__name__} request)")
+    data = dict(data)
+    for name, flag in FIELD_FLAGS.items():
+        value = getattr(args, name, None)
+        if value is None or name not in takes:
+            continue
+        if data.get(name) is not None and data[name] != value:
+            raise ChatlensError(f"{_flag(flag, value)} and {_field(name, data[name])} disagree: give one of them")
+        data[name] = value
+    if getattr(args, "max_tokens", None) is not None and data.get("reserve") is None:
+        data["reserve"] = args.max_tokens  # the flag is the reply limit and the reserve kept for it
+    flags = {name: getattr(args, name) for name in SYSTEM_FLAGS if getattr(args, name, None) is not None}
+    said = {name: data[name] for name in ("preset", "custom", "system") if data.get(name) is not None}
+    if flags and said and _system_of(flags) != _system_of(said):
+        raise ChatlensError(" and ".join([*(_flag(SYSTEM_FLAGS[k], v) for k, v in flags.items()),
+                                          *(_field(k, v) for k, v in said.items())])
+                            + " disagree: give the system prompt in one of them")
+    if flags and not said:
+        data.update(flags)
+    _system_of(data)  # an unknown preset is refused first, before the messages are read
+    if "model" in takes:  # inspect: the base model's weights are a path, which only the flag gives
+        base = getattr(args, "base_model", None) is not None
+        asked = data.get("model")
+        if asked is not None and asked not in MODELS:
+            raise ChatlensError(f"stdin's \"model\" must be one of {', '.join(MODELS)}, not {json.dumps(asked)}")
+        if asked == "base" and not base:
+            raise ChatlensError('stdin\'s "model": "base" needs the base model\'s files: give --base-model PATH')
+        if asked == "instruct" and base:
+            raise ChatlensError('--base-model and stdin\'s "model": "instruct" disagree: give one of them')
+        if base:
+            data["model"] = "base"
+    if "messages" not in data:
+        raise ChatlensError('stdin has no "messages": the conversation, the new user message last')
+    check_messages(_messages(data["messages"], 'stdin\'s "messages"'))
+    for f in fields(request_type):
+        if f.default is MISSING and f.default_factory is MISSING and f.name not in data:
+            raise ChatlensError(f"{command} needs {FIELD_FLAGS.get(f.name, f.name)} or stdin's \"{f.name}\"")
+    try:
+        request = parse(request_type, data)
+    except ChatlensError as e:
+        raise ChatlensError(f"stdin's {e}") from None
+    reply_ids = getattr(request, "reply_ids", None)
+    if reply_ids is not None and not all(isinstance(i, int) and not isinstance(i, bool) for i in reply_ids):
+        raise ChatlensError('stdin\'s "reply_ids" must be a JSON array of token ids')
+    if getattr(request, "layout", "template") not in LAYOUTS:
+        raise ChatlensError(f"stdin's \"layout\" must be one of {', '.join(LAYOUTS)}, not {json.dumps(request.layout)}")
+    check_reply_limit(_reply_limit(request))
+    check_window(request.window, request.reserve, load_config(resolve_model(args.model)).n_ctx)
+    return request
+
+
+def _reply_limit(request) -> int:
+    """A request's reply limit: max_tokens, else the reserve (the page's rule)."""
+    return request.reserve if request.max_tokens is None else request.max_tokens
+
+
+def read_turn(model, request):
+    """What `model` reads of a request (its template layout): the turn record before the reply, as
+    the page's preview gives it (chatlens.worker's record_of, with no cache yet). Says on stderr
+    which system prompt it reads."""
+    from ..chat import preview
+
+    preset, custom = _system_of(vars(request))
+    print(f"chatlens: system prompt: {presets.describe(preset, custom)}", file=sys.stderr, flush=True)
+    return preview(model.tokenizer, model.template, system=presets.system_for(preset, custom),
+                   messages=request.messages, window=request.window, reserve=request.reserve, preset=preset,
+                   max_tokens=_reply_limit(request), special_in_text=request.special_in_text,
+                   context=model.config.n_ctx)
+
+
+def _replied(model, cache, record) -> list:
+    """The turn's reply computed over `cache` (chatlens.jobs.ChatJob): its ids; the cache then holds it."""
+    from ..jobs import ChatJob
+    from ..pull import greedy
+
+    return greedy(ChatJob(model, cache, record)).reply_ids
 
 
 def run(args) -> int:
-    from ..chat import ChatSession
-    from ..window import check_messages
+    """The turn the request on stdin asks for: its record, with the reply (a chatlens.record.TurnRecord)."""
+    from ..cache import PromptCache
+    from ..jobs import ChatJob
+    from ..protocol import Turn
+    from ..pull import greedy
 
-    preset, system = _system_args(args)
-    data = _read_json_stdin()
-    if isinstance(data, dict):
-        data = data.get("messages")
-    messages = _messages(data, 'stdin\'s "messages"')
-    check_messages(messages)
-    if not messages[-1]["content"].strip():
+    request = request_on_stdin(args, Turn)
+    if not request.messages[-1]["content"].strip():
         raise ChatlensError("the new user message is empty: there is nothing to send")
-    _checked_limits(args)
+    top_k = _top_k(request.top_k or 0)
     model = open_model(args.model, args.backend)
-    session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
-                          history=messages[:-1])
-    _say_system(session)
-    _write_json(session.send(messages[-1].get("content"), top_k=_top_k(args.top_k)).to_json())
+    record = read_turn(model, request)
+    cache = PromptCache(model.backend(n_ctx=record.window))
+    _write_json(greedy(ChatJob(model, cache, record, top_k=top_k)).to_json())
     return 0
 
 
 def branch(args) -> int:
-    """run's JSON on stdin, plus optional "reply_ids" (without them the turn's reply is computed
-    first): the reply with --id taken at --step, continued greedily (chatlens.jobs.BranchJob);
-    --max-tokens caps the whole branch. Prints a chatlens.protocol.Branched."""
+    """A Branch on stdin (run's fields, optional "reply_ids", "step" and "id", or --step and --id;
+    without reply_ids the turn's reply is computed first): the reply with `id` taken at `step`,
+    continued greedily (chatlens.jobs.BranchJob); the reply limit caps the whole branch. Prints a
+    chatlens.protocol.Branched."""
     from ..cache import PromptCache
     from ..jobs import BranchJob
-    from ..protocol import to_json
+    from ..protocol import Branch, to_json
     from ..pull import greedy
 
-    top_k = _top_k(args.top_k)
-    session, text, reply_ids = _turn_on_stdin(args)
-    record = session.preview(text)
+    request = request_on_stdin(args, Branch)
+    top_k = _top_k(request.top_k or 0)
+    model = open_model(args.model, args.backend)
+    record = read_turn(model, request)
+    cache = PromptCache(model.backend(n_ctx=record.window))
+    reply_ids = request.reply_ids
     if reply_ids is None:  # the turn's reply first: then the cache holds it, and the branch reuses it
-        reply_ids = session.send(text).reply_ids
-    cache = session.cache or PromptCache(session.model.backend(n_ctx=session.window))
-    job = BranchJob(session.model, cache, record.prompt_ids, reply_ids, step=args.step, id=args.id,
-                    max_tokens=args.max_tokens, top_k=top_k)
+        reply_ids = _replied(model, cache, record)
+    job = BranchJob(model, cache, record.prompt_ids, reply_ids, step=request.step, id=request.id,
+                    max_tokens=record.max_tokens, top_k=top_k)
     _write_json(to_json(greedy(job)))
     return 0
 
 
 def inspect(args) -> int:
-    """run's JSON on stdin, plus optional "reply_ids" (without them the turn's reply is computed
-    first): step --step of the reply inspected (chatlens.jobs.InspectJob), its attention over what
-    the model read and its logit lens. --layout plain reads the last message as plain text;
-    --base-model computes with the base model, as the comparison's cells read them. Prints a
+    """An Inspect on stdin (run's fields, optional "reply_ids", "step", "layout", "model"; without
+    reply_ids the turn's reply is computed first): step `step` of the reply inspected
+    (chatlens.jobs.InspectJob), its attention over what the model read and its logit lens. Layout
+    "plain" (--layout plain) reads the last message as plain text; --base-model ("model": "base")
+    computes with the base model, as the comparison's cells read them. Prints a
     chatlens.protocol.Inspected."""
     from ..cache import PromptCache
     from ..compare import check_same_tokenizer
     from ..jobs import InspectJob, plain_read
-    from ..protocol import to_json
+    from ..protocol import Inspect, to_json
     from ..pull import Pull, greedy
 
-    session, text, reply_ids = _turn_on_stdin(args)
-    model = session.model
-    if args.base_model is not None:
+    request = request_on_stdin(args, Inspect)
+    instruct = open_model(args.model, args.backend)
+    model = instruct
+    if request.model == "base":
         model = open_model(args.base_model, args.backend)
-        check_same_tokenizer(session.model.tokenizer, model.tokenizer)  # the same ids, as the comparison needs
-    if args.layout == "template":
-        read = session.preview(text)
-    else:
-        read = plain_read(session.model.tokenizer, [{"role": "user", "content": text}])
-    if reply_ids is None and model is session.model and args.layout == "template":
-        reply_ids = session.send(text).reply_ids  # the turn's reply first: the cache holds it, and the inspection reuses it
+        check_same_tokenizer(instruct.tokenizer, model.tokenizer)  # the same ids, as the comparison needs
+    template = request.layout == "template"
+    read = read_turn(instruct, request) if template else plain_read(instruct.tokenizer, request.messages)
+    reply_ids, cache = request.reply_ids, None
+    if reply_ids is None and model is instruct and template:
+        cache = PromptCache(model.backend(n_ctx=read.window))
+        reply_ids = _replied(model, cache, read)  # the turn's reply first: the cache holds it, the inspection reuses it
     elif reply_ids is None:  # as the comparison computes a cell: greedy, to the instruct model's end of turn
-        stepper = model.backend(len(read.prompt_ids) + session.max_tokens)
-        reply_ids = greedy(Pull(stepper, read.prompt_ids, eos_id=session.model.eos_id,
-                                max_new_tokens=session.max_tokens)).ids
+        limit = _reply_limit(request)
+        stepper = model.backend(len(read.prompt_ids) + limit)
+        reply_ids = greedy(Pull(stepper, read.prompt_ids, eos_id=instruct.eos_id, max_new_tokens=limit)).ids
     n = len(read.prompt_ids) + len(reply_ids) + 1
-    cache = session.cache if model is session.model and args.layout == "template" and session.cache else \
-        PromptCache(model.backend(n_ctx=max(n, session.window)))
-    _write_json(to_json(greedy(InspectJob(cache, read, reply_ids, session.model.tokenizer, step=args.step,
-                                          top_k=args.top_k))))
+    cache = cache or PromptCache(model.backend(n_ctx=max(n, read.window)))
+    _write_json(to_json(greedy(InspectJob(cache, read, reply_ids, instruct.tokenizer, step=request.step,
+                                          top_k=request.top_k))))
     return 0
 
 
-def _turn_on_stdin(args):
-    """run's JSON on stdin, and optional "reply_ids": (a ChatSession holding its history, the new
-    message, the reply's ids or None), the settings checked before the weights load."""
-    from ..chat import ChatSession
-    from ..window import check_messages
+def _checked_limits(args) -> int:
+    """chat's --max-tokens and --window by the chat's own rules (chatlens.chat), against the
+    model's config alone: a bad setting is refused before the weights load. Returns the window."""
+    from ..chat import check_reply_limit, check_window
+    from ..source import load_config
 
-    preset, system = _system_args(args)
-    data = _read_json_stdin()
-    reply_ids = data.get("reply_ids") if isinstance(data, dict) else None
-    if reply_ids is not None and not (isinstance(reply_ids, list) and all(isinstance(i, int) for i in reply_ids)):
-        raise ChatlensError('stdin\'s "reply_ids" must be a JSON array of token ids')
-    messages = _messages(data.get("messages") if isinstance(data, dict) else data, 'stdin\'s "messages"')
-    check_messages(messages)
-    _checked_limits(args)
-    model = open_model(args.model, args.backend)
-    session = ChatSession(model, window=args.window, max_tokens=args.max_tokens, preset=preset, system=system,
-                          history=messages[:-1])
-    _say_system(session)
-    return session, messages[-1]["content"], reply_ids
+    reserve = check_reply_limit(args.max_tokens)
+    return check_window(args.window, reserve, load_config(resolve_model(args.model)).n_ctx)
 
 
 def _top_k(k) -> int:

@@ -34,10 +34,13 @@ def _backend_arg(p):
 
 
 def _turn_args(p):
-    """What a turn is read under: the backend, the window, the reply limit, the system prompt."""
+    """What a turn is read under: the backend, the window, the reply limit, the system prompt. run,
+    branch and inspect leave a flag not given as None: stdin's field of the same name may give it
+    (chatcli.request_on_stdin); chat sets the defaults (_chat_defaults)."""
     _backend_arg(p)
-    p.add_argument("--window", type=int, default=defaults.DEFAULT_WINDOW, help="context window in tokens")
-    p.add_argument("--max-tokens", type=int, default=defaults.REPLY_LIMIT, help="reply limit (also the reserve kept free)")
+    p.add_argument("--window", type=int, help=f"context window in tokens (default {defaults.DEFAULT_WINDOW})")
+    p.add_argument("--max-tokens", type=int,
+                   help=f"reply limit, also the reserve kept free (default {defaults.REPLY_LIMIT})")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--system", help="custom system prompt (blank: the template's default)")
     g.add_argument("--preset", help=f"system prompt preset: {', '.join(presets.PRESETS)}")
@@ -45,12 +48,17 @@ def _turn_args(p):
 
 def _chat_args(p):
     _turn_args(p)
-    _top_k_arg(p)
+    _top_k_arg(p, default=None)
 
 
-def _top_k_arg(p):
-    p.add_argument("--top-k", type=int, default=0, metavar="K",
-                   help="record each reply token's K best candidates with their probabilities (the record's top_k)")
+def _chat_defaults(p):
+    p.set_defaults(window=defaults.DEFAULT_WINDOW, max_tokens=defaults.REPLY_LIMIT, top_k=0)
+
+
+def _top_k_arg(p, default=0):
+    p.add_argument("--top-k", type=int, default=default, metavar="K",
+                   help="record each reply token's K best candidates with their probabilities (the record's top_k; "
+                        "default 0, none)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -103,24 +111,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--assistant-mask", action="store_true",
                    help='add "assistant_mask": 1 for each token inside the template\'s {% generation %} blocks')
 
-    p = sub.add_parser("run", help='{"messages": [...]} on stdin -> the turn record (JSON)')
+    # run, branch and inspect read the page's request on stdin (chatlens.protocol's Turn, Branch,
+    # Inspect: docs/command-line.md); each flag stands for one of its fields
+    p = sub.add_parser("run", help='the page\'s Turn on stdin ({"messages": [...], ...}) -> the turn record (JSON)')
     _model_arg(p)
     _chat_args(p)
 
-    p = sub.add_parser("branch", help="run's JSON (and reply_ids) on stdin -> the reply with another token taken at "
-                                      "one step, continued greedily (JSON)")
+    p = sub.add_parser("branch", help="the page's Branch on stdin (run's fields, reply_ids, step, id) -> the reply "
+                                      "with another token taken at one step, continued greedily (JSON)")
     _model_arg(p)
     _chat_args(p)
-    p.add_argument("--step", type=int, required=True, help="the step whose choice is replaced (0: the reply's first)")
-    p.add_argument("--id", type=int, required=True, help="the token id taken at that step")
+    p.add_argument("--step", type=int, help="the step whose choice is replaced (0: the reply's first; or stdin's step)")
+    p.add_argument("--id", type=int, help="the token id taken at that step (or stdin's id)")
 
-    p = sub.add_parser("inspect", help="run's JSON (and reply_ids) on stdin -> one reply step's attention and logit "
-                                       "lens (JSON)")
+    p = sub.add_parser("inspect", help="the page's Inspect on stdin (run's fields, reply_ids, step, layout, model) -> "
+                                       "one reply step's attention and logit lens (JSON)")
     _model_arg(p)
     _turn_args(p)
-    p.add_argument("--step", type=int, default=0, help="the step that chose reply id S (0: the reply's first)")
-    p.add_argument("--top-k", type=int, default=5, metavar="K", help="the lens's candidates a layer (default 5)")
-    p.add_argument("--layout", choices=("template", "plain"), default="template",
+    p.add_argument("--step", type=int, help="the step that chose reply id S (default 0: the reply's first)")
+    p.add_argument("--top-k", type=int, metavar="K", help="the lens's candidates a layer (default 5)")
+    p.add_argument("--layout", choices=("template", "plain"),
                    help="plain: the last message read as plain text, no template (as complete reads it; the system "
                         "prompt and window are not read), as the comparison's plain cells")
     _base_model_arg(p, help="inspect the base model (as the comparison's base cells): it reads the instruct model's "
@@ -146,6 +156,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("chat", help="interactive chat in the terminal")
     _model_arg(p)
     _chat_args(p)
+    _chat_defaults(p)
 
     p = sub.add_parser("record", help="write the recorded five-message conversations for the site")
     _model_arg(p)
