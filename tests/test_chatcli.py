@@ -436,3 +436,21 @@ def test_a_field_the_request_does_not_take_or_a_flag_that_disagrees_is_a_sentenc
     request = {"messages": [{"role": "user", "content": "Hi"}], **stdin}
     code, err = _refused_before_loading(monkeypatch, capsys, [*argv, "--model", str(gguf_path)], json.dumps(request))
     assert code == 1 and err == f"chatlens: {said}\n"
+
+
+def test_the_docs_name_the_copy_the_page_computes_with_and_the_flag_that_gives_it(monkeypatch):
+    """Served locally the page computes with the bf16 folder `serve` exports from the GGUF, while the
+    command line reads the GGUF itself (issue 43, item 6): docs/fidelity.md and docs/command-line.md
+    name that folder where `serve` keeps it, as the `--model` that gives the command line the same copy."""
+    from chatlens.host import fetch, mirror
+
+    monkeypatch.delenv("CHATLENS_HOME", raising=False)
+    folder = mirror.export_folder()
+    assert folder.parent.parent == fetch.home() == Path.home() / ".cache" / "chatlens"
+    flag = f"--model ~/.cache/chatlens/hf/{folder.name}"
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    for name in ("fidelity.md", "command-line.md"):
+        text = " ".join((docs / name).read_text(encoding="utf-8").split())
+        assert flag in text, name
+    fidelity = (docs / "fidelity.md").read_text(encoding="utf-8")
+    assert f"$CHATLENS_HOME/hf/{folder.name}/" in fidelity and f"$CHATLENS_HOME/{fetch.FILENAME}" in fidelity

@@ -99,6 +99,13 @@ class Mirror:
                    hf=folder is not None and "tokenizer.json" in files)
 
 
+def export_folder() -> Path:
+    """Where `serve` keeps the default GGUF's export to a Hugging Face folder (bf16 weights), the
+    copy the page computes with when served locally: `--model` with this folder gives the command
+    line the same copy (docs/fidelity.md)."""
+    return fetch.home() / "hf" / f"{Path(fetch.FILENAME).stem}-{fetch.SHA256[:12]}"
+
+
 def prepare_mirror(quiet=False, base_model=None) -> Mirror:
     """The default model (fetched if needed) and its Hugging Face folder (exported once into
     $CHATLENS_HOME/hf/), served from the cache as they are: nothing is copied into the site.
@@ -108,7 +115,7 @@ def prepare_mirror(quiet=False, base_model=None) -> Mirror:
         resolve_path(base_model)
     gguf = fetch.fetch(quiet=quiet)
     tag = fetch.SHA256[:12]
-    folder = fetch.home() / "hf" / f"{Path(fetch.FILENAME).stem}-{tag}"
+    folder = export_folder()
 
     def complete():
         return (folder / "model.safetensors").exists() and (folder / "tokenizer.json").exists()
