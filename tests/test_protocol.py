@@ -80,8 +80,10 @@ def test_every_request_kind_and_message_names_a_described_type():
     for args, answer in [*protocol.REQUESTS.values(), *protocol.PAGE_REQUESTS.values()]:
         assert args.__name__ in types and answer.__name__ in types
     assert set(worker.HANDLERS) == set(protocol.REQUESTS)  # Python answers exactly the requests described
-    for request_type, job in jobs.KINDS.values():
-        assert request_type.__name__ in types and callable(job.start)
+    for job in jobs.KINDS.values():  # each job's class declares its page request, and the page's list has it
+        assert job.takes.__name__ in types and job.answers.__name__ in types and callable(job.start)
+        assert protocol.PAGE_REQUESTS[job.request] == (job.takes, job.answers)
+    assert set(protocol.describe()["jobs"]) == {job.request for job in jobs.KINDS.values()}
     for cls in [*protocol.SIGNALS.values(), *protocol.EVENTS.values()]:
         assert cls.__name__ in types and cls.__doc__
     for name, fs in types.items():

@@ -114,12 +114,10 @@ READ_CHUNK = 16
 
 @dataclass(frozen=True)
 class Start:
-    """Start the job the page pulls (`step` until its answer is done): a reply, a prediction or a count."""
-    kind: str = doc("chat (a Turn's reply), text (a Text's continuation), predict (a Turn's first token), count "
-                    "(a Turn's overflow, counted exactly), compare (a Compare's four replies), branch (a Branch: "
-                    "another choice at one step of a reply) or inspect (an Inspect: one step's attention and lens); "
-                    "chatlens.jobs.KINDS")
-    args: dict = doc("the arguments of that kind: a Turn, a Text, a Compare, a Branch or an Inspect")
+    """Start the job the page pulls (`step` until its answer is done): a reply, a count, an inspection, ..."""
+    kind: str = doc("the job's kind, one of chatlens.jobs.KINDS (chat, a Turn's reply; count, its overflow counted "
+                    "exactly; ...): a class each, which declares its arguments and its answer")
+    args: dict = doc("the arguments of that kind (its class's `takes`: a Turn, a Text, ...)")
     depth: int = doc("GPU steps to keep in flight", defaults.IN_FLIGHT)
     chunk: int = doc("the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls "
                      "between chunks (0: the backend's own; a GPU step reads the program's chunk)", READ_CHUNK)

@@ -11,15 +11,19 @@ backend, the prompt), and is pulled:
                                 (contract.PullAnswer): those tokens, the GPU runs to submit now,
                                 the prompt read so far, and `result` once done
     stop()                      end it between two pulls ("stopped": a reply keeps what it wrote)
-    done, result                whether it has ended, and its answer: a TurnRecord (chat), a
-                                Continuation (text), a Prediction (predict), Compared (compare),
-                                Branched (branch), Inspected (inspect), Counted or Stopped (count,
-                                inspect)
+    done, result                whether it has ended, and its answer (the class's `answers`; a
+                                job with no reply of its own stopped: Stopped)
 
-Who pulls: the page's worker (chatlens.worker) starts one from its request's kind (KINDS; each
-class's `start` takes what it needs from the worker, the `host`) and answers each pull; the
-command line and the tests construct one and pull it to its end with chatlens.pull.greedy, the
-one synchronous driver. A reply is chatlens.pull.Pull over the cache (what the cache holds of
+and declares, as a class (Job), what the page needs of it: the request that starts it, its
+arguments and answer, whether it writes a reply, runs in the background, reads a turn's window,
+or puts both models on the device. KINDS names each kind's class, once: chatlens.protocol
+derives the page's requests from it, and site/js/worker/ reads the flags (protocol.gen.mjs's
+JOBS). A new kind is a class and a row of KINDS.
+
+Who pulls: the page's worker (chatlens.worker) starts one from its request's kind (each class's
+`start` takes what it needs from the worker, the `host`) and answers each pull; the command line
+and the tests construct one and pull it to its end with chatlens.pull.greedy, the one synchronous
+driver. A reply is chatlens.pull.Pull over the cache (what the cache holds of
 the prompt is reused), its text decoded as it streams, and built once when it ends
 (chatlens.reply.reply_of).
 """
@@ -30,12 +34,13 @@ from dataclasses import asdict, dataclass
 from . import contract, defaults
 from .compare import LAYOUTS, plan
 from .complete import continuation, prepared, tokenized
-from .contract import Branched, CellToken, GpuRun, Inspected, Prediction, PullAnswer, Stopped, Token
+from .contract import (Branched, CellToken, Compared, Continuation, Counted, GpuRun, Inspected, Prediction,
+                       PullAnswer, Stopped, Token)
 from .errors import ChatlensError
 from .generate import Generation
 from .inspection import TOP_K, Inspecting, by_piece, step_position
 from .pull import Pull
-from .record import candidate_bytes, candidate_tokens, token_lists
+from .record import TurnRecord, candidate_bytes, candidate_tokens, token_lists
 from .reply import reply_of
 
 STEP_MS = contract.Step().ms  # a count's step counts this long before it answers
@@ -113,7 +118,31 @@ class Writing:
         return self._reply
 
 
-class _OneReply:
+class Job:
+    """What a job declares for the page, read from its class:
+      request     the page's request that starts it (window.chatlens's: "run", "count", ...)
+      takes       its arguments (a chatlens.contract type): `start` receives them parsed
+      answers     its answer once done (`result`)
+      writes      it writes a reply the page streams (chatlens.writing while it runs): a stop
+                  keeps what it wrote (stop_reason "stopped"); else it has no answer until it
+                  ends, and a stop rejects its request with an AbortError
+      background  it runs beside the page's other requests and needs no weights (a count): it
+                  waits only for a reply being pulled, and a newer one, a preview or a reply
+                  ends it
+      window      it reads a turn in the turn's window: the weights are fitted to it first
+      both_models its replies are both models', each put on the device as its turn comes (a
+                  comparison); else the instruct model's weights are put back first
+    """
+    request: str
+    takes: type
+    answers: type
+    writes = False
+    background = False
+    window = False
+    both_models = False
+
+
+class _OneReply(Job):
     """A job that is one reply (chat, text, predict): pulled, answered and stopped as its reply;
     its result built once, when the reply has ended (`_result_of`)."""
 
@@ -149,6 +178,8 @@ class ChatJob(_OneReply):
     """A chat turn's reply: `record` (chatlens.turn.preview's, what the model reads) completed with
     it. The first answer carries the record as it stands before the reply, so a page draws what
     the model reads before the first token."""
+    request, takes, answers = "run", contract.Turn, TurnRecord
+    writes = window = True
 
     def __init__(self, reading, cache, record, *, top_k=0, depth=defaults.IN_FLIGHT, chunk=0):
         self.record, self.shown = record, False
@@ -173,6 +204,8 @@ class ChatJob(_OneReply):
 
 class TextJob(_OneReply):
     """Plain text continued with no template (chatlens.complete): a Continuation."""
+    request, takes, answers = "complete", contract.Text, Continuation
+    writes = True
 
     def __init__(self, reading, cache, text, *, max_tokens, top_k=0, depth=defaults.IN_FLIGHT, chunk=0):
         self.text = prepared(reading.tokenizer, text, max_tokens, cache.capacity)
@@ -194,6 +227,7 @@ class PredictJob(_OneReply):
     """A draft's likely first tokens: one step of its reply, with the first step's candidates. A
     look-ahead: once done the cache is truncated back to what it reused, so the reuse a preview
     and a send report stays."""
+    request, takes, answers = "predict", contract.Turn, Prediction
 
     def __init__(self, reading, cache, record, *, top_k=defaults.TOP_K, depth=defaults.IN_FLIGHT, chunk=0):
         self.record = record
@@ -222,6 +256,8 @@ class BranchJob(_OneReply):
     included). The cache reuses what it holds of the prompt and the reply up to the step: after
     the reply it holds them, so only `id` is read before the branch chooses. An `id` that ends
     the turn, or a cap the kept ids already reach, ends the branch with nothing to compute."""
+    request, takes, answers = "branch", contract.Branch, Branched
+    writes = window = True
 
     def __init__(self, reading, cache, prompt_ids, reply_ids, *, step, id, max_tokens, top_k=0,
                  depth=defaults.IN_FLIGHT, chunk=0):
@@ -307,11 +343,13 @@ def plain_read(tokenizer, messages) -> PlainRead:
     return PlainRead(ids, [{"kind": "text", "label": "the text", "start": 0, "end": len(ids)}], len(ids))
 
 
-class InspectJob:
+class InspectJob(Job):
     """One step of a reply inspected (chatlens.inspection.Inspecting over the cache): the query's
     attention over what it read and the logit lens, placed on the turn's pieces. The cache
     reuses what it holds before the query's position (after the reply, all of it: one token is
     read); what it lacks is read first, a chunk a pull, and the answer says so in a note."""
+    request, takes, answers = "inspect", contract.Inspect, Inspected
+    window = True
 
     def __init__(self, cache, record, reply_ids, tokenizer, *, step, top_k=None, depth=defaults.IN_FLIGHT,
                  model="instruct"):
@@ -377,12 +415,14 @@ class InspectJob:
                           done=self.result, model=self.model)
 
 
-class CompareJob:
+class CompareJob(Job):
     """The comparison's four replies (chatlens.compare.plan), in the plan's order, each from an
     empty cache over its model's backend (`caches`: model key -> PromptCache), every one read with
     the instruct model's tokenizer and stopped at its end of turn. Tokens are CellTokens; each
     answer names the model whose runs it plans and the reply under way (`cell`). A stop ends the
     reply under way and every one after it."""
+    request, takes, answers = "compare", contract.Compare, Compared
+    writes = both_models = True
 
     def __init__(self, plan, caches, *, depth=defaults.IN_FLIGHT, chunk=0):
         self.plan, self.caches, self.depth, self.chunk = plan, caches, depth, chunk
@@ -455,10 +495,12 @@ class CompareJob:
                           prompt=prompt, model=self.key[0], cell=min(self.at, len(self.plan.replies) - 1))
 
 
-class CountJob:
+class CountJob(Job):
     """The exact count of what a turn's system prompt and new message need (chatlens.window.counting:
     the figures a preview's bound could only put a floor under), a time-sliced step at a time: each
     pull counts for at most `ms`, so the page's other requests wait about that long at most."""
+    request, takes, answers = "count", contract.Turn, Counted
+    background = True
 
     def __init__(self, steps, context):
         self.steps, self.context = steps, context
@@ -484,7 +526,7 @@ class CountJob:
                     break
         except StopIteration as end:
             self.at = (self.at[1], self.at[1])
-            self.result = contract.Counted(**end.value, context=self.context)
+            self.result = Counted(**end.value, context=self.context)
         return []
 
     def stop(self):
@@ -496,13 +538,13 @@ class CountJob:
         return PullAnswer(tokens=[], runs=[], read=read, of=of, in_flight=0, done=self.result)
 
 
-# start's kinds: the arguments each takes (contract.py's types) and the job it starts.
+# start's kinds: the job each starts (its class declares the rest, Job).
 KINDS = {
-    "chat": (contract.Turn, ChatJob),
-    "text": (contract.Text, TextJob),
-    "predict": (contract.Turn, PredictJob),
-    "count": (contract.Turn, CountJob),
-    "compare": (contract.Compare, CompareJob),
-    "branch": (contract.Branch, BranchJob),
-    "inspect": (contract.Inspect, InspectJob),
+    "chat": ChatJob,
+    "text": TextJob,
+    "predict": PredictJob,
+    "count": CountJob,
+    "compare": CompareJob,
+    "branch": BranchJob,
+    "inspect": InspectJob,
 }

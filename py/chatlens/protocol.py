@@ -20,6 +20,7 @@ converts between the two. A failure answers the exception's type, message and, w
 has them, its numbers (`data`: WindowError's needed, window, reserve and pieces).
 """
 
+import json
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
@@ -31,6 +32,7 @@ from .contract import (
     Stopped, TemplateInfo, Text, Token, Tokenize, Tokenized, Turn, UseGpu, UseNumpy,
 )
 from .errors import ChatlensError
+from .jobs import KINDS
 from .record import TurnRecord
 
 
@@ -181,26 +183,21 @@ class Answer:
     data: object = doc("the error's numbers where it has them (WindowError's needed, window, reserve, pieces)", None)
 
 
-# Page -> worker requests: the arguments and the answer. The ones named as Python's pass through
-# (or, for run, predict, complete and count, become a pulled job: start's kinds).
+# Page -> worker requests: the arguments and the answer. The worker's own, the text side's (passed
+# to Python as they are), then each job's: chatlens.jobs.KINDS, whose classes declare the request
+# that starts them, their arguments and their answer.
 PAGE_REQUESTS = {
     "init": (Init, Booted),
     "attach": (Empty, ModelInfo),
     "attach_base": (AttachBase, ModelInfo),
-    "compare": (Compare, Compared),
-    "branch": (Branch, Branched),
-    "inspect": (Inspect, Inspected),
     "debug": (Empty, DebugInfo),
     "preview": (Turn, TurnRecord),
-    "run": (Turn, TurnRecord),
-    "predict": (Turn, Prediction),
-    "complete": (Text, Continuation),
-    "count": (Turn, Counted),
     "render": (Render, Rendered),
     "tokenize": (Tokenize, Tokenized),
     "chat_template": (Empty, TemplateInfo),
     "lab_source": (Empty, LabSource),
     "run_python": (RunPython, PythonRun),
+    **{job.request: (job.takes, job.answers) for job in KINDS.values()},
 }
 SIGNALS = {"stop": StopSignal, "lose_gpu": Empty}  # lose_gpu (tests): the GPU device goes, as a driver reset takes it
 EVENTS = {"status": StatusEvent, "model": ModelEvent, "record": RecordEvent, "prompt": PromptEvent,
@@ -285,6 +282,14 @@ def _fields(cls):
             for f in fields(cls)]
 
 
+def page_jobs() -> dict:
+    """The page's requests that are jobs, each as its class declares it (chatlens.jobs.Job): its
+    kind (start's), and whether it writes a reply, runs in the background, reads a turn's window,
+    puts both models on the device."""
+    return {job.request: {"kind": kind, "writes": job.writes, "background": job.background, "window": job.window,
+                          "both_models": job.both_models} for kind, job in KINDS.items()}
+
+
 def describe() -> dict:
     """The contract as data (build.json's "protocol"): each request's arguments' type and its
     answer's, the page<->worker messages, and every type's fields."""
@@ -294,23 +299,24 @@ def describe() -> dict:
                          "signals": {name: cls.__name__ for name, cls in SIGNALS.items()},
                          "events": {name: cls.__name__ for name, cls in EVENTS.items()},
                          "answer": Answer.__name__},
+            "jobs": page_jobs(),
             "types": {name: _fields(cls) for name, cls in _all_types().items()}}
 
 
 def javascript() -> str:
     """site/js/worker/protocol.gen.mjs: what the page's code reads of the contract, and no more:
     the requests (Python's and the page's: their argument and answer types' names), the signals
-    and events, and the fields of each type a page request takes (site/js/page/protocol.mjs puts
-    a request's arguments on the wire from them). The types themselves are documented here, once."""
-    import json
-
+    and events, the jobs as their classes declare them (page_jobs), and the fields of each type a
+    page request takes (site/js/page/protocol.mjs puts a request's arguments on the wire from
+    them). The types themselves are documented once, in chatlens.contract."""
     d = describe()
     m = d["messages"]
     taken = dict.fromkeys(a for a, _ in m["requests"].values())  # the page's requests' argument types, in order
     out = ["// Generated from py/chatlens/protocol.py by `python -m chatlens protocol --write`: do not edit.",
            "// What the page reads of the contract between the page, its worker and Python: the requests,",
-           "// the messages, and the fields of each type a page request takes. Every type is documented",
-           "// once, in py/chatlens/protocol.py. On the wire every name is snake_case, as Python writes it.", ""]
+           "// the messages, the jobs, and the fields of each type a page request takes. Every type is",
+           "// documented once, in py/chatlens/contract.py. On the wire every name is snake_case, as",
+           "// Python writes it.", ""]
     out.append("/** Python's requests (chatlens.worker): each one's argument and answer types. */")
     out.append("export const REQUESTS = {")
     for name, (cls, answer) in REQUESTS.items():
@@ -327,6 +333,13 @@ def javascript() -> str:
     out.append(f"  signals: {json.dumps(m['signals'])},")
     out.append(f"  events: {json.dumps(m['events'])},")
     out.append(f"  answer: {json.dumps(m['answer'])},")
+    out.append("};")
+    out.append("")
+    out.append("/** The page's requests that are jobs (Python pulls them a step at a time), as each job's class")
+    out.append(" * declares it (py/chatlens/jobs.py Job): kind, writes, background, window, both_models. */")
+    out.append("export const JOBS = {")
+    for name, declared in d["jobs"].items():
+        out.append(f"  {name}: {json.dumps(declared, separators=(', ', ': '))},")
     out.append("};")
     out.append("")
     out.append("/** The fields of each type a page request takes, in order. */")

@@ -6,9 +6,9 @@ Python exception's type and message (and its numbers where it has them: a Window
 the page raises as an Error of that name. The requests, their arguments (validated here from
 those types) and their answers are chatlens.protocol's: the contract, written once.
 
-Jobs. The page's JavaScript pulls one job at a time: `start(kind)` (chatlens.jobs.KINDS: chat,
-text, predict, count or compare, each a class of chatlens.jobs), then `step` until the answer's
-done is set (or `stop`); each answer is a protocol.PullAnswer. A chat's start answers the turn's record before any step, so a send is one
+Jobs. The page's JavaScript pulls one job at a time: `start(kind)` (chatlens.jobs.KINDS, a
+class each), then `step` until the answer's done is set (or `stop`); each answer is a
+protocol.PullAnswer. A chat's start answers the turn's record before any step, so a send is one
 request. On the GPU the page submits a reply's runs and gives each one's bytes to `step`, oldest
 first; with NumPy, `step` computes the next step itself; a count's step counts for a few
 milliseconds. Between two steps the worker answers previews and the text side's requests. A new
@@ -143,8 +143,8 @@ class _Worker:
             raise ChatlensError(f"kind must be {', '.join(jobs.KINDS)}, not {a.kind!r}")
         if a.chunk < 0:
             raise ChatlensError(f"chunk must be 0 (the backend's own) or more prompt ids, not {a.chunk}")
-        request_type, job = jobs.KINDS[a.kind]
-        request = protocol.parse(request_type, a.args)
+        job = jobs.KINDS[a.kind]
+        request = protocol.parse(job.takes, a.args)
         if self.job is not None:
             self.stop(None)
         self._loaded()
@@ -182,7 +182,7 @@ class _Worker:
         self._loaded()
         if self.job is not None:
             self.stop(None)
-        job = jobs.KINDS[kind][1].start(self, request, depth=defaults.IN_FLIGHT, chunk=0)
+        job = jobs.KINDS[kind].start(self, request, depth=defaults.IN_FLIGHT, chunk=0)
         self.job = job
         try:
             each = on_token and (lambda t: on_token(t.id, t.text, t.token))

@@ -1,7 +1,8 @@
 // Generated from py/chatlens/protocol.py by `python -m chatlens protocol --write`: do not edit.
 // What the page reads of the contract between the page, its worker and Python: the requests,
-// the messages, and the fields of each type a page request takes. Every type is documented
-// once, in py/chatlens/protocol.py. On the wire every name is snake_case, as Python writes it.
+// the messages, the jobs, and the fields of each type a page request takes. Every type is
+// documented once, in py/chatlens/contract.py. On the wire every name is snake_case, as
+// Python writes it.
 
 /** Python's requests (chatlens.worker): each one's argument and answer types. */
 export const REQUESTS = {
@@ -31,24 +32,36 @@ export const MESSAGES = {
     init: { args: "Init", answers: "Booted" },
     attach: { args: "Empty", answers: "ModelInfo" },
     attach_base: { args: "AttachBase", answers: "ModelInfo" },
-    compare: { args: "Compare", answers: "Compared" },
-    branch: { args: "Branch", answers: "Branched" },
-    inspect: { args: "Inspect", answers: "Inspected" },
     debug: { args: "Empty", answers: "DebugInfo" },
     preview: { args: "Turn", answers: "TurnRecord" },
-    run: { args: "Turn", answers: "TurnRecord" },
-    predict: { args: "Turn", answers: "Prediction" },
-    complete: { args: "Text", answers: "Continuation" },
-    count: { args: "Turn", answers: "Counted" },
     render: { args: "Render", answers: "Rendered" },
     tokenize: { args: "Tokenize", answers: "Tokenized" },
     chat_template: { args: "Empty", answers: "TemplateInfo" },
     lab_source: { args: "Empty", answers: "LabSource" },
     run_python: { args: "RunPython", answers: "PythonRun" },
+    run: { args: "Turn", answers: "TurnRecord" },
+    complete: { args: "Text", answers: "Continuation" },
+    predict: { args: "Turn", answers: "Prediction" },
+    count: { args: "Turn", answers: "Counted" },
+    compare: { args: "Compare", answers: "Compared" },
+    branch: { args: "Branch", answers: "Branched" },
+    inspect: { args: "Inspect", answers: "Inspected" },
   },
   signals: {"stop": "StopSignal", "lose_gpu": "Empty"},
   events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "prompt": "PromptEvent", "token": "TokenEvent", "progress": "ProgressEvent"},
   answer: "Answer",
+};
+
+/** The page's requests that are jobs (Python pulls them a step at a time), as each job's class
+ * declares it (py/chatlens/jobs.py Job): kind, writes, background, window, both_models. */
+export const JOBS = {
+  run: {"kind": "chat", "writes": true, "background": false, "window": true, "both_models": false},
+  complete: {"kind": "text", "writes": true, "background": false, "window": false, "both_models": false},
+  predict: {"kind": "predict", "writes": false, "background": false, "window": false, "both_models": false},
+  count: {"kind": "count", "writes": false, "background": true, "window": false, "both_models": false},
+  compare: {"kind": "compare", "writes": true, "background": false, "window": false, "both_models": true},
+  branch: {"kind": "branch", "writes": true, "background": false, "window": true, "both_models": false},
+  inspect: {"kind": "inspect", "writes": false, "background": false, "window": true, "both_models": false},
 };
 
 /** The fields of each type a page request takes, in order. */
@@ -56,12 +69,12 @@ export const FIELDS = {
   Init: ["source", "build", "backend", "lock", "hide_jspi", "one_model_on_gpu"],
   Empty: [],
   AttachBase: ["source"],
-  Compare: ["text", "max_tokens", "top_k"],
-  Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id"],
-  Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout"],
   Turn: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k"],
-  Text: ["text", "max_tokens", "top_k"],
   Render: ["messages", "template", "tools", "documents", "add_generation_prompt", "continue_final_message", "variables", "assistant_mask"],
   Tokenize: ["text"],
   RunPython: ["code", "seconds", "results"],
+  Text: ["text", "max_tokens", "top_k"],
+  Compare: ["text", "max_tokens", "top_k"],
+  Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id"],
+  Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout"],
 };
