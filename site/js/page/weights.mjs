@@ -20,33 +20,44 @@ const bitsOf = (quant) => {
   return { BF16: 16, F16: 16, F32: 32 }[quant] ?? null;
 };
 
+const ORIGINAL = "the original bf16 weights from Hugging Face";
+
 /**
  * What a source or the recorded file holds:
- *   {kind: "copy" | "original" | "unknown", quant, bits, name, from}
+ *   {kind: "copy" | "original" | "unknown", quant, bits, name, from, computes, exported}
  * "copy": a quantized copy (the Q4_1 GGUF, or the bf16 folder exported from it); "original":
- * the bf16 weights Hugging Face publishes; "unknown": someone else's file.
+ * the bf16 weights Hugging Face publishes; "unknown": someone else's file. computes: the files
+ * that compute, in words (served by `serve`, the mirror's bf16 export of the GGUF, not the GGUF
+ * the command line reads by default); exported: whether those are a bf16 folder exported from a
+ * quantized GGUF (then figures differ a little from the GGUF's: docs/fidelity.md).
  */
 export function weightsOf(x) {
-  if (!x) return { kind: "unknown", quant: null, bits: null, name: "", from: "" };
+  if (!x) return { kind: "unknown", quant: null, bits: null, name: "", from: "", computes: "", exported: false };
   if (x.model && !x.origin) {
     // the recorded file
     const name = x.model.file || "";
     const quant = quantOf(name);
-    return { kind: quant && quant !== "BF16" ? "copy" : "unknown", quant, bits: bitsOf(quant), name, from: x.model.source || "" };
+    return { kind: quant && quant !== "BF16" ? "copy" : "unknown", quant, bits: bitsOf(quant), name, from: x.model.source || "",
+             computes: name ? `the file ${name}` : "", exported: false };
   }
   if (x.origin === "mirror") {
     const m = x.manifest || {};
     const quant = quantOf(m.gguf || "") || quantOf(m.revision || "") || quantOf(x.label || "");
-    return { kind: "copy", quant, bits: bitsOf(quant), name: m.gguf || x.label || "", from: "this site's mirror" };
+    const exported = x.kind === "hf" && Boolean(m.gguf);
+    const gguf = `the ${quant || "quantized"} GGUF`;
+    return { kind: "copy", quant, bits: bitsOf(quant), name: m.gguf || x.label || "", from: "this site's mirror",
+             computes: exported ? `the bf16 folder exported from ${gguf}` : x.kind === "gguf" ? `${gguf} itself` : x.label || "",
+             exported };
   }
-  if (x.origin === "hub") return { kind: "original", quant: "BF16", bits: 16, name: ORIGINAL_REPO, from: "Hugging Face" };
+  const original = { kind: "original", quant: "BF16", bits: 16, name: ORIGINAL_REPO, from: "Hugging Face", computes: ORIGINAL,
+                     exported: false };
+  if (x.origin === "hub") return original;
   // A URL someone gave: the original only when it is the original repository on the Hub.
   const url = String(x.url || "");
   const quant = quantOf(url.split("/").pop() || "");
-  if (x.kind === "hf" && url.startsWith(`https://huggingface.co/${ORIGINAL_REPO}/`)) {
-    return { kind: "original", quant: "BF16", bits: 16, name: ORIGINAL_REPO, from: "Hugging Face" };
-  }
-  return { kind: quant ? "copy" : "unknown", quant, bits: bitsOf(quant), name: x.label || url, from: url };
+  if (x.kind === "hf" && url.startsWith(`https://huggingface.co/${ORIGINAL_REPO}/`)) return original;
+  return { kind: quant ? "copy" : "unknown", quant, bits: bitsOf(quant), name: x.label || url, from: url,
+           computes: x.label || url, exported: false };
 }
 
 /**
@@ -68,12 +79,15 @@ export function weightsSentence(x) {
       "original bf16 weights the lesson quotes, so they can differ from the lesson's.";
   }
   if (w.kind === "original") {
-    return "These are the original bf16 weights from Hugging Face, the ones the lesson quotes; " +
+    return "These are the original bf16 weights from Hugging Face, the ones the lesson quotes, and this page computes with them; " +
       "the recorded replies come from a 4-bit copy and differ from them.";
   }
   if (w.kind === "copy" && x?.origin === "mirror") {
+    const which = w.exported ? " This page computes with the bf16 folder; the command line reads the GGUF itself unless " +
+      "given that folder with --model (docs/fidelity.md), so their figures differ a little." : "";
     return `This site's mirror holds a ${w.bits ?? "quantized"}-bit copy of the model (the ${w.quant || "quantized"} GGUF ` +
-      "and a bf16 folder exported from it), not the original bf16 weights from Hugging Face, so its replies differ from the lesson's.";
+      "and a bf16 folder exported from it), not the original bf16 weights from Hugging Face, so its replies differ from the lesson's." +
+      which;
   }
   if (w.kind === "copy") {
     return `These weights are a ${w.bits ? `${w.bits}-bit` : "quantized"} copy (${w.name}), not the original bf16 ` +
@@ -81,6 +95,28 @@ export function weightsSentence(x) {
   }
   return `These weights come from ${w.name || "an address you gave"}; whether they are the original bf16 weights ` +
     "cannot be told from here, and replies from other weights differ.";
+}
+
+/** The copy the command line computes with by default (`chatlens inspect`, `run`, ...). */
+export const CLI_COPY = "the Q4_1 GGUF";
+
+/**
+ * Beside figures measured with the command line on its default copy (CLI_COPY): which copy this
+ * page computes with, and whether its own figures may differ from those. source: chatlens.source.
+ */
+export function cliFiguresNote(source) {
+  const w = weightsOf(source);
+  if (source?.origin === "mirror" && w.exported) {
+    return `These figures were measured with the command line on ${CLI_COPY} itself; this page computes with ` +
+      `${w.computes}, so its own figures differ a little (on one step, attention weights by up to 0.005). ` +
+      "The command line computes with this page's copy when --model names that folder (docs/fidelity.md).";
+  }
+  if (source?.origin === "mirror" && source.kind === "gguf") {
+    return `These figures were measured with the command line on ${CLI_COPY}, the file this page computes with.`;
+  }
+  const here = w.computes || "weights this page cannot name";
+  return `These figures were measured with the command line on ${CLI_COPY}, a 4-bit copy; this page computes with ${here}, ` +
+    "so its own figures differ.";
 }
 
 /** How to re-record recorded mode from other weights (shown beside the recorded sentence). */

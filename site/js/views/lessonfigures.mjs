@@ -45,7 +45,10 @@ export function differenceNote(weights, side, { these = false } = {}) {
     const parts = [`${opening}, not the original bf16 weights the lesson used; how much of the difference that alone makes has not been measured.`];
     if (side === "chat" && w.quant === COPY_SENSITIVITY.quant) {
       const [[first, a], ...rest] = COPY_SENSITIVITY.rows;
-      parts.push(`Measured on this same copy, the figure moves with what the model reads: “${COPY_SENSITIVITY.token}” is ${a} with ${first}, ` +
+      // measured with the command line on the GGUF itself; served by `serve` the page computes with its bf16 export
+      const where = w.exported ? `Measured with the command line on the ${w.quant} GGUF itself (this page computes with the bf16 folder exported from it)`
+        : "Measured on this same copy";
+      parts.push(`${where}, the figure moves with what the model reads: “${COPY_SENSITIVITY.token}” is ${a} with ${first}, ` +
         `${rest.map(([what, p]) => `${p} with ${what}`).join(" and ")}.`);
     }
     parts.push(SETTLE);
