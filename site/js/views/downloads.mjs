@@ -52,6 +52,12 @@ export function downloadFailure(e, what = "the model", offline = "") {
   return `The download failed: ${elideUrls(e?.message ?? e)}`;
 }
 
+/** Why the model source could not be used, for the model box: the host the page may not read,
+ * or the worker's detail with any URL in it shortened as labels are (a long ?model= fills no box). */
+export function sourceError(m) {
+  return m.hostNote || `The model source could not be used: ${elideUrls(m.detail ?? "")}`;
+}
+
 /** The size of what a source needs: [known bytes, whether every size is known]. */
 export function sizeOf(files) {
   const known = files.filter((f) => f.size != null);
@@ -71,8 +77,7 @@ export function drawModelBox(m, on) {
   const parts = [];
   if (m.status === "error") {
     // The source could not be read: say so, and offer the way back to the default model.
-    parts.push(el("p", { class: "error", id: "source-error", role: "alert",
-      text: m.hostNote || `The model source could not be used: ${m.detail}` }));
+    parts.push(el("p", { class: "error", id: "source-error", role: "alert", text: sourceError(m) }));
     if (m.source?.origin === "url" || !m.source) {
       parts.push(el("button", { type: "button", id: "use-default", onclick: on.useDefault, text: "Use the default model" }));
     }
@@ -103,7 +108,7 @@ export function drawModelBox(m, on) {
     if (m.numpyNote) parts.push(el("p", { class: "about-download", id: "numpy-note", text: m.numpyNote }));
     parts.push(el("button", { type: "button", id: "download", onclick: on.download, disabled: !m.source, text: "Download" }));
   }
-  if (m.error) parts.push(el("p", { class: "error", id: "download-error", role: "alert", text: m.error }));
+  if (m.error) parts.push(el("p", { class: "error", id: "download-error", role: "alert", text: elideUrls(m.error) }));
   refill(body, ...parts);
 }
 
@@ -119,9 +124,9 @@ function persistenceNote(p) {
 }
 
 function backendText(m) {
-  if (m.model?.error) return `Replies are not available: ${m.model.error}`;
+  if (m.model?.error) return `Replies are not available: ${elideUrls(m.model.error)}`;
   if (m.model?.backend) return `Replies are computed on ${m.model.backend}.`;
-  return m.status === "weights" ? `Loading the weights: ${m.detail || ""}` : "The weights load next.";
+  return m.status === "weights" ? `Loading the weights: ${elideUrls(m.detail || "")}` : "The weights load next.";
 }
 
 function progressView(p, id = "download-progress") {

@@ -1,7 +1,7 @@
 // The status line (is Python up, is the model read) and the model-source line in the settings.
 
 import { hostNote } from "../page/hosts.mjs";
-import { shortened } from "../page/source.mjs";
+import { elideUrls, shortened } from "../page/source.mjs";
 import { weightsSentence } from "../page/weights.mjs";
 import { $ } from "./dom.mjs";
 
@@ -29,27 +29,40 @@ export function restates(headline, detail) {
   return rest.length > 0 && rest.every((w) => known.has(w)) && rest.some((w) => head.has(w));
 }
 
-export function drawStatus(api) {
-  const { state, detail } = api.status;
+/**
+ * What the status pill and the settings' source line say, with no DOM: {state, headline, shown
+ * (the pill's detail, "" for none), title, label, error}. A URL in the worker's detail is
+ * shortened as the labels shorten it (a ?model= of thousands of characters would fill the pill
+ * and the line). note: hostNote(api.source), the reason a source cannot be read (null: none).
+ */
+export function statusView(api, note = hostNote(api.source)) {
+  const { state } = api.status;
+  const detail = api.status.detail ? elideUrls(api.status.detail) : api.status.detail;
   // A reply being written is what the page is doing, whatever the worker last said.
   const headline = api.writing && state === "ready" ? "Writing a reply" : STATUS_TEXT[state] || state;
-  $("status").dataset.state = api.writing && state === "ready" ? "writing" : state;
-  $("status-text").textContent = headline;
-  const unreadable = state === "error" && hostNote(api.source);
+  const unreadable = state === "error" && note;
   const shown = unreadable ? `this page cannot read ${new URL(api.source.url).host} (the model box says why)`
     : detail && !restates(headline, detail) ? detail : "";
-  $("status-detail").textContent = shown;
-  $("status-detail").hidden = !shown;
-  $("status").title = detail ? `${headline}: ${detail}` : headline;
-  drawSource(api);
+  const where = api.source ? `${api.source.label} (${shortened(api.source.url)})` : state === "error" ? "not resolved" : "resolving…";
+  return {
+    state: api.writing && state === "ready" ? "writing" : state,
+    headline,
+    shown,
+    title: detail ? `${headline}: ${detail}` : headline,
+    label: state === "error" ? `${where}: failed: ${detail}` : api.source ? `${where}. ${weightsSentence(api.source)}` : where,
+    error: state === "error",
+  };
 }
 
-/** The settings line: the model source as soon as it is known, and why it failed if it did. */
-function drawSource(api) {
-  const { state, detail } = api.status;
-  const where = api.source ? `${api.source.label} (${shortened(api.source.url)})` : state === "error" ? "not resolved" : "resolving…";
+export function drawStatus(api) {
+  const v = statusView(api);
+  $("status").dataset.state = v.state;
+  $("status-text").textContent = v.headline;
+  $("status-detail").textContent = v.shown;
+  $("status-detail").hidden = !v.shown;
+  $("status").title = v.title;
+  // the settings line: the model source as soon as it is known, and why it failed if it did
   const label = $("source-label");
-  label.textContent = state === "error" ? `${where}: failed: ${detail}`
-    : api.source ? `${where}. ${weightsSentence(api.source)}` : where;
-  label.classList.toggle("error", state === "error");
+  label.textContent = v.label;
+  label.classList.toggle("error", v.error);
 }
