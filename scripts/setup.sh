@@ -3,12 +3,23 @@
 #   bash scripts/setup.sh          the package, the model, the site's pinned inputs
 #   bash scripts/setup.sh --test   also the test references (torch 2.13.0 CPU, transformers, ...), Chromium,
 #                                  and Firefox ESR with the puppeteer-core that drives it (tests/firefox/)
+# The package is installed editable into $PYTHON (default python3): `python3 -m chatlens` then runs
+# this checkout, in place of any other checkout's, and setup.sh says so when it replaces one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
+# `pip install -e .` points this Python's chatlens (python3 -m chatlens, the chatlens command) at
+# this checkout: say so when it replaces another checkout's or another install's.
+other=$("$PY" -c 'import importlib.util as u, os, sys
+s = u.find_spec("chatlens")
+at = os.path.realpath(list(s.submodule_search_locations)[0]) if s and s.submodule_search_locations else ""
+print(at if at and at != os.path.realpath(sys.argv[1]) else "")' "$(pwd -P)/py/chatlens" 2>/dev/null || true)
+if [ -n "$other" ]; then
+  echo "scripts/setup.sh: $PY's chatlens was $other; it is now this checkout's, $(pwd -P)/py/chatlens (pip install -e .)" >&2
+fi
 "$PY" -m pip install --disable-pip-version-check -q -e ".${extras}"
 
 if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
