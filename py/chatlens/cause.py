@@ -58,6 +58,9 @@ NOT_REMOVABLE = {
 }
 
 
+NO_MESSAGES = "Without it no message is left: the template would render nothing to read."
+
+
 @dataclass
 class Piece:
     """One piece a counterfactual takes away: `name` "kind:index" (the index-th piece of that kind
@@ -107,7 +110,8 @@ def pieces_of(read: Read | None, record_pieces, names=None, *, prompt_len=None) 
     """The pieces a cause takes away: the record's (system, each message, the generation header)
     and, when the window dropped turns, each dropped turn (kind "dropped", oldest first). names:
     "kind:index" strings choosing some, in the order given (None: all). read None: plain text
-    (one piece, nothing to render it from). Raises ChatlensError naming a piece that does not exist."""
+    (one piece, nothing to render it from). Raises ChatlensError naming a piece that does not exist,
+    or one named whose removal would leave no message (unnamed, it says so in removed_why)."""
     out, seen = [], {}
     at = {}  # message_index -> position in read.messages
     if read is not None:
@@ -135,7 +139,7 @@ def pieces_of(read: Read | None, record_pieces, names=None, *, prompt_len=None) 
                 gone = {at[i] for i in group if i in at}
             piece.keep = [k for k in range(len(read.messages)) if k not in gone]
             if not piece.keep:
-                piece.removed_why = "Without it no message is left: the template would render nothing to read."
+                piece.removed_why = NO_MESSAGES
         out.append(piece)
     if read is not None and read.dropped:
         by_index = {d["message_index"]: d for d in read.dropped}
@@ -158,6 +162,8 @@ def pieces_of(read: Read | None, record_pieces, names=None, *, prompt_len=None) 
     for name in names:
         if name not in named:
             raise ChatlensError(f"there is no piece {name!r}: this turn's pieces are {', '.join(named)}")
+        if named[name].removed_why == NO_MESSAGES:  # asked for by name: a request that cannot be met
+            raise ChatlensError(f"{name}: {NO_MESSAGES}")
         chosen.append(named[name])
     return chosen
 
@@ -264,6 +270,21 @@ class Causing:
     @property
     def done(self) -> bool:
         return self.result is not None or self.stopped or self.failed
+
+    @property
+    def doing(self) -> str | None:
+        """What the next step computes, in words (a page's progress): None once done."""
+        if self.done:
+            return None
+        if self._units is None:
+            return "the step itself, read as it was"
+        names, what = self._units[0].sink or (None, "back")
+        if names is None:
+            return "the step with every piece read" if what == "with" else "the cache put back as it was"
+        labels = {p.name: p.label for p in self.pieces}
+        if what == "knocked":
+            return f"{labels[names]}: knocked out"
+        return " and ".join(labels[n] for n in names) + (": put back" if names[0].startswith("dropped:") else ": removed")
 
     @property
     def in_flight(self) -> int:

@@ -90,6 +90,16 @@ class Inspect(Turn):
                       "the system prompt and window not read", "template")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Cause(Inspect):
+    """Which piece one step of a turn's reply needed (chatlens.cause): each piece of what the model
+    read knocked out (the reply's positions may not read it) and removed (the turn rendered again
+    without it, the reply so far forced); a dropped turn is put back instead. top_k is not read."""
+    pieces: list | None = doc("the pieces to take away, each \"kind:index\" (the index-th piece of that kind in the "
+                              "record, from 0: \"system:0\", \"user:1\", \"new:0\", \"header:0\"; a dropped turn's "
+                              "kind is \"dropped\"); null: every piece", None)
+
+
 @dataclass(frozen=True)
 class Text:
     """Plain text to continue, with no template."""
@@ -295,6 +305,59 @@ class Inspected:
 
 
 @dataclass(frozen=True)
+class Measure:
+    """The step under one counterfactual (chatlens.cause): the chosen id's probability, the best id."""
+    p: float = doc("the chosen id's probability at the step")
+    top_id: int = doc("the id it would choose instead (the chosen one, when it still leads)")
+    top_token: str = doc("that id's token as text")
+    top_p: float = doc("its probability")
+    reply_logprob: float = doc("the log-probability of the reply so far: reply_ids[:step], then the chosen id, each "
+                               "token's in one pass")
+    prompt_ids: list | None = doc("a removal's: the prompt rendered without the piece (a dropped turn: with it put "
+                                  "back); null for a knockout", None)
+    what: str | None = doc("a removal's: what stands in the piece's place, in a sentence; null for a knockout", None)
+
+
+@dataclass(frozen=True)
+class CausePiece:
+    """One piece of the turn, taken away both ways."""
+    name: str = doc("\"kind:index\", as a request names it")
+    kind: str = doc("the record's piece kind (system, default_system, user, assistant, new, header, text), or "
+                    "\"dropped\" for a turn the window dropped")
+    label: str = doc("the piece as the record labels it")
+    start: int | None = doc("its first token's position in the prompt (null: a dropped turn, never read)")
+    end: int | None = doc("the position after its last token")
+    attention_share: float | None = doc("the step's mean attention weight on it, every layer and head (the "
+                                        "inspection's by_piece); null for a dropped turn")
+    knocked: Measure | None = doc("the reply's positions may not read it, in any layer (null: see knocked_why)")
+    removed: Measure | None = doc("the turn rendered without it (a dropped turn: with it put back); null: see "
+                                  "removed_why")
+    knocked_why: str | None = doc("why it cannot be knocked out, in a sentence; null when it was")
+    removed_why: str | None = doc("why it cannot be removed, in a sentence; null when it was")
+
+
+@dataclass(frozen=True)
+class Caused:
+    """A cause's answer (a cause job's done, and `python -m chatlens cause`'s output): the step with
+    every piece read, then each piece knocked out and removed (chatlens.cause)."""
+    prompt_ids: list = doc("the prompt's ids, as the turn's record has them")
+    reply_ids: list = doc("the reply so far")
+    step: int = doc("the step measured: the one that chose reply id `step`")
+    position: int = doc("where its query sits: len(prompt_ids) + step - 1")
+    chosen_id: int = doc("the id whose probability is measured: reply id `step` (at step len(reply_ids): the id the "
+                         "model makes most likely)")
+    chosen_token: str = doc("its token as text")
+    p: float = doc("its probability with every piece read")
+    top_id: int = doc("the best id with every piece read")
+    top_p: float = doc("its probability")
+    reply_logprob: float = doc("the log-probability of reply_ids[:step] then the chosen id, every piece read")
+    pieces: list = doc("CausePiece objects, in the record's order, dropped turns last")
+    reused_tokens: int = doc("tokens the cache held before the position when it began")
+    computed_tokens: int = doc("every token run through: the step's own, then each counterfactual's")
+    backend: str = doc("what computed it")
+
+
+@dataclass(frozen=True)
 class Prediction:
     """predict's answer (and a predict job's done): the reply's likely first tokens; the cache is left as it was."""
     top_k: list = doc("rows: the first step's K best [id, logit, probability], best first")
@@ -388,13 +451,16 @@ class PullAnswer:
                                     "answers it, before any step; null otherwise", None)
     done: object = doc("null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation "
                        "(text), a Prediction (predict), Counted (count), Compared (compare), Branched (branch), "
-                       "Inspected (inspect); Stopped (a count or an inspection stopped)", None)
+                       "Inspected (inspect), Caused (cause); Stopped (a count, an inspection or a cause "
+                       "stopped)", None)
     prompt: ComparePrompt | None = doc("a compare job's start only: what both models read, before any step; "
                                        "null otherwise", None)
     model: str = doc("the model whose backend computes the runs (a compare job: the current reply's; its tokens "
                      "also carry their model and layout)", "instruct")
     cell: int | None = doc("a compare job: the reply under way (0 to 3, in Compared's order); runs of an earlier "
                            "one still in flight are not needed; null otherwise", None)
+    doing: str | None = doc("a cause job: what it computes now, in words (\"system knocked out\"); null otherwise",
+                            None)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from .contract import (Branched, CellToken, Compared, Continuation, Counted, Gpu
                        PullAnswer, Stopped, Token)
 from .errors import ChatlensError
 from .generate import Generation
+from .cause import Causing, pieces_of, read_of, removed_prompt, shares
 from .inspection import TOP_K, Inspecting, by_piece, step_position
 from .pull import Pull
 from .record import TurnRecord, candidate_bytes, candidate_tokens, token_lists
@@ -343,6 +344,20 @@ def plain_read(tokenizer, messages) -> PlainRead:
     return PlainRead(ids, [{"kind": "text", "label": "the text", "start": 0, "end": len(ids)}], len(ids))
 
 
+def _inspected_read(host, request, what):
+    """(what the model read, the messages) of an Inspect request (a Cause's too), checked: its
+    reply so far, its model, its layout. Raises ChatlensError with a sentence."""
+    if request.reply_ids is None:
+        raise ChatlensError(f"{what} needs the reply so far (reply_ids; [] for the first token)")
+    if request.model not in contract.MODELS:
+        raise ChatlensError(f"the model must be one of {', '.join(contract.MODELS)}, not {request.model!r}")
+    if request.layout not in LAYOUTS:
+        raise ChatlensError(f"the layout must be one of {', '.join(LAYOUTS)}, not {request.layout!r}")
+    if request.layout == "template":
+        return host.record_of(request), request.messages
+    return plain_read(host.text.tokenizer, request.messages), request.messages
+
+
 class InspectJob(Job):
     """One step of a reply inspected (chatlens.inspection.Inspecting over the cache): the query's
     attention over what it read and the logit lens, placed on the turn's pieces. The cache
@@ -365,14 +380,7 @@ class InspectJob(Job):
 
     @classmethod
     def start(cls, host, request, *, depth, chunk):
-        if request.reply_ids is None:
-            raise ChatlensError("an inspection needs the reply so far (reply_ids; [] for the first token)")
-        if request.model not in contract.MODELS:
-            raise ChatlensError(f"the model must be one of {', '.join(contract.MODELS)}, not {request.model!r}")
-        if request.layout not in LAYOUTS:
-            raise ChatlensError(f"the layout must be one of {', '.join(LAYOUTS)}, not {request.layout!r}")
-        read = host.record_of(request) if request.layout == "template" else plain_read(host.text.tokenizer,
-                                                                                          request.messages)
+        read, _ = _inspected_read(host, request, "an inspection")
         n = len(read.prompt_ids) + request.step
         cache = host.cache_for(max(n, read.window), f"the prompt and the reply so far ({n} tokens)", request.model)
         return cls(cache, read, request.reply_ids, host.text.tokenizer, step=request.step, top_k=request.top_k,
@@ -413,6 +421,78 @@ class InspectJob(Job):
         runs = [GpuRun(**r.to_json()) for r in i.runs(depth)] if i.planned and not i.done else []
         return PullAnswer(tokens=[], runs=runs, read=i.prompt_read, of=i.prompt_tokens, in_flight=i.in_flight,
                           done=self.result, model=self.model)
+
+
+class CauseJob(Job):
+    """Which piece one step of a reply needed (chatlens.cause.Causing over the cache): each piece of
+    the turn knocked out and removed, every counterfactual a pass over the reply so far, placed on
+    the turn's pieces. Afterwards the cache holds what it held (what the next turn reuses)."""
+    request, takes, answers = "cause", contract.Cause, contract.Caused
+    window = True
+
+    def __init__(self, cache, record, reply_ids, pieces, tokenizer, *, step, chunk=0, model="instruct"):
+        """record: what the model read (a TurnRecord or a PlainRead); pieces: chatlens.cause.Piece
+        objects, removals rendered (cause.pieces_of, removed_prompt)."""
+        self.record, self.reply_ids, self.step, self.tokenizer = record, list(reply_ids), step, tokenizer
+        self.pieces, self.model, self.cache = pieces, model, cache
+        self.causing = Causing(cache, record.prompt_ids, self.reply_ids, pieces, step=step, chunk=chunk)
+        self._result = None
+
+    @classmethod
+    def start(cls, host, request, *, depth, chunk):
+        if request.top_k is not None:
+            raise ChatlensError("a cause lists no candidates: top_k is an inspection's")
+        record, messages = _inspected_read(host, request, "a cause")
+        tok, template = host.text.tokenizer, host.text.template
+        read = read_of(record, messages) if request.layout == "template" else None
+        pieces = pieces_of(read, record.pieces, request.pieces, prompt_len=len(record.prompt_ids))
+        for p in pieces:
+            if p.removed_why is None:
+                p.removed_ids, p.removed_what = removed_prompt(tok, template, read, p)
+        n = max([len(record.prompt_ids) + request.step + 1, record.window] +
+                [len(p.removed_ids) + request.step + 1 for p in pieces if p.removed_ids is not None])
+        cache = host.cache_for(n, f"the prompt, its counterfactuals and the reply so far ({n} tokens)", request.model)
+        return cls(cache, record, request.reply_ids, pieces, tok, step=request.step, chunk=chunk, model=request.model)
+
+    @property
+    def done(self) -> bool:
+        return self.causing.done
+
+    def pull(self, raw=None, ms=STEP_MS) -> list:
+        return self.causing.give(bytes(raw)) if raw is not None else self.causing.pull()
+
+    def stop(self):
+        self.causing.stop()
+
+    @property
+    def result(self):
+        c = self.causing
+        if self._result is None and c.done:
+            self._result = Stopped() if c.result is None else self._caused(c.result)
+        return self._result
+
+    def _caused(self, r):
+        tok = self.tokenizer.token_text
+        shared = shares(r.attention, self.record.pieces, self.pieces)
+
+        def measure(m):
+            return None if m is None else contract.Measure(top_token=tok(m["top_id"]), **m)
+
+        pieces = [contract.CausePiece(name=p.name, kind=p.kind, label=p.label, start=p.start, end=p.end,
+                                      attention_share=shared[p.name], knocked=measure(r.measures[p.name]["knocked"]),
+                                      removed=measure(r.measures[p.name]["removed"]), knocked_why=p.knocked_why,
+                                      removed_why=p.removed_why) for p in self.pieces]
+        return contract.Caused(prompt_ids=list(self.record.prompt_ids), reply_ids=self.reply_ids, step=self.step,
+                               position=r.position, chosen_id=r.chosen_id, chosen_token=tok(r.chosen_id), p=r.p,
+                               top_id=r.top_id, top_p=r.top_p, reply_logprob=r.reply_logprob, pieces=pieces,
+                               reused_tokens=r.reused_tokens, computed_tokens=r.computed_tokens,
+                               backend=self.cache.backend.name)
+
+    def answer(self, tokens, depth=None) -> PullAnswer:
+        c = self.causing
+        runs = [GpuRun(**r.to_json()) for r in c.runs(depth)] if c.planned and not c.done else []
+        return PullAnswer(tokens=[], runs=runs, read=c.prompt_read, of=c.prompt_tokens, in_flight=c.in_flight,
+                          done=self.result, model=self.model, doing=c.doing)
 
 
 class CompareJob(Job):
@@ -547,4 +627,5 @@ KINDS = {
     "compare": CompareJob,
     "branch": BranchJob,
     "inspect": InspectJob,
+    "cause": CauseJob,
 }

@@ -46,6 +46,7 @@ export const MESSAGES = {
     compare: { args: "Compare", answers: "Compared" },
     branch: { args: "Branch", answers: "Branched" },
     inspect: { args: "Inspect", answers: "Inspected" },
+    cause: { args: "Cause", answers: "Caused" },
   },
   signals: {"stop": "StopSignal", "lose_gpu": "Empty"},
   events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "prompt": "PromptEvent", "token": "TokenEvent", "progress": "ProgressEvent"},
@@ -62,6 +63,7 @@ export const JOBS = {
   compare: {"kind": "compare", "writes": true, "background": false, "window": false, "both_models": true},
   branch: {"kind": "branch", "writes": true, "background": false, "window": true, "both_models": false},
   inspect: {"kind": "inspect", "writes": false, "background": false, "window": true, "both_models": false},
+  cause: {"kind": "cause", "writes": false, "background": false, "window": true, "both_models": false},
 };
 
 /** The fields of each type a page request takes, in order. */
@@ -77,4 +79,5 @@ export const FIELDS = {
   Compare: ["text", "max_tokens", "top_k"],
   Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id"],
   Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout"],
+  Cause: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout", "pieces"],
 };

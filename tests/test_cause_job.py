@@ -1,0 +1,118 @@
+"""A cause as the page and the command line ask for it (chatlens.jobs.CauseJob, start kind "cause",
+`python -m chatlens cause`): which piece of the turn one step of its reply needed. The figures
+are held to transformers in tests/test_cause.py; here, on the tiny model: the pieces named and
+placed, what a removal renders, the cache the reply left still reused afterwards, progress piece
+by piece, a stop, and bad input in a sentence.
+"""
+
+import pytest
+
+from chatlens import contract, protocol, worker
+from chatlens.errors import ChatlensError
+from chatlens.source import load_model
+from tiny_model import write_tiny_model
+
+HISTORY = [{"role": "user", "content": "Hi! My name is Priya."},
+           {"role": "assistant", "content": "Hello, Priya! How can I help you today?"}]
+MESSAGES = HISTORY + [{"role": "user", "content": "What is my name?"}]
+TURN = {"messages": MESSAGES, "window": 256, "max_tokens": 5, "preset": "pirate"}
+
+
+@pytest.fixture(scope="module")
+def tiny(hf_dir, tmp_path_factory):
+    return load_model(write_tiny_model(tmp_path_factory.mktemp("tiny-cause") / "model", hf_dir))
+
+
+def call(name, args):
+    return worker.HANDLERS[name](protocol.parse(protocol.REQUESTS[name][0], args))
+
+
+def caused(args, answers=None):
+    """A cause job pulled to its end as the page's worker pulls it (NumPy: each step computed in `step`)."""
+    out = call("start", {"kind": "cause", "args": args})
+    while out.done is None:
+        if answers is not None:
+            answers.append(out)
+        out = call("step", {})
+    return out.done
+
+
+@pytest.fixture()
+def replied(tiny):
+    call("load", {"path": str(tiny.path)})
+    call("use_numpy", {})
+    return call("run", TURN)
+
+
+def test_every_piece_of_the_turn_is_knocked_out_and_removed(replied):
+    record = replied
+    answers = []
+    got = caused({**TURN, "reply_ids": record.reply_ids, "step": 2}, answers)
+    assert isinstance(got, contract.Caused)
+    assert [p.name for p in got.pieces] == ["system:0", "user:0", "assistant:0", "new:0", "header:0"]
+    assert [(p.start, p.end) for p in got.pieces] == [(q["start"], q["end"]) for q in record.pieces]
+    assert got.chosen_id == record.reply_ids[2] and got.position == len(record.prompt_ids) + 1
+    assert 0 < got.p <= 1 and got.reply_logprob < 0 and got.backend == "numpy"
+    for p in got.pieces:
+        assert p.knocked is not None and p.removed is not None and p.knocked_why is p.removed_why is None
+        assert 0 < p.attention_share < 1
+        assert p.knocked.prompt_ids is None and p.removed.prompt_ids != record.prompt_ids
+    system, user, assistant = got.pieces[:3]
+    assert "default system prompt" in system.removed.what
+    assert user.removed == assistant.removed  # a kept turn goes whole: one removal, computed once
+    # progress: tokens run through of all, and in words what is computed
+    assert answers[-1].of == got.computed_tokens and [a.read for a in answers] == sorted(a.read for a in answers)
+    doing = [a.doing for a in answers]
+    assert "system: knocked out" in doing and "turn 1 · user and turn 1 · assistant: removed" in doing
+
+
+def test_the_next_turn_reuses_what_it_did_before(replied):
+    record = replied
+    follow = {**TURN, "messages": MESSAGES + [{"role": "assistant", "content": record.reply_text},
+                                              {"role": "user", "content": "And then?"}]}
+    before = call("preview", follow).reused_tokens
+    caused({**TURN, "reply_ids": record.reply_ids, "step": 3, "pieces": ["system:0", "new:0"]})
+    assert call("preview", follow).reused_tokens == before > len(record.prompt_ids)
+
+
+def test_a_dropped_turn_is_put_back_and_the_default_system_prompt_kept(tiny):
+    call("load", {"path": str(tiny.path)})
+    call("use_numpy", {})
+    turn = {"messages": MESSAGES, "window": 60, "max_tokens": 3, "reserve": 8}
+    record = call("run", turn)
+    assert [d["message_index"] for d in record.dropped_messages] == [0, 1]
+    got = caused({**turn, "reply_ids": record.reply_ids, "step": 0})
+    names = [p.name for p in got.pieces]
+    assert names == ["default_system:0", "new:0", "header:0", "dropped:0"]
+    default, dropped = got.pieces[0], got.pieces[-1]
+    assert default.removed is None and "cannot be left out" in default.removed_why and default.knocked is not None
+    assert dropped.knocked is None and "never read it" in dropped.knocked_why and dropped.attention_share is None
+    assert dropped.removed.what.startswith("Put back") and len(dropped.removed.prompt_ids) > len(record.prompt_ids)
+
+
+def test_plain_text_is_one_piece_that_cannot_be_taken_away(replied):
+    got = caused({"messages": [{"role": "user", "content": "Lighthouses are"}], "layout": "plain",
+                  "reply_ids": [], "step": 0})
+    [text] = got.pieces
+    assert text.name == "text:0" and text.knocked is None and text.removed is None
+    assert "nothing left to read" in text.removed_why and "nothing to read" in text.knocked_why
+
+
+def test_a_stopped_cause_answers_stopped(replied):
+    out = call("start", {"kind": "cause", "args": {**TURN, "reply_ids": replied.reply_ids, "step": 1}})
+    out = call("step", {})
+    assert call("stop", {}).done == contract.Stopped()
+
+
+def test_bad_input_is_a_sentence(replied):
+    args = {**TURN, "reply_ids": replied.reply_ids}
+    for bad, said in [({"step": 9}, "step 9 is out of range: the reply has 5 tokens"),
+                      ({"pieces": ["system:3"]}, r"there is no piece 'system:3': this turn's pieces are system:0, "
+                                                 "user:0, assistant:0, new:0, header:0"),
+                      ({"reply_ids": None}, "a cause needs the reply so far"),
+                      ({"top_k": 3}, "a cause lists no candidates")]:
+        with pytest.raises(ChatlensError, match=said):
+            call("start", {"kind": "cause", "args": {**args, "step": 1, **bad}})
+    alone = {"messages": MESSAGES[-1:], "reply_ids": [], "step": 0, "pieces": ["new:0"]}
+    with pytest.raises(ChatlensError, match="no message is left"):
+        call("start", {"kind": "cause", "args": alone})
