@@ -2,11 +2,12 @@
 // the worker's modules (site/js/worker/) and site/js/page/connection.mjs post, switch on or
 // answer (and that page/api.mjs calls or signals) must be listed in protocol.gen.mjs
 // (py/chatlens/protocol.py's PAGE_REQUESTS, SIGNALS and EVENTS), and every call into Python one
-// of its REQUESTS.
+// of its REQUESTS. The jobs the worker routes through its one handler (JOBS[type]) are the
+// contract's own list, so each of them counts as used.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
-import { MESSAGES, REQUESTS } from "../../site/js/worker/protocol.gen.mjs";
+import { JOBS, MESSAGES, REQUESTS } from "../../site/js/worker/protocol.gen.mjs";
 
 const read = (path) => readFileSync(new URL(`../../site/js/${path}`, import.meta.url), "utf8");
 const all = (source, re) => [...source.matchAll(re)].map((m) => m[1]);
@@ -23,9 +24,10 @@ function keys(source, name) {
 /** Each message type a file uses, by what it is: {event, request, signal, python}: [type, ...]. */
 export function used(worker, connection, api) {
   const added = all(worker, /for \(const \w+ of \[([^\]]*)\]\)\s*\{\s*requests\[/g).flatMap(strings);
+  const routed = /\bJOBS\[type\]/.test(worker) ? Object.keys(JOBS) : []; // every job, through one handler
   return {
     event: [...all(worker, /postMessage\(\{\s*type:\s*["'](\w+)["']/g), ...all(connection, /data\.type === ["'](\w+)["']/g)],
-    request: [...keys(worker, "requests"), ...added, ...all(worker, /\btype === ["'](\w+)["']/g),
+    request: [...keys(worker, "requests"), ...added, ...routed, ...all(worker, /\btype === ["'](\w+)["']/g),
               ...all(worker, /TEXT_SIDE = new Set\(\[([^\]]*)\]/g).flatMap(strings),
               ...all(api, /\bcall\(\s*["'](\w+)["']/g), ...all(api, /textRequest\(["'](\w+)["']\)/g)],
     signal: [...keys(worker, "signals"), ...all(api, /\.signal\(\s*["'](\w+)["']/g)],
@@ -73,7 +75,7 @@ test("a type the contract does not name is caught, wherever it is used", () => {
   const [worker, connection, api] = sources();
   const bogus = {
     event: [worker.replace('postMessage({ type: "status"', 'postMessage({ type: "bogus"'), connection, api],
-    request: [worker.replace('if (type === "count")', 'if (type === "bogus")'), connection, api],
+    request: [worker.replace("  async preview(args) {", "  async bogus(args) {"), connection, api],
     signal: [worker.replace("  lose_gpu() {", "  bogus() {"), connection, api],
     python: [worker.replace('ask("start"', 'ask("bogus"'), connection, api],
   };

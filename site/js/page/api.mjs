@@ -99,6 +99,7 @@
 import { createDownloads } from "./downloads.mjs";
 import { connect } from "./connection.mjs";
 import { toWire } from "./protocol.mjs";
+import { FIELDS, JOBS, MESSAGES } from "../worker/protocol.gen.mjs";
 import { backendPref, modelPref } from "./prefs.mjs";
 import { resolveSource } from "./source.mjs";
 
@@ -200,72 +201,19 @@ export function createApi() {
       throw new TypeError("chatlens: messages must be a non-empty array of {role, content}");
     }
   };
+  /** The arguments of request `type` checked as its type needs them: a turn's messages, a text. */
+  const checked = (type, args) => {
+    const fields = FIELDS[MESSAGES.requests[type].args];
+    if (fields.includes("messages")) checkMessages(args);
+    else if (fields.includes("text") && (!args || typeof args.text !== "string")) throw new TypeError(`chatlens: ${type} needs {text}`);
+  };
   api.preview = async (args) => {
     checkMessages(args);
     await api.ready;
     return call("preview", args).answer;
   };
-  /** A reply request (run, complete, compare): streamed, stopped by its signal. */
-  async function reply(type, args, { onRecord, onPrompt, onToken, onProgress, signal } = {}) {
-    if (signal?.aborted) throw new DOMException("the reply was stopped before it started", "AbortError");
-    const c = conn; // a stop goes to the worker that writes it, even once another replaced it
-    const { id, answer } = c.call(type, toWire(type, args, api.settings),
-                                  { record: onRecord, prompt: onPrompt, token: onToken, progress: onProgress });
-    const stop = () => c.signal("stop", { id });
-    signal?.addEventListener("abort", stop, { once: true });
-    const me = { id };
-    running = me;
-    setStatus(api.status.state, api.status.detail); // listeners see chatlens.writing
-    try {
-      return await answer;
-    } finally {
-      signal?.removeEventListener("abort", stop);
-      if (running === me) running = null;
-      setStatus(api.status.state, api.status.detail);
-    }
-  }
-  api.run = async (args, options) => {
-    checkMessages(args);
-    await api.ready;
-    return reply("run", args, options);
-  };
-  api.predict = async (args) => {
-    checkMessages(args);
-    await api.ready;
-    return call("predict", args).answer;
-  };
-  /** A request that answers once it ends, with no reply to keep (count, inspect): a stop (its
-   * signal) rejects it with an AbortError. */
-  async function ended(type, args, { onProgress, signal } = {}) {
-    checkMessages(args);
-    if (signal?.aborted) throw new DOMException(`the ${type} was stopped before it started`, "AbortError");
-    await api.ready;
-    const c = conn; // a stop goes to the worker that computes it, even once another replaced it
-    const { id, answer } = c.call(type, toWire(type, args, api.settings), { progress: onProgress });
-    const stop = () => c.signal("stop", { id });
-    if (signal?.aborted) stop(); // while the page waited for the worker
-    signal?.addEventListener("abort", stop, { once: true });
-    try {
-      return await answer;
-    } finally {
-      signal?.removeEventListener("abort", stop);
-    }
-  }
-  api.count = (args, options) => ended("count", args, options);
-  api.inspect = (args, options) => ended("inspect", args, options);
-  api.branch = async (args, options) => {
-    checkMessages(args);
-    await api.ready;
-    return reply("branch", args, options);
-  };
-  api.complete = async (args, options) => {
-    if (!args || typeof args.text !== "string") throw new TypeError("chatlens: complete needs {text}");
-    await api.ready;
-    return reply("complete", args, options);
-  };
-  api.compare = async (args, { onPrompt, onToken, onProgress, signal } = {}) => {
-    if (!args || typeof args.text !== "string") throw new TypeError("chatlens: compare needs {text}");
-    await api.ready;
+  /** The comparison's base model stored whole and put beside the instruct (its weights attached). */
+  async function baseAttached() {
     const found = await downloads.base();
     if (found.error) throw new Error(`the comparison needs the base model: ${found.error}`);
     if (!found.status?.complete) {
@@ -273,10 +221,46 @@ export function createApi() {
         `${found.status?.bytes ? " whole yet" : ""}: download it first (its box in Manage downloads)`);
     }
     await call("attach_base", { source: found.source }).answer;
-    const token = onToken && ((t) => onToken({ model: t.model, layout: t.layout,
-                                                token: { id: t.id, text: t.text, token: t.token, bytes: t.bytes } }));
-    return reply("compare", args, { onPrompt, onToken: token, onProgress, signal });
-  };
+  }
+  /**
+   * Each job, api[type] (JOBS: as its Python class declares it): one that writes a reply (run,
+   * complete, branch, compare) is streamed (onRecord, onPrompt, onToken, onProgress; chatlens.writing
+   * while it runs) and a stop keeps what it wrote; another (predict, count, inspect) answers once it
+   * ends, and a stop rejects it with an AbortError. `signal` stops it. One that puts both models on
+   * the device (compare) attaches the base first, and its tokens say whose they are.
+   */
+  for (const [type, declared] of Object.entries(JOBS)) {
+    api[type] = async (args, { onRecord, onPrompt, onToken, onProgress, signal } = {}) => {
+      checked(type, args);
+      const aborted = () => new DOMException(`the ${declared.writes ? "reply" : type} was stopped before it started`, "AbortError");
+      if (signal?.aborted) throw aborted();
+      await api.ready;
+      if (declared.both_models) await baseAttached();
+      if (signal?.aborted) throw aborted(); // while the page waited for the worker
+      const c = conn; // a stop goes to the worker that computes it, even once another replaced it
+      const token = onToken && declared.both_models
+        ? (t) => onToken({ model: t.model, layout: t.layout, token: { id: t.id, text: t.text, token: t.token, bytes: t.bytes } })
+        : onToken;
+      const { id, answer } = c.call(type, toWire(type, args, api.settings),
+                                    { record: onRecord, prompt: onPrompt, token, progress: onProgress });
+      const stop = () => c.signal("stop", { id });
+      signal?.addEventListener("abort", stop, { once: true });
+      const me = { id };
+      if (declared.writes) {
+        running = me;
+        setStatus(api.status.state, api.status.detail); // listeners see chatlens.writing
+      }
+      try {
+        return await answer;
+      } finally {
+        signal?.removeEventListener("abort", stop);
+        if (running === me) {
+          running = null;
+          setStatus(api.status.state, api.status.detail);
+        }
+      }
+    };
+  }
   // The text side's requests: the tokenizer and the template, no weights needed.
   const textRequest = (type) => async (args = {}) => {
     await api.ready;

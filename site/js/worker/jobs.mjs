@@ -1,19 +1,21 @@
-// The worker's jobs: a record for each request that is one (a reply, a prediction, a count, a
-// comparison), and the one loop that pulls a job from Python a step at a time.
+// The worker's jobs: a record for each request that is one (protocol.gen.mjs's JOBS: a reply, a
+// count, an inspection, ...), and the one loop that pulls a job from Python a step at a time.
 //
-// A job is Python's `start(kind)` (chat, text, predict, count, compare, branch or inspect), then one `step` a token
-// (a count: a few milliseconds of counting) until its answer is done, or a `stop`. On the GPU
+// A job is Python's `start(kind)`, then one `step` a token (a job in the background, a count: a
+// few milliseconds of counting) until its answer is done, or a `stop`. What a job does here is
+// what its Python class declares (py/chatlens/jobs.py Job, carried by JOBS): whether it writes a
+// reply, runs in the background, reads a turn's window, puts both models on the device. On the GPU
 // this side submits the runs Python plans (several in flight: the GPU never waits for the host)
 // and hands Python each run's bytes; with NumPy, Python computes each step in `step`. Between two
 // steps the worker reads its messages (a stop, a preview). Python holds one job at a time and its
-// `start` ends the one before; the worker queues replies (worker.mjs), so the job a start ends is
-// only ever a count. No JSPI, no SharedArrayBuffer. What can happen, and what does:
+// `start` ends the one before; the worker queues the others (worker.mjs), so the job a start ends
+// is only ever one in the background. No JSPI, no SharedArrayBuffer. What can happen, and what does:
 //   a stop before the job starts   -> its record says so: a reply starts and its first pull is a
-//   (it waits behind a request)       `stop` (stop_reason "stopped", nothing written); a count
-//                                     rejects without starting
+//   (it waits behind a request)       `stop` (stop_reason "stopped", nothing written); a job in
+//                                     the background rejects without starting
 //   a stop while it is pulled      -> the next pull is a `stop` (on the GPU at once, the runs in
-//                                     flight dropped): a reply keeps what it wrote, "stopped"; an
-//                                     inspection rejects with an AbortError
+//                                     flight dropped): a job that writes keeps what it wrote,
+//                                     "stopped"; another (an inspection) rejects with an AbortError
 //   a count while a reply is       -> it waits for that reply to end
 //   pulled
 //   a newer count, a preview or a  -> the count ends: it rejects with an Error named AbortError
@@ -27,9 +29,6 @@
 // `stop` from then on.
 
 const ENDED = Symbol("ended");
-// The kinds that write a reply: a stop keeps what they wrote ("stopped"); the others (a count, an
-// inspection) have no answer until they end, and a stop rejects them with an AbortError.
-const WRITES = { chat: true, text: true, predict: true, compare: true, branch: true, count: false, inspect: false };
 
 /** The worker's jobs. Each is opened when its request comes (`open`), pulled by its handler
  * (`pull`, once Python is up) and closed once answered (`close`). */
@@ -38,15 +37,16 @@ export function createJobs() {
   let held = null; // the job Python holds: the one whose `start` came last, until it ends
   let lastReply = null; // where the last reply's time went (the bench's "debug" request)
 
-  /** The record of the job request `id`, of `kind` (a `start` kind). */
-  function open(id, kind) {
+  /** The record of the job request `id`, as its class declares it: `declared`, its JOBS entry
+   * ({kind (a `start` kind), writes, background, window, both_models}). */
+  function open(id, declared) {
     let wake;
     let finish;
     const job = {
       id,
-      kind,
-      ended: null, // why it was asked to end, once it was: "stopped", or a count's sentence
-      begun: false, // its pull has begun (a count: waiting behind a reply, or counting)
+      ...declared,
+      ended: null, // why it was asked to end, once it was: "stopped", or a background job's sentence
+      begun: false, // its pull has begun (in the background: waiting behind a reply, or counting)
       ending: new Promise((resolve) => (wake = resolve)), // ENDED, once it is asked to end
       finished: new Promise((resolve) => (finish = resolve)), // once its pull has ended, however
       end(why) {
@@ -59,35 +59,37 @@ export function createJobs() {
     return job;
   }
 
-  /** End the counts begun (one; two while the older is ending) but `except`, for `why`. */
-  function endCounts(why, except = null) {
-    for (const job of records.values()) if (job.kind === "count" && job.begun && job !== except) job.end(why);
+  /** End the jobs begun in the background (one; two while the older is ending) but `except`, for
+   * why(job), a sentence. */
+  function endBackground(why, except = null) {
+    for (const job of records.values()) if (job.background && job.begun && job !== except) job.end(why(job));
   }
 
   /**
    * Pull `job` to its end: a chat's record, the tokens and the progress posted as they come, a
-   * stop answered at the next pull. Resolves with Python's answer (`done`); a count asked to end
-   * rejects with an AbortError. `call`: chatlens.worker's; `models`: the weights' placement.mjs.
+   * stop answered at the next pull. Resolves with Python's answer (`done`); a job in the
+   * background asked to end rejects with an AbortError. `call`: chatlens.worker's; `models`: the
+   * weights' placement.mjs.
    */
   async function pull(job, args, { call, models }) {
-    endCounts(job.kind === "count" ? "a newer count replaced this one" : "a reply replaced the count", job);
+    endBackground((other) => (job.background ? `a newer ${job.kind} replaced this one` : `a reply replaced the ${other.kind}`), job);
     job.begun = true;
     let used = models.instruct;
     const streamed = { posted: 0, skip: 0, recorded: false }; // what was posted to the page
     try {
       // One model on the GPU at a time: the instruct's put back before a job of its own starts (a
       // comparison swaps its models between its replies, in `pulls`).
-      if (job.kind !== "count" && job.kind !== "compare") {
+      if (!job.background && !job.both_models) {
         await models.onDevice("instruct", { starting: true });
         used = models.instruct;
       }
-      // A count is background work: it waits for a reply Python is pulling.
-      while (job.kind === "count" && held && held.kind !== "count" && !job.ended) await Promise.race([held.finished, job.ending]);
-      if (job.kind === "count" && job.ended) throw abortError(job.ended);
+      // A job in the background (a count) needs no weights: it waits for a reply Python is pulling.
+      while (job.background && held && !held.background && !job.ended) await Promise.race([held.finished, job.ending]);
+      if (job.background && job.ended) throw abortError(job.ended);
       try {
         return await pulls(job, args, streamed, { call, models });
       } catch (e) {
-        if (job.kind === "count" || !(await models.wasLost(used?.executor, e))) throw e;
+        if (job.background || !(await models.wasLost(used?.executor, e))) throw e;
         await models.attach(used.n_ctx);
         // Computed again from the start, the reply's first tokens are the ones the page has already.
         return await pulls(job, args, { posted: 0, skip: streamed.posted, recorded: streamed.recorded }, { call, models });
@@ -101,7 +103,7 @@ export function createJobs() {
   /** The one loop that drives a job: `start`, then `step` (or `stop`) until its answer is done. */
   async function pulls(job, args, streamed, { call, models }) {
     const { id, kind } = job;
-    let gpu = kind !== "count" && models.instruct?.kind === "webgpu" ? models.instruct.executor : null;
+    let gpu = !job.background && models.instruct?.kind === "webgpu" ? models.instruct.executor : null;
     const t0 = performance.now();
     // Python's Pull books the runs in flight (it plans up to `depth` of them and reads their bytes
     // in order); this queue only holds the promises of those bytes, oldest first.
@@ -120,12 +122,12 @@ export function createJobs() {
       spent.pulls += 1;
       return timed("python_ms", () => call(name, a, ...extra));
     };
-    /** The answer to a job asked to end: a reply's, stopped; a count rejects. A job a newer start
+    /** The answer to a job asked to end: a reply's, stopped; another rejects. A job a newer start
      * replaced in Python is gone there already. */
     const ended = () => {
       if (held !== job) throw abortError(job.ended);
       const out = ask("stop", {});
-      if (!WRITES[kind]) throw abortError(job.ended); // a count or an inspection has nothing to keep
+      if (!job.writes) throw abortError(job.ended); // a count or an inspection has nothing to keep
       return out;
     };
     // The prompt's progress, posted at each pull and, on the GPU, after each part of a step that
@@ -147,7 +149,7 @@ export function createJobs() {
     async function loop() {
       held = job; // Python's start ends the job before
       let out = ask("start", { kind, args, depth: gpu ? gpu.depth() : 1 });
-      if (kind !== "count") lastReply = spent;
+      if (!job.background) lastReply = spent;
       let cell = out.cell;
       for (;;) {
         if (out.record && !streamed.recorded) {
@@ -206,9 +208,9 @@ export function createJobs() {
     /** The stop signal: the job of request `id` ends at its next pull (or as it starts). */
     stop(id) {
       const job = records.get(id);
-      job?.end(job.kind === "count" ? "the count was stopped" : "stopped");
+      job?.end(job.background ? `the ${job.kind} was stopped` : "stopped");
     },
-    endCounts,
+    endBackground,
     pull,
     /** Where the last reply's time went in this thread (`pulls`'s figures), for the bench. */
     get lastReply() {

@@ -2,17 +2,18 @@
 // template from the model source (from the store when it holds the model), then routes the
 // page's messages. Its other modules each do one job: placement.mjs puts the models' weights on
 // the GPU or into NumPy (and moves them: the base beside the instruct, a lost device, one model
-// at a time on a small GPU); jobs.mjs pulls each reply, prediction, count or comparison from
+// at a time on a small GPU); jobs.mjs pulls each job (a reply, a count, an inspection, ...) from
 // Python a step at a time.
 //
 // The messages it takes and sends (requests, signals, events, the answer envelope) are
 // described once, in py/chatlens/protocol.py (PAGE_REQUESTS, SIGNALS, EVENTS, Answer), and
 // listed in protocol.gen.mjs; tests/page/messages.test.mjs keeps the worker's modules to that list.
 //
-// The routing: a signal is handled as it comes. A request that needs the model (a job, the
-// weights) waits its turn: one at a time, so a reply starts once the one before has ended. Once
-// Python is up, a text-side request is answered at once, even between two pulls of a reply. A
-// count waits for nothing but a reply Python is pulling (jobs.mjs).
+// The routing: a signal is handled as it comes. Every job (protocol.gen.mjs's JOBS, as its Python
+// class declares it) goes through one handler, `pullJob`. A request that needs the model (a job,
+// the weights) waits its turn: one at a time, so a reply starts once the one before has ended.
+// Once Python is up, a text-side request is answered at once, even between two pulls of a reply.
+// A job in the background (a count) waits for nothing but a reply Python is pulling (jobs.mjs).
 
 import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
@@ -21,6 +22,7 @@ import { chooseBackend } from "./device.mjs";
 import { createJobs } from "./jobs.mjs";
 import { createPlacement } from "./placement.mjs";
 import { probe } from "../gpu/executor.mjs";
+import { JOBS } from "./protocol.gen.mjs";
 
 const SITE = new URL("../../", import.meta.url);
 
@@ -30,8 +32,6 @@ let booting = null;
 let models = null; // where the models' weights are (placement.mjs), once Python is up
 let roomForOne = false; // tests (init's one_model_on_gpu): a second model's weights on the GPU fail as on a small GPU
 const jobs = createJobs();
-/** Pull `job` (jobs.mjs) once Python and the weights' placement are up. */
-const pulled = (job, args) => jobs.pull(job, args, { call: python.call, models });
 
 const status = (state, detail = "") => {
   performance.mark(`chatlens:${state}`, { detail }); // where the time goes (scripts/bench_browser.py)
@@ -101,11 +101,14 @@ async function chooseDevice(asked, emulatedNames) {
            passedOver: choice.backend === "numpy" && gpu ? gpu.name : null }; // a software GPU NumPy was preferred to
 }
 
-/** A job over a turn (a reply, a branch of one, an inspection): the weights fitted to its window first. */
-async function turnJob(args, job) {
+/** Every job (jobs.mjs's record of it, as its class declares it), pulled once Python and the
+ * weights' placement are up; one over a turn (a reply, a branch, an inspection) has the weights
+ * fitted to the turn's window first. */
+async function pullJob(args, job) {
+  if (!booting) throw new Error("the worker has not started: init comes first");
   await booting;
-  await models.fit(args.window);
-  return pulled(job, args);
+  if (job.window) await models.fit(args.window);
+  return jobs.pull(job, args, { call: python.call, models });
 }
 
 const requests = {
@@ -134,31 +137,11 @@ const requests = {
     await booting;
     return models.attachBase(source);
   },
-  async compare(args, job) {
-    await booting;
-    return pulled(job, args);
-  },
   async preview(args) {
     await booting;
-    jobs.endCounts("a newer preview ended the count"); // it counted what the page showed before
+    jobs.endBackground((job) => `a newer preview ended the ${job.kind}`); // it counted what the page showed before
     return python.call("preview", args);
   },
-  async count(args, job) {
-    if (!booting) throw new Error("the worker has not started: init comes first");
-    await booting;
-    return pulled(job, args);
-  },
-  run: turnJob,
-  async predict(args, job) {
-    await booting;
-    return pulled(job, args);
-  },
-  async complete(args, job) {
-    await booting;
-    return pulled(job, args);
-  },
-  branch: turnJob,
-  inspect: turnJob,
 };
 
 // The text side's requests: answered from the tokenizer and template alone.
@@ -183,20 +166,16 @@ const signals = {
 // and without waiting behind the seconds of JavaScript that put the weights on the GPU.
 const TEXT_SIDE = new Set(["preview", "render", "tokenize", "chat_template", "lab_source", "run_python"]);
 
-// The requests that are jobs, and the kind Python's `start` gives each: their record opens as
-// their message comes, so a stop that comes before the job starts finds it.
-const JOBS = { run: "chat", complete: "text", predict: "predict", count: "count", compare: "compare", branch: "branch",
-               inspect: "inspect" };
-
 let queue = Promise.resolve();
 const enqueue = (task) => (queue = queue.then(task).catch(() => {}));
 self.onmessage = ({ data }) => {
   const { id, type, args } = data;
   if (signals[type]) return signals[type](args || {});
+  // A job's record opens as its message comes, so a stop that comes before the job starts finds it.
   const job = Object.hasOwn(JOBS, type) ? jobs.open(id, JOBS[type]) : null;
   const answer = async () => {
     try {
-      const handler = requests[type];
+      const handler = job ? pullJob : requests[type];
       if (!handler) throw new Error(`unknown request ${type}`);
       self.postMessage({ id, ok: true, result: await handler(args || {}, job) });
     } catch (e) {
@@ -208,8 +187,8 @@ self.onmessage = ({ data }) => {
   // Python is never inside a call while JavaScript waits (a reply's pulls are separate calls), so
   // a text-side request can be answered whenever it comes once Python is up.
   if (TEXT_SIDE.has(type) && python) return answer();
-  // A count is background work: it waits for no request but a reply being pulled (Python pulls one
-  // job at a time), and none waits for it (a reply's start ends it).
-  if (type === "count") return answer();
+  // A job in the background (a count) waits for no request but a reply being pulled (Python pulls
+  // one job at a time), and none waits for it (a reply's start ends it).
+  if (job?.background) return answer();
   enqueue(answer);
 };
