@@ -116,3 +116,25 @@ def test_bad_input_is_a_sentence(replied):
     alone = {"messages": MESSAGES[-1:], "reply_ids": [], "step": 0, "pieces": ["new:0"]}
     with pytest.raises(ChatlensError, match="no message is left"):
         call("start", {"kind": "cause", "args": alone})
+
+
+def test_the_command_line_answers_what_the_page_does(replied, tiny):
+    """`python -m chatlens cause` (in-process) on the page's request: the same Caused, pieces named by
+    --piece or by stdin, the reply computed first when stdin gives none."""
+    import json
+
+    from conftest import cli_in_process
+
+    args = {**TURN, "reply_ids": replied.reply_ids, "step": 2, "pieces": ["system:0", "header:0"]}
+    want = contract.Caused(**{**protocol.to_json(caused(args)), "pieces": []})
+    done = cli_in_process("cause", "--piece", "system:0", "--piece", "header:0", stdin=json.dumps({**TURN, "step": 2}),
+                          model=tiny.path)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["reply_ids"] == replied.reply_ids  # the turn's reply, computed first
+    assert [p["name"] for p in got["pieces"]] == ["system:0", "header:0"]
+    for key in ("chosen_id", "position", "top_id"):
+        assert got[key] == getattr(want, key)
+    assert got["p"] == pytest.approx(want.p, abs=1e-6)
+    fixed = cli_in_process("cause", "--piece", "new:0", stdin=json.dumps({**args}), model=tiny.path)
+    assert fixed.returncode == 1 and "--piece" in fixed.stderr and "disagree" in fixed.stderr

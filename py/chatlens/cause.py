@@ -33,6 +33,7 @@ API (chatlens.jobs.CauseJob builds the pieces from a turn and pulls this):
     pieces_of(record, messages, names=None) -> [Piece]: the record's pieces and its dropped
         turns, each with its knockout span and how to render it removed (or why not)
     removed_prompt(tokenizer, template, read, piece) -> (ids, what): a removal's prompt ids
+    turn_pieces(tokenizer, template, record, messages, names=None, *, plain=False) -> [Piece]: both
     Causing(cache, prompt_ids, reply_ids, pieces, *, step, chunk=0): the job, pulled as
         chatlens.inspection.Inspecting is (pull; or runs/give where the host submits GPU runs;
         stop; done, result: a Cause; prompt_read/prompt_tokens: tokens computed of all)
@@ -191,6 +192,24 @@ def removed_prompt(tokenizer, template, read: Read, piece: Piece):
     else:
         what = "The whole turn left out (your message and the reply to it), as trimming drops a turn."
     return ids, what
+
+
+def turn_pieces(tokenizer, template, record, messages, names=None, *, plain=False) -> list:
+    """The pieces of a turn (its record and the messages it was made from; plain: read as plain
+    text) that a cause takes away, each removal rendered: what chatlens.jobs.CauseJob and the
+    command line build the job from. names as pieces_of takes them."""
+    read = None if plain else read_of(record, messages)
+    pieces = pieces_of(read, record.pieces, names, prompt_len=len(record.prompt_ids))
+    for p in pieces:
+        if p.removed_why is None:
+            p.removed_ids, p.removed_what = removed_prompt(tokenizer, template, read, p)
+    return pieces
+
+
+def cache_needed(record, pieces, step) -> int:
+    """The KV cache a cause needs: the turn's window, or more where a counterfactual is longer."""
+    return max([len(record.prompt_ids) + step + 1, record.window] +
+               [len(p.removed_ids) + step + 1 for p in pieces if p.removed_ids is not None])
 
 
 @dataclass

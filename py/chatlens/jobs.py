@@ -34,12 +34,13 @@ from dataclasses import asdict, dataclass
 from . import contract, defaults
 from .compare import LAYOUTS, plan
 from .complete import continuation, prepared, tokenized
-from .contract import (Branched, CellToken, Compared, Continuation, Counted, GpuRun, Inspected, Prediction,
-                       PullAnswer, Stopped, Token)
+from .contract import (AttentionFigures, Branched, CellToken, Compared, Continuation, Counted, GpuRun, Inspected,
+                       Prediction, PullAnswer, Stopped, Token)
 from .errors import ChatlensError
 from .generate import Generation
 from .cause import Causing, pieces_of, read_of, removed_prompt, shares
-from .inspection import TOP_K, Inspecting, by_piece, step_position
+from .inspection import (RECENT, TOP_K, Inspecting, by_piece, figures, reaches, settles, step_position,
+                         strongest_heads)
 from .pull import Pull
 from .record import TurnRecord, candidate_bytes, candidate_tokens, token_lists
 from .reply import reply_of
@@ -410,10 +411,15 @@ class InspectJob(Job):
         if i.prompt_tokens:  # what the cache lacked: the figures, not a guess at why
             note = (f"The model's cache held {i.reused} of the {r.position} tokens before this step, so the "
                     f"inspection read {read} tokens, not one.")
+        pieces, heads = self.record.pieces, reaches(r.attention)
+        each = [AttentionFigures(**figures(r.attention, pieces, layer=layer, heads=heads))
+                for layer in [None, *range(len(r.attention))]]
         return Inspected(prompt_ids=list(self.record.prompt_ids), reply_ids=self.reply_ids, step=self.step,
                          position=r.position, query_id=r.query_id, chosen_id=r.chosen_id, attention=r.attention,
-                         by_piece=by_piece(r.attention, self.record.pieces), lens=r.lens,
-                         lens_tokens=candidate_tokens(self.tokenizer, r.lens), reused_tokens=i.reused,
+                         by_piece=by_piece(r.attention, pieces), lens=r.lens,
+                         lens_tokens=candidate_tokens(self.tokenizer, r.lens), every_layer=each[0],
+                         each_layer=each[1:], settles=settles(r.lens, r.chosen_id), recent=RECENT,
+                         strongest_heads=strongest_heads(r.attention, pieces), reused_tokens=i.reused,
                          computed_tokens=read, backend=self.cache.backend.name, note=note)
 
     def answer(self, tokens, depth=None) -> PullAnswer:

@@ -114,7 +114,7 @@ def render(args) -> int:
 # a field the request does not take is refused too. One function reads it, for any command that
 # takes one of these requests (request_on_stdin).
 FIELD_FLAGS = {"window": "--window", "max_tokens": "--max-tokens", "top_k": "--top-k", "step": "--step", "id": "--id",
-               "layout": "--layout"}
+               "layout": "--layout", "pieces": "--piece"}
 SYSTEM_FLAGS = {"preset": "--preset", "system": "--system"}  # the system prompt's flags; stdin: preset, custom, system
 
 
@@ -286,13 +286,49 @@ def inspect(args) -> int:
     "plain" (--layout plain) reads the last message as plain text; --base-model ("model": "base")
     computes with the base model, as the comparison's cells read them. Prints a
     chatlens.protocol.Inspected."""
-    from ..cache import PromptCache
-    from ..compare import check_same_tokenizer
-    from ..jobs import InspectJob, plain_read
+    from ..jobs import InspectJob
     from ..protocol import Inspect, to_json
-    from ..pull import Pull, greedy
+    from ..pull import greedy
 
     request = request_on_stdin(args, Inspect)
+    instruct, read, reply_ids, cache_for = _a_step(args, request)
+    n = len(read.prompt_ids) + len(reply_ids) + 1
+    _write_json(to_json(greedy(InspectJob(cache_for(max(n, read.window)), read, reply_ids, instruct.tokenizer,
+                                          step=request.step, top_k=request.top_k))))
+    return 0
+
+
+def cause(args) -> int:
+    """A Cause on stdin (inspect's fields, and optional "pieces", or --piece KIND:INDEX ...): which
+    piece of the turn step `step` of its reply needed (chatlens.jobs.CauseJob), each piece knocked
+    out and removed. Prints a chatlens.protocol.Caused."""
+    from ..cause import cache_needed, turn_pieces
+    from ..jobs import CauseJob
+    from ..contract import Cause
+    from ..protocol import to_json
+    from ..pull import greedy
+
+    request = request_on_stdin(args, Cause)
+    instruct, read, reply_ids, cache_for = _a_step(args, request)
+    pieces = turn_pieces(instruct.tokenizer, instruct.template, read, request.messages, request.pieces,
+                         plain=request.layout == "plain")
+    cache = cache_for(cache_needed(read, pieces, request.step))
+    _write_json(to_json(greedy(CauseJob(cache, read, reply_ids, pieces, instruct.tokenizer, step=request.step,
+                                        model=request.model))))
+    return 0
+
+
+def _a_step(args, request):
+    """What an Inspect (or a Cause) of a step reads, and its reply: (the instruct model, the turn's
+    record or plain text's read, the reply's ids, cache_for(n) -> a PromptCache of at least n
+    tokens over the model that computes). Without reply_ids the reply is computed first: over the
+    cache the step then reuses, as the page's turn leaves it; or, for the base model or plain text,
+    greedily to the instruct model's end of turn, as the comparison computes a cell."""
+    from ..cache import PromptCache
+    from ..compare import check_same_tokenizer
+    from ..jobs import plain_read
+    from ..pull import Pull, greedy
+
     instruct = open_model(args.model, args.backend)
     model = instruct
     if request.model == "base":
@@ -303,16 +339,15 @@ def inspect(args) -> int:
     reply_ids, cache = request.reply_ids, None
     if reply_ids is None and model is instruct and template:
         cache = PromptCache(model.backend(n_ctx=read.window))
-        reply_ids = _replied(model, cache, read)  # the turn's reply first: the cache holds it, the inspection reuses it
-    elif reply_ids is None:  # as the comparison computes a cell: greedy, to the instruct model's end of turn
+        reply_ids = _replied(model, cache, read)  # the turn's reply first: the cache holds it, the step reuses it
+    elif reply_ids is None:
         limit = _reply_limit(request)
         stepper = model.backend(len(read.prompt_ids) + limit)
         reply_ids = greedy(Pull(stepper, read.prompt_ids, eos_id=instruct.eos_id, max_new_tokens=limit)).ids
-    n = len(read.prompt_ids) + len(reply_ids) + 1
-    cache = cache or PromptCache(model.backend(n_ctx=max(n, read.window)))
-    _write_json(to_json(greedy(InspectJob(cache, read, reply_ids, instruct.tokenizer, step=request.step,
-                                          top_k=request.top_k))))
-    return 0
+
+    def cache_for(n):
+        return cache if cache is not None and cache.capacity >= n else PromptCache(model.backend(n_ctx=n))
+    return instruct, read, reply_ids, cache_for
 
 
 def _checked_limits(args) -> int:

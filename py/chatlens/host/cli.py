@@ -136,6 +136,17 @@ def parser() -> argparse.ArgumentParser:
     _base_model_arg(p, help="inspect the base model (as the comparison's base cells): it reads the instruct model's "
                             "tokenizer and template, and a reply computed first stops at the instruct's end of turn")
 
+    p = sub.add_parser("cause", help="the page's Cause on stdin (inspect's fields, pieces) -> which piece of the turn "
+                                     "one reply step needed: each knocked out and removed (JSON)")
+    _model_arg(p)
+    _turn_args(p)
+    p.add_argument("--step", type=int, help="the step that chose reply id S (default 0: the reply's first)")
+    p.add_argument("--piece", action="append", metavar="KIND:INDEX", dest="pieces",
+                   help="a piece to take away (system:0, user:1, new:0, header:0, dropped:0, ...; again for more); "
+                        "default: every piece")
+    p.add_argument("--layout", choices=("template", "plain"), help="as inspect's")
+    _base_model_arg(p, help="as inspect's: the base model computes, reading the instruct model's tokenizer and template")
+
     p = sub.add_parser("complete", help="plain text on stdin, no chat template -> its greedy continuation (JSON)")
     _model_arg(p)
     _backend_arg(p)
@@ -203,7 +214,7 @@ def main(argv=None) -> int:
         elif args.command == "compare":
             from .compare import compare
             return compare(args)
-        elif args.command in ("render", "run", "branch", "inspect", "chat", "record"):
+        elif args.command in ("render", "run", "branch", "inspect", "cause", "chat", "record"):
             from . import chatcli
             return getattr(chatcli, args.command)(args)
         elif args.command == "build":
