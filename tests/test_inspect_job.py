@@ -12,7 +12,8 @@ import pytest
 
 from chatlens import protocol, worker
 from chatlens.errors import ChatlensError, WindowError
-from chatlens.inspection import by_piece
+from chatlens.contract import AttentionFigures
+from chatlens.inspection import by_piece, figures, settles, strongest_heads
 from chatlens.source import load_model, load_text_side
 from conftest import run_cli
 from tiny_model import write_tiny_model
@@ -58,6 +59,11 @@ def test_a_step_of_the_reply_is_inspected_against_the_cache_the_reply_left(repli
     assert all(len(row) == got.position + 1 for heads in got.attention for row in heads) and len(got.lens) == layers
     assert got.by_piece == by_piece(got.attention, record.pieces)
     assert [p["kind"] for p in got.by_piece][-1] == "reply" and abs(sum(p["share"] for p in got.by_piece) - 1) < 1e-9
+    # what the page draws comes computed, for every layer and each one (the page selects and draws)
+    assert got.every_layer == AttentionFigures(**figures(got.attention, record.pieces))
+    assert got.each_layer == [AttentionFigures(**figures(got.attention, record.pieces, layer=l)) for l in range(layers)]
+    assert got.every_layer.shares == got.by_piece and got.settles == settles(got.lens, got.chosen_id)
+    assert got.strongest_heads == strongest_heads(got.attention, record.pieces)
     # the reply after the step stays cached: the next turn reuses as much as it did before
     follow = {**TURN, "messages": MESSAGES + [{"role": "assistant", "content": record.reply_text},
                                               {"role": "user", "content": "And then?"}]}

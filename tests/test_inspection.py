@@ -19,8 +19,8 @@ import pytest
 from chatlens.backend import ranked
 from chatlens.cache import PromptCache
 from chatlens.errors import ChatlensError
-from chatlens.inspection import (LENS_TOP_K_MAX, Inspecting, Inspection, by_piece, inspect, mean_weights,
-                                 step_position, top_positions)
+from chatlens.inspection import (LENS_TOP_K_MAX, Inspecting, Inspection, by_piece, figures, inspect, look_back,
+                                 mean_weights, reaches, settles, step_position, strongest_heads, top_positions)
 from test_backend import BACKENDS, PROMPT, TINY, WEIGHTS
 
 ATTENTION_TOL = 1e-4
@@ -370,6 +370,53 @@ def test_top_positions_and_a_layer_out_of_range():
     assert all(j != 0 for j, _ in top_positions(w.tolist(), 15, skip_first=True))
     with pytest.raises(ChatlensError, match="layer 3 is out of range: the model has layers 0 to 2"):
         by_piece(w.tolist(), PIECES, layer=3)
+
+
+def test_look_back_ranks_heads_by_how_far_back_their_weight_lies():
+    """reach = each weight times its distance from the query, over positions 1 .. P - RECENT: a head
+    that puts half its weight far back outranks one that puts all of it near; the first token and
+    the last RECENT positions count for nothing."""
+    n = 20  # positions 0..19, the query at 19: positions 1..15 count
+    far, near, parked, tie = ([0.0] * n for _ in range(4))
+    far[0], far[2] = 0.5, 0.5  # 17 back
+    near[14] = 1.0  # 5 back
+    parked[0], parked[19] = 0.5, 0.5  # nothing that counts
+    tie[2], tie[0] = 0.5, 0.5  # as `far`, a later head
+    heads = look_back([[near, far], [parked, tie]], 6)
+    assert [(h["layer"], h["head"]) for h in heads] == [(0, 1), (1, 1), (0, 0), (1, 0)]
+    assert heads[0] == {"layer": 0, "head": 1, "weight": 0.5, "reach": 8.5, "distance": 17.0, "reads": [[2, 0.5], [1, 0.0], [3, 0.0]]}
+    assert heads[2]["reach"] == 5.0 and heads[3] == {"layer": 1, "head": 0, "weight": 0, "reach": 0, "distance": 0,
+                                                     "reads": [[1, 0.0], [2, 0.0], [3, 0.0]]}
+    assert [(h["layer"], h["head"]) for h in look_back([[near, far], [parked, tie]], 6, layer=1)] == [(1, 1), (1, 0)]
+
+
+@pytest.mark.parametrize("layer", [None, 0, 2])
+def test_figures_are_the_functions_own_for_each_choice_of_layers(layer):
+    """What the page draws comes computed (chatlens.jobs.InspectJob): the same figures as each
+    function gives alone, with the first token in and left out."""
+    w = weights_for().tolist()
+    got = figures(w, PIECES, layer=layer, heads=reaches(w))
+    assert got == figures(w, PIECES, layer=layer)
+    assert got["mean"] == mean_weights(w, layer)
+    assert got["shares"] == by_piece(w, PIECES, layer=layer) and got["top"] == top_positions(w, 10, layer=layer)
+    assert got["shares_skip_first"] == by_piece(w, PIECES, layer=layer, skip_first=True)
+    assert got["top_skip_first"] == top_positions(w, 10, layer=layer, skip_first=True)
+    assert got["look_back"] == look_back(w, 6, layer=layer) and got["layer"] == layer
+
+
+def test_where_the_lens_settles_and_the_strongest_head_on_each_piece():
+    lens = [[[5, 0.3], [7, 0.2]], [[7, 0.4]], [[9, 0.5], [7, 0.1]], [[7, 0.6]], [[7, 0.9]]]
+    assert settles(lens, 7) == 3  # the first layer from which it stays first
+    assert settles(lens, 5) is None  # not the last layer's first choice
+    w = weights_for(n=12)
+    w[:, :, :] = 0.0
+    w[:, :, 0] = 1.0
+    w[1, 2, 0], w[1, 2, 6] = 0.2, 0.8  # the strongest on the user turn
+    w[0, 3, 0], w[0, 3, 2], w[2, 0, 2] = 0.7, 0.3, 0.3  # equal weights on the system prompt: the lower layer
+    got = strongest_heads(w.tolist(), PIECES)
+    assert got == [{"kind": "system", "label": "system prompt", "layer": 0, "head": 3, "position": 2, "weight": 0.3},
+                   {"kind": "user", "label": "turn 1", "layer": 1, "head": 2, "position": 6, "weight": 0.8},
+                   {"kind": "header", "label": "generation header", "layer": 0, "head": 0, "position": 9, "weight": 0.0}]
 
 
 # -- the real model -----------------------------------------------------------------------------------

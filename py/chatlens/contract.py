@@ -280,6 +280,23 @@ class Branched:
 
 
 @dataclass(frozen=True)
+class AttentionFigures:
+    """What the page draws of an inspection's attention for one choice of layers (every layer's
+    heads, or one layer's), computed once in Python (chatlens.inspection.figures): the page
+    selects among them and draws. Positions count from 0, layers and heads too."""
+    layer: int | None = doc("the layer whose heads are averaged (null: every layer's)")
+    mean: list = doc("each position's weight averaged over those heads (0..position): the tint; mean[0] is what "
+                     "the first token holds")
+    shares: list = doc("[{kind, label, start, end, share}]: that mean weight summed over each piece of the prompt, "
+                       "then the reply so far (as by_piece)")
+    shares_skip_first: list = doc("the same with the first token left out, the shares taken of the rest")
+    top: list = doc("[[position, weight], ...]: the 10 positions with the most of that mean weight, most first")
+    top_skip_first: list = doc("the same with the first token left out")
+    look_back: list = doc("[{layer, head, weight, reach, distance, reads}]: the 6 heads (of those layers) whose "
+                          "weight lies furthest back (chatlens.inspection.look_back)")
+
+
+@dataclass(frozen=True)
 class Inspected:
     """An inspection's answer (an inspect job's done, and `python -m chatlens inspect`'s output):
     chatlens.inspection.Inspection's figures for the step, placed on the turn's prompt. Layers and
@@ -297,6 +314,15 @@ class Inspected:
     lens: list = doc("lens[layer]: the residual stream after that block through the final norm and the output "
                      "layer, its top K [id, probability], best first; the last layer's is the step's own")
     lens_tokens: list = doc("lens_tokens[layer]: the same candidates' tokens as text (as top_k_tokens writes them)")
+    every_layer: AttentionFigures = doc("the figures the page draws of the attention, every layer's heads averaged")
+    each_layer: list = doc("each_layer[layer]: the same figures for one layer's heads (AttentionFigures)")
+    settles: int | None = doc("the first layer from which chosen_id is every later layer's first choice in the lens "
+                              "(null: the last layer's first choice is another id)")
+    recent: int = doc("the last positions look_back leaves out of a head's reach: the query's own and the ones just "
+                      "before it (chatlens.inspection.RECENT)")
+    strongest_heads: list = doc("[{kind, label, layer, head, position, weight}]: for each piece of by_piece, the "
+                                "single head that put the most weight on one of its positions, the first token left "
+                                "out")
     reused_tokens: int = doc("tokens the cache held already before the position")
     computed_tokens: int = doc("tokens read now: those the cache lacked before the position, and the query")
     backend: str = doc("what computed it")

@@ -35,7 +35,12 @@ API (all ids and positions are ints; the cache is a chatlens.cache.PromptCache):
     by_piece(attention, pieces, *, layer=None, skip_first=False) -> [{kind, label, start, end, share}]
     top_positions(attention, n=10, *, layer=None, skip_first=False) -> [[position, weight], ...]
     look_back(attention, n=6, *, layer=None, recent=RECENT, top=3) -> [{layer, head, weight, reach,
-        distance, reads}]: the heads whose weight lies furthest back
+        distance, reads}]: the heads whose weight lies furthest back (reaches: every head's figures)
+    figures(attention, pieces, *, layer=None, top=10, back=6) -> {layer, mean, shares,
+        shares_skip_first, top, top_skip_first, look_back}: all of the above a view draws, for one
+        choice of layers (the page selects among them and computes nothing)
+    settles(lens, chosen_id) -> layer or None: where the lens settles on the chosen id
+    strongest_heads(attention, pieces) -> [{kind, label, layer, head, position, weight}]
 
 Bad input (a position outside ids, an id outside the vocabulary, a lens of no candidates or more
 than LENS_TOP_K_MAX, a position past the cache's capacity) is a ChatlensError, raised before the
@@ -43,6 +48,7 @@ cache is touched. Pure Python but for numpy_lens (NumPy imported there): the bro
 imports this module without NumPy.
 """
 
+import heapq
 import math
 from collections import deque
 from contextlib import contextmanager
@@ -265,8 +271,7 @@ def mean_weights(attention, layer: int | None = None) -> list:
     of one layer: what a view tints each token by."""
     layers = attention if layer is None else [attention[_layer(attention, layer)]]
     rows = [row for heads in layers for row in heads]
-    n = len(rows[0])
-    return [math.fsum(row[j] for row in rows) / len(rows) for j in range(n)]
+    return [math.fsum(column) / len(rows) for column in zip(*rows)]
 
 
 def by_piece(attention, pieces, *, layer: int | None = None, skip_first: bool = False) -> list:
@@ -276,25 +281,38 @@ def by_piece(attention, pieces, *, layer: int | None = None, skip_first: bool = 
     [{kind, label, start, end, share}], in order. skip_first: position 0 (the first token, where
     most heads park their attention) left out and the shares taken of the rest, so they still sum
     to 1 (its piece's `start` stays as the record has it)."""
-    weights = mean_weights(attention, layer)
-    n = len(weights)
+    return _shares(mean_weights(attention, layer), pieces, skip_first)
+
+
+def _spans(pieces, n):
+    """The pieces over positions 0..n-1 ({kind, label, start, end}), then the reply so far."""
     spans = [{"kind": p["kind"], "label": p["label"], "start": int(p["start"]), "end": min(int(p["end"]), n)}
              for p in pieces if int(p["start"]) < n]
     prompt_end = max((int(p["end"]) for p in pieces), default=0)
     if n > prompt_end:
         spans.append({"kind": "reply", "label": "reply so far", "start": prompt_end, "end": n})
+    return spans
+
+
+def _shares(weights, pieces, skip_first):
     first = 1 if skip_first else 0
     total = math.fsum(weights[first:]) or 1.0
-    return [{**s, "share": math.fsum(weights[max(s["start"], first):s["end"]]) / total} for s in spans]
+    return [{**s, "share": math.fsum(weights[max(s["start"], first):s["end"]]) / total}
+            for s in _spans(pieces, len(weights))]
 
 
 def top_positions(attention, n: int = 10, *, layer: int | None = None, skip_first: bool = False) -> list:
     """The n positions with the most mean weight (mean_weights), as [position, weight], most
     first (equal weights by lower position); skip_first leaves position 0 out."""
-    weights = mean_weights(attention, layer)
-    first = 1 if skip_first else 0
-    order = sorted(range(first, len(weights)), key=lambda j: (-weights[j], j))
-    return [[j, weights[j]] for j in order[:max(int(n), 0)]]
+    return _largest(mean_weights(attention, layer), n, 1 if skip_first else 0)
+
+
+def _largest(weights, n, first=0, end=None):
+    """[[position, weight], ...]: the n largest of weights[first:end], most first, equal weights by
+    lower position."""
+    order = heapq.nsmallest(max(int(n), 0), range(first, len(weights) if end is None else end),
+                            key=lambda j: (-weights[j], j))
+    return [[j, weights[j]] for j in order]
 
 
 def look_back(attention, n: int = 6, *, layer: int | None = None, recent: int = RECENT, top: int = 3) -> list:
@@ -304,21 +322,72 @@ def look_back(attention, n: int = 6, *, layer: int | None = None, recent: int = 
     the query's): its weight there, `reach` (each weight times how many positions back from P it
     lies, summed), the mean distance of that weight (reach / weight; 0 with none) and the `top`
     positions it reads most there, [[position, weight], ...]. The n with the most reach, most
-    first (equal reach by lower layer, then head). The page's views/attention.mjs lookBack is
-    checked against this, bit for bit (tests/page/attention.test.mjs)."""
-    layers = list(enumerate(attention)) if layer is None else [(_layer(attention, layer), attention[_layer(attention, layer)])]
+    first (equal reach by lower layer, then head)."""
+    if layer is not None:
+        layer = _layer(attention, layer)
+    return _furthest(reaches(attention, recent=recent, top=top), n, layer)
+
+
+def reaches(attention, *, recent: int = RECENT, top: int = 3) -> list:
+    """look_back's figures for every head, in (layer, head) order: computed once, then ranked for
+    each choice of layers (_furthest)."""
     heads = []
-    for l, rows in layers:
+    for l, rows in enumerate(attention):
         for h, row in enumerate(rows):
             p = len(row) - 1
             end = max(1, len(row) - recent)
             weight = math.fsum(row[1:end])
             reach = math.fsum(row[j] * (p - j) for j in range(1, end))
-            reads = sorted(range(1, end), key=lambda j: (-row[j], j))[:top]
             heads.append({"layer": l, "head": h, "weight": weight, "reach": reach,
-                          "distance": reach / weight if weight else 0, "reads": [[j, row[j]] for j in reads]})
-    heads.sort(key=lambda x: (-x["reach"], x["layer"], x["head"]))
-    return heads[:max(int(n), 0)]
+                          "distance": reach / weight if weight else 0, "reads": _largest(row, top, 1, end)})
+    return heads
+
+
+def _furthest(heads, n, layer):
+    chosen = [x for x in heads if layer is None or x["layer"] == layer]
+    return sorted(chosen, key=lambda x: (-x["reach"], x["layer"], x["head"]))[:max(int(n), 0)]
+
+
+def figures(attention, pieces, *, layer: int | None = None, top: int = 10, back: int = 6, heads=None) -> dict:
+    """What a view draws of an inspection for one choice of layers (every layer's heads, or one
+    layer's), so the page selects and draws and computes nothing: {layer, mean (mean_weights: the
+    tint, mean[0] the first token's), shares and shares_skip_first (by_piece with the first token
+    in, and left out), top and top_skip_first (top_positions, `top` of them), look_back (`back`
+    heads)}. heads: reaches(attention), when computed once for every choice."""
+    weights = mean_weights(attention, layer)
+    return {"layer": layer, "mean": weights,
+            "shares": _shares(weights, pieces, False), "shares_skip_first": _shares(weights, pieces, True),
+            "top": _largest(weights, top), "top_skip_first": _largest(weights, top, 1),
+            "look_back": _furthest(reaches(attention) if heads is None else heads, back, layer)}
+
+
+def settles(lens, chosen_id) -> int | None:
+    """Where the logit lens settles on `chosen_id`: the first layer from which it is every later
+    layer's first choice (lens[layer][0][0]), or None when the last layer's first choice is
+    another id."""
+    at = None
+    for layer in range(len(lens) - 1, -1, -1):
+        if not lens[layer] or lens[layer][0][0] != chosen_id:
+            break
+        at = layer
+    return at
+
+
+def strongest_heads(attention, pieces) -> list:
+    """For each piece (by_piece's spans), the single head that put the most weight on one of its
+    positions, the first token left out: [{kind, label, layer, head, position, weight}] (equal
+    weights: the lower layer, then head, then position); a piece with no position past the first
+    token is left out. The lesson names it ("block 24 · head 5 put 0.82 on “ pirate”")."""
+    out = []
+    for s in _spans(pieces, len(attention[0][0])):
+        lo, hi = max(1, s["start"]), s["end"]
+        if lo >= hi:
+            continue
+        best = max(((row[j], -l, -h, -j) for l, heads in enumerate(attention) for h, row in enumerate(heads)
+                    for j in range(lo, hi)))
+        out.append({"kind": s["kind"], "label": s["label"], "layer": -best[1], "head": -best[2], "position": -best[3],
+                    "weight": best[0]})
+    return out
 
 
 def _layer(attention, layer) -> int:

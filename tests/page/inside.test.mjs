@@ -3,20 +3,18 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { add, branched, CASES, caseStep, inspected, statedYear, tieStep } from "../../site/js/lesson/inside.mjs";
-import { byPiece } from "../../site/js/views/attention.mjs";
 
 const GAP = 0.01;
 const byId = Object.fromEntries(CASES.map((c) => [c.id, c]));
 
-/** An answer over `n` positions: every head's weight on position 0, but head (1, 2) puts w on `j`. */
+/** An answer over `n` positions, with the figures chatlens.inspect computes for it: head (1, 2)
+ * puts w on `j` (the rest of every head's weight on position 0), so it is the head that read
+ * `j`'s piece most, and that piece holds all the weight beyond the first token. */
 function answerOf(n, step, j, w, pieces) {
-  const attention = [0, 1].map((l) => [0, 1, 2].map((h) => {
-    const row = new Array(n).fill(0);
-    if (l === 1 && h === 2) row[0] = 1 - w, row[j] = w;
-    else row[0] = 1;
-    return row;
-  }));
-  return { step, position: n - 1, attention, by_piece: pieces, lens: [] };
+  const at = pieces.find((p) => j >= p.start && j < p.end);
+  const strongest_heads = [{ kind: at.kind, label: at.label, layer: 1, head: 2, position: j, weight: w }];
+  const shares_skip_first = pieces.map((p) => ({ ...p, share: p === at ? 1 : 0 }));
+  return { step, position: n - 1, by_piece: pieces, strongest_heads, every_layer: { shares_skip_first }, lens: [] };
 }
 
 test("the year case looks inside the year's last digit, where the reply writes the stated year", () => {
@@ -46,7 +44,7 @@ test("an inspection of Pirate's first reply token completes the case with the he
   assert.deepEqual(inspected(later, answerOf(22, 0, 6, 0.82, pieces)), {});
 });
 
-test("the dropped case says each piece's share, as the view computes it, once the first message was dropped", () => {
+test("the dropped case says each piece's share, as the answer has it, once the first message was dropped", () => {
   const prompt = ["<|im_start|>", "system", "x", "<|im_end|>", "What", " is", " my", " name", "?", "<|im_start|>", "assistant"];
   const pieces = [{ kind: "system", label: "system prompt", start: 0, end: 4 }, { kind: "new", label: "new message", start: 4, end: 9 },
                   { kind: "header", label: "generation header", start: 9, end: 11 }];
@@ -56,9 +54,8 @@ test("the dropped case says each piece's share, as the view computes it, once th
   };
   const answer = answerOf(11, 0, 7, 0.5, pieces);
   const line = inspected(record, answer).dropped;
-  const share = byPiece(answer.attention, pieces, { skipFirst: true }).find((p) => p.kind === "new").share;
   assert.ok(line.startsWith("Writing “I”: the message with your name was dropped (17 tokens)."), line);
-  assert.ok(line.includes(`new message ${(100 * share).toFixed(1)}%`), line);
+  assert.ok(line.includes("new message 100.0%") && !line.includes("system prompt"), line); // a share under 0.5% is left out
 });
 
 test("the branch case: the first near-tie, else the closest call; completed by taking its runner-up", () => {

@@ -14,7 +14,6 @@
 // Each completes from a live turn only (as the lab's challenges do), and its line says what the
 // inspection or the branch measured, in numbers taken from it. No DOM: tests/page/inside.test.mjs.
 
-import { byPiece } from "../views/attention.mjs";
 import * as challenges from "./challenges.mjs";
 
 export const STORAGE_KEY = "chatlens.inside.v1";
@@ -115,43 +114,31 @@ export function tieStep(record, gap) {
   return best;
 }
 
-/** The head that put the most weight on one position of `piece` (a by_piece entry), the first
- * token left out: {layer, head, pos, weight}. */
-function headOn(answer, within) {
-  let best = { layer: -1, head: -1, pos: -1, weight: -1 };
-  answer.attention.forEach((heads, layer) => heads.forEach((w, head) => {
-    for (let j = Math.max(1, within.start); j < within.end; j++) if (w[j] > best.weight) best = { layer, head, pos: j, weight: w[j] };
-  }));
-  return best;
-}
-
 /**
  * What an inspection of a live turn's step completes: {id: line} for the cases it shows, each
  * line in the inspection's own numbers. record: the turn's record; answer: chatlens.inspect's.
  */
 export function inspected(record, answer) {
   const found = {};
-  const system = answer.by_piece.find((p) => p.kind === "system");
+  // the head that put the most weight on one position of the system prompt, as the answer has it
+  const system = answer.strongest_heads.find((h) => h.kind === "system");
   const tokens = [...record.prompt_tokens, ...(record.reply_tokens ?? [])];
   const chosen = tokens[record.prompt_ids.length + answer.step];
   const head = (h) => `block ${h.layer + 1} · head ${h.head + 1}`;
   if (record.preset === "pirate" && system && WHO.test(newMessage(record)) && firstMessage(record)) {
-    const h = headOn(answer, system);
-    found.pirate = `Writing ${shown(chosen)}, ${head(h)} put ${percent(h.weight)} of its weight on the system prompt's ` +
-      `${shown(tokens[h.pos])}: the name it gives is read from there.`;
+    found.pirate = `Writing ${shown(chosen)}, ${head(system)} put ${percent(system.weight)} of its weight on the system prompt's ` +
+      `${shown(tokens[system.position])}: the name it gives is read from there.`;
   }
   if ((record.dropped_messages || []).some((d) => d.message_index === 0) && NAME.test(newMessage(record))) {
-    const shares = byPiece(answer.attention, answer.by_piece, { skipFirst: true });
-    const parts = shares.filter((p) => p.share >= 0.005).map((p) => `${p.label} ${percent(p.share)}`).join(", ");
+    const parts = answer.every_layer.shares_skip_first.filter((p) => p.share >= 0.005).map((p) => `${p.label} ${percent(p.share)}`).join(", ");
     found.dropped = `Writing ${shown(chosen)}: the message with your name was dropped (${record.dropped_messages[0].count} tokens). Of the weight ` +
       `beyond the first token, averaged over all heads: ${parts}. None of what it read holds a name, so the one it ` +
       `gives is made up.`;
   }
   const year = statedYear(record);
   if (year && system && /^\d$/.test(chosen ?? "") && year.includes(chosen)) {
-    const h = headOn(answer, system);
-    found.year = `Writing ${shown(chosen)} of ${year}, ${head(h)} put ${percent(h.weight)} of its weight on the system ` +
-      `prompt's ${shown(tokens[h.pos])}: the year is copied from the date the app wrote there.`;
+    found.year = `Writing ${shown(chosen)} of ${year}, ${head(system)} put ${percent(system.weight)} of its weight on the system ` +
+      `prompt's ${shown(tokens[system.position])}: the year is copied from the date the app wrote there.`;
   }
   return found;
 }

@@ -15,10 +15,10 @@
 // ("block 30" is the last); the answer counts from 0, so block b is attention[b - 1] and
 // lens[b - 1]. Each label's title gives the answer's index, and the view says so once.
 //
-// The figures come from views/attention.mjs (the Python definitions, checked against them); this
-// module only draws. All text goes in as text nodes.
+// The figures come computed with the answer (py/chatlens/inspection.py figures: every_layer, and
+// each_layer for one block's heads, each with the first token in and left out); this module
+// selects the ones the controls ask for and draws them. All text goes in as text nodes.
 
-import { byPiece, lookBack, meanWeights, RECENT, settles, topPositions } from "./attention.mjs";
 import { layout, spelled } from "./bytes.mjs";
 import { count, el, fill, term } from "./dom.mjs";
 import { chips, visibleToken } from "./tokens.mjs";
@@ -137,24 +137,17 @@ export function inspectView(answer, read, { tokens = new Map(), onClose = null, 
     body,
   );
 
-  // Each figure once for each choice of the controls: a long prompt's take a moment, and tapping
-  // a token or a head redraws without changing them.
-  const memo = new Map();
-  const once = (key, f) => {
-    if (!memo.has(key)) memo.set(key, f());
-    return memo.get(key);
-  };
   function draw() {
     const { layer, skipFirst } = view;
-    const mean = once(`mean ${layer}`, () => meanWeights(answer.attention, layer));
-    const weights = view.head ? answer.attention[view.head[0]][view.head[1]] : mean;
+    const figures = layer === null ? answer.every_layer : answer.each_layer[layer];
+    const weights = view.head ? answer.attention[view.head[0]][view.head[1]] : figures.mean;
     fill(
       body,
-      firstTokenLine(read, mean[0], layer, skipFirst),
-      shareBars(once(`pieces ${layer} ${skipFirst}`, () => byPiece(answer.attention, answer.by_piece, { layer, skipFirst })), skipFirst),
+      firstTokenLine(read, figures.mean[0], layer, skipFirst),
+      shareBars(skipFirst ? figures.shares_skip_first : figures.shares, skipFirst),
       readBox(answer, read, weights, view, set),
-      topList(answer, read, once(`top ${layer} ${skipFirst}`, () => topPositions(answer.attention, 10, { layer, skipFirst })), skipFirst, set),
-      backHeads(read, once(`back ${layer}`, () => lookBack(answer.attention, 6, { layer })), layer, view, set),
+      topList(answer, read, skipFirst ? figures.top_skip_first : figures.top, skipFirst, set),
+      backHeads(read, figures.look_back, layer, answer.recent, view, set),
       lensTable(answer, tokens, layer, word),
     );
   }
@@ -277,15 +270,15 @@ function around(read, j, span = 4) {
   return el("span", { class: "ctx-line" }, from > 0 ? "…" : null, out, to < read.tokens.length ? "…" : null);
 }
 
-function backHeads(read, back, layer, view, set) {
+function backHeads(read, back, layer, recent, view, set) {
   const heads = back.filter((h) => h.weight > 0);
   const scope = layer === null ? "of all blocks" : `of ${blockLabel(layer)}`;
   return el(
     "div",
     { class: "inspect-back" },
     el("h4", { text: `The heads ${scope} whose weight lies furthest back` }),
-    term(`Ranked by each weight times how many tokens back it lies, summed over the positions before the last ${RECENT} ` +
-      `(this token and the ${RECENT - 1} before it), the first token left out. The mean over heads hides them.`),
+    term(`Ranked by each weight times how many tokens back it lies, summed over the positions before the last ${recent} ` +
+      `(this token and the ${recent - 1} before it), the first token left out. The mean over heads hides them.`),
     heads.length ? el("ol", { class: "back-list" }, heads.map((h) => el(
       "li",
       { class: `back-head${view.head?.[0] === h.layer && view.head?.[1] === h.head ? " is-shown" : ""}`,
@@ -300,14 +293,14 @@ function backHeads(read, back, layer, view, set) {
         el("span", { class: "back-weight", text: percent(w) }),
         read ? around(read, j) : el("span", { text: `position ${j}` }),
       ))),
-    ))) : el("p", { class: "note", text: `Nothing lies before the last ${RECENT} positions but the first token.` }),
+    ))) : el("p", { class: "note", text: `Nothing lies before the last ${recent} positions but the first token.` }),
   );
 }
 
 function lensTable(answer, tokens, layer, word) {
   const { lens } = answer;
   const chosen = answer.chosen_id;
-  const from = settles(lens, chosen);
+  const from = answer.settles;
   const k = lens[0].length;
   const cell = ([id, p]) => el(
     "td",
