@@ -19,6 +19,7 @@ from chatlens.chat import ChatSession
 from chatlens.errors import ChatlensError
 from chatlens.jobs import BranchJob
 from chatlens.pull import Pull, greedy
+from chatlens.record import candidate_tokens
 from chatlens.source import load_model
 from conftest import cli_in_process, run_cli
 from tiny_model import write_tiny_model
@@ -65,13 +66,17 @@ def test_a_branch_is_greedy_decoding_from_the_id_taken_and_reuses_the_cache(tiny
     assert held == record.prompt_ids + record.reply_ids[:-1]  # the reply is the cache's
 
     b = session.branch(step, other, top_k=3)
-    assert b.branch_ids[:step + 1] == record.reply_ids[:step] + [other]
+    assert b.reply_ids[:step + 1] == record.reply_ids[:step] + [other] and b.branched_from == record.reply_ids
     assert (b.reused_tokens, b.computed_tokens) == (len(record.prompt_ids) + step, 1)  # only the id taken is read
-    assert len(b.branch_ids) <= 8 and len(b.top_k) == len(b.branch_ids) - step - 1
-    theirs, gaps = reference(tiny, record.prompt_ids + b.branch_ids[:step + 1], 8 - step - 1)
-    assert equal_up_to_a_near_tie(b.branch_ids[step + 1:], theirs, gaps) >= 3
-    assert b.branch_text == tiny.tokenizer.decode([i for i in b.branch_ids if i != tiny.eos_id])
-    assert b.branch_tokens == [tiny.tokenizer.token_text(i) for i in b.branch_ids]
+    assert len(b.reply_ids) <= 8 and len(b.top_k) == len(b.reply_ids)  # a reply: a row a reply id
+    assert b.top_k[:step + 1] == record.top_k[:step + 1]  # the reply's own up to the step replaced, then the branch's
+    assert b.top_k_tokens == candidate_tokens(tiny.tokenizer, b.top_k)
+    theirs, gaps = reference(tiny, record.prompt_ids + b.reply_ids[:step + 1], 8 - step - 1)
+    assert equal_up_to_a_near_tie(b.reply_ids[step + 1:], theirs, gaps) >= 3
+    assert [row[0][0] for row in b.top_k[step + 1:]] == b.reply_ids[step + 1:]  # each own row chose its id
+    assert b.reply_text == tiny.tokenizer.decode([i for i in b.reply_ids if i != tiny.eos_id])
+    assert b.reply_tokens == [tiny.tokenizer.token_text(i) for i in b.reply_ids]
+    assert b.reply_vocab == [tiny.tokenizer.id_to_token(i) for i in b.reply_ids]
     assert session.history[-1]["content"] == record.reply_text  # nothing kept yet
 
 
@@ -80,13 +85,15 @@ def test_a_kept_branch_is_the_reply_later_turns_read_and_can_be_branched_again(t
     first = session.send("Hi there", top_k=2)
     b = session.branch(0, first.top_k[0][1][0])
     kept = session.keep()
-    assert kept.reply_ids == b.branch_ids and kept.reply_text == b.branch_text
+    assert kept.reply_ids == b.reply_ids and kept.reply_text == b.reply_text and kept.reply_vocab == b.reply_vocab
     assert kept.branched == {"step": 0, "id": b.id, "reply_ids": first.reply_ids}
-    assert session.history[-1] == {"role": "assistant", "content": b.branch_text}
+    assert kept.top_k is None  # the branch's own candidates were not asked for
+    assert (kept.reused_tokens, kept.timings) == (first.reused_tokens, first.timings)  # the turn's own figures stay
+    assert session.history[-1] == {"role": "assistant", "content": b.reply_text}
     nxt = session.preview("And then?")
-    assert b.branch_text in nxt.prompt_text and first.reply_text not in nxt.prompt_text
+    assert b.reply_text in nxt.prompt_text and first.reply_text not in nxt.prompt_text
     again = session.branch(1, 5)  # a branch of the branch
-    assert again.reply_ids == b.branch_ids and again.branch_ids[:2] == [b.branch_ids[0], 5]
+    assert again.branched_from == b.reply_ids and again.reply_ids[:2] == [b.reply_ids[0], 5]
     with pytest.raises(ChatlensError, match="no branch to keep"):
         ChatSession(tiny).keep()
 
@@ -95,10 +102,16 @@ def test_an_id_that_ends_the_turn_ends_the_branch_with_nothing_computed(tiny):
     cache = PromptCache(tiny.backend(256))
     prompt = tiny.tokenizer.encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
     b = greedy(BranchJob(tiny, cache, prompt, [10, 11, 12], step=1, id=tiny.eos_id, max_tokens=8))
-    assert b.branch_ids == [10, tiny.eos_id] and b.stop_reason == "end_turn" and b.branch_text == tiny.tokenizer.decode([10])
+    assert b.reply_ids == [10, tiny.eos_id] and b.stop_reason == "end_turn" and b.reply_text == tiny.tokenizer.decode([10])
     assert b.backend is None and b.computed_tokens == 0 and cache.ids == []
     capped = greedy(BranchJob(tiny, cache, prompt, [10, 11, 12], step=2, id=40, max_tokens=3))
-    assert capped.branch_ids == [10, 11, 40] and capped.stop_reason == "max_tokens"
+    assert capped.reply_ids == [10, 11, 40] and capped.stop_reason == "max_tokens"
+    rows = [[[10, 2.0, 0.6], [20, 1.0, 0.4]], [[11, 2.0, 0.6], [21, 1.0, 0.4]], [[12, 2.0, 0.6], [22, 1.0, 0.4]]]
+    given = greedy(BranchJob(tiny, cache, prompt, [10, 11, 12], step=1, id=21, max_tokens=2, top_k=2, reply_top_k=rows))
+    assert given.top_k == rows[:2]  # nothing of its own: the reply's rows up to the step replaced
+    unknown = greedy(BranchJob(tiny, cache, prompt, [10, 11, 12], step=1, id=21, max_tokens=3, top_k=2))
+    assert unknown.top_k[:2] == [None, None] and len(unknown.top_k) == 3  # the reply's not given: null rows there
+    assert unknown.top_k_tokens[:2] == [None, None] and unknown.top_k[2][0][0] == unknown.reply_ids[2]
 
 
 def test_bad_input_is_a_sentence(tiny):
@@ -129,11 +142,11 @@ def test_the_worker_pulls_a_branch_as_the_page_does(tiny):
         out = call("step", {})
     streamed += [t.id for t in out.tokens if t.id >= 0]
     b = out.done
-    assert streamed == b.branch_ids[2:] and b.branch_ids[:2] == [record.reply_ids[0], 99]
+    assert streamed == b.reply_ids[2:] and b.reply_ids[:2] == [record.reply_ids[0], 99]
     assert b.reused_tokens == len(record.prompt_ids) + 1
     want = BranchJob(tiny, PromptCache(tiny.backend(256)), record.prompt_ids, record.reply_ids, step=1, id=99,
                      max_tokens=6, top_k=2)
-    assert greedy(want).branch_ids == b.branch_ids
+    assert greedy(want).reply_ids == b.reply_ids
     for bad, said in [({"reply_ids": None}, "needs the reply it branches from"), ({"step": 6}, "not a step of this reply"),
                       ({"id": -3}, "not a token")]:
         with pytest.raises(ChatlensError, match=said):
@@ -166,9 +179,9 @@ def test_a_branch_pulled_through_gpu_runs_equals_the_numpy_path(tiny):
     executor = on_the_gpu(tiny.path)
     pulled(executor, turn)  # the reply first: the GPU's cache then holds it
     got, tokens, _ = pulled(executor, args, kind="branch")
-    assert got["branch_ids"] == want.branch_ids and [t["id"] for t in tokens] == want.branch_ids[3:]
+    assert got["reply_ids"] == want.reply_ids and [t["id"] for t in tokens] == want.reply_ids[3:]
     assert got["reused_tokens"] == len(record.prompt_ids) + 2 and got["backend"].startswith("webgpu: ")
-    for ours, theirs in zip(got["top_k"], want.top_k):
+    for ours, theirs in zip(got["top_k"][3:], want.top_k[3:]):
         assert [r[0] for r in ours] == [r[0] for r in theirs]
         assert all(abs(a[2] - b[2]) < 1e-3 for a, b in zip(ours, theirs))
 
@@ -180,22 +193,23 @@ def test_the_command_line_branches_the_real_model_as_generate_continues_the_same
                    stdin=json.dumps(request), model=gguf_path)  # 3681: " city"
     assert done.returncode == 0, done.stderr
     b = json.loads(done.stdout)
-    assert set(b) == {"prompt_ids", "reply_ids", "step", "id", "branch_ids", "branch_text", "branch_tokens",
-                      "branch_bytes", "stop_reason", "reused_tokens", "computed_tokens", "top_k", "top_k_tokens",
-                      "top_k_bytes", "backend", "timings"}
-    assert b["branch_ids"][:2] == [b["reply_ids"][0], 3681] and len(b["branch_ids"]) <= 12
+    assert set(b) == {"prompt_ids", "branched_from", "step", "id", "reply_ids", "reply_text", "reply_tokens",
+                      "reply_vocab", "reply_bytes", "stop_reason", "reused_tokens", "computed_tokens", "top_k",
+                      "top_k_tokens", "top_k_bytes", "backend", "timings"}
+    assert b["reply_ids"][:2] == [b["branched_from"][0], 3681] and len(b["reply_ids"]) <= 12
     assert (b["reused_tokens"], b["computed_tokens"]) == (len(b["prompt_ids"]) + 1, 1)  # the turn ran first here
     gen = cli_in_process("generate", "--max-new-tokens", str(12 - 2),
-                         stdin=json.dumps(b["prompt_ids"] + b["branch_ids"][:2]), model=gguf_path)
+                         stdin=json.dumps(b["prompt_ids"] + b["reply_ids"][:2]), model=gguf_path)
     assert gen.returncode == 0, gen.stderr
     want = json.loads(gen.stdout)["ids"]
-    gaps = [row[0][1] - row[1][1] for row in b["top_k"]]
-    assert equal_up_to_a_near_tie(b["branch_ids"][2:], want, gaps) >= 4
+    assert b["top_k"][:2] == [None, None]  # the reply's own rows were not given: the branch's own after them
+    gaps = [row[0][1] - row[1][1] for row in b["top_k"][2:]]
+    assert equal_up_to_a_near_tie(b["reply_ids"][2:], want, gaps) >= 4
     # the same branch given the reply's ids: the turn is not run again, the prompt is read whole
     given = cli_in_process("branch", "--step", "1", "--id", "3681", "--max-tokens", "12",
-                           stdin=json.dumps({**request, "reply_ids": b["reply_ids"]}), model=gguf_path)
+                           stdin=json.dumps({**request, "reply_ids": b["branched_from"]}), model=gguf_path)
     g = json.loads(given.stdout)
-    assert g["branch_ids"] == b["branch_ids"] and g["reused_tokens"] == 0
+    assert g["reply_ids"] == b["reply_ids"] and g["reused_tokens"] == 0
     assert g["computed_tokens"] == len(b["prompt_ids"]) + 2
     bad = cli_in_process("branch", "--step", "40", "--id", "3681", stdin=json.dumps({**request, "reply_ids": [1, 2]}),
                          model=gguf_path)

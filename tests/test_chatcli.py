@@ -401,9 +401,9 @@ def test_branch_takes_its_step_and_id_on_stdin_as_the_page_sends_them(gguf_path)
     by_fields = chatlens("branch", stdin=json.dumps({**request, "step": 1, "id": 3681}), model=gguf_path)
     assert by_fields.returncode == 0, by_fields.stderr
     got = json.loads(by_fields.stdout)
-    assert got["branch_ids"] == json.loads(by_flags.stdout)["branch_ids"] and got["branch_ids"][:2] == [504, 3681]
+    assert got["reply_ids"] == json.loads(by_flags.stdout)["reply_ids"] and got["reply_ids"][:2] == [504, 3681]
     agree = chatlens("branch", "--step", "1", stdin=json.dumps({**request, "step": 1, "id": 3681}), model=gguf_path)
-    assert json.loads(agree.stdout)["branch_ids"] == got["branch_ids"]  # a flag that says the same is no conflict
+    assert json.loads(agree.stdout)["reply_ids"] == got["reply_ids"]  # a flag that says the same is no conflict
 
 
 @pytest.mark.parametrize("argv, stdin, said", [

@@ -116,24 +116,24 @@ def test_a_candidate_picked_branches_there_and_keep_makes_it_the_reply_the_next_
     page.click("#step-box .branch-keep")
     page.wait_for_selector("#step-box .step-status.kept")
     kept = page.text_content("#chat .msg.assistant:last-of-type .content")
-    assert kept == want["branch_text"]
+    assert kept == want["reply_text"]
     assert "chosen by hand at token 2" in page.text_content("#reads .reply-title")
     assert "chosen by hand" in page.text_content("#chat .msg.assistant:last-of-type")
     # a reload keeps the mark: another tab of the same profile restores the conversation as saved
     tab = page.context.new_page()
     tab.goto(page.url)
     tab.wait_for_selector("#chat .msg.assistant .by-hand")
-    assert tab.text_content("#chat .msg.assistant:last-of-type .content") == want["branch_text"]
+    assert tab.text_content("#chat .msg.assistant:last-of-type .content") == want["reply_text"]
     assert "chosen by hand at token 2" in tab.text_content("#chat .msg.assistant:last-of-type")
     tab.close()
-    assert ids_of(page, "#reads .reply-tokens .tok") == want["branch_ids"]
+    assert ids_of(page, "#reads .reply-tokens .tok") == want["reply_ids"]
     # every step of the kept reply has its candidates (the reply's up to the step, the branch's after): it branches again
-    assert page.locator("#reads .reply-tokens .tok[data-step]").count() == len(want["branch_ids"])
+    assert page.locator("#reads .reply-tokens .tok[data-step]").count() == len(want["reply_ids"])
     # the next turn reads the branch: its prompt is what the command line renders after it
     send(page, SECOND)
     page.click("#reads-tab-tokens")
     page.wait_for_selector("#token-view .tok")
-    after = cli("run", {"messages": [*messages, {"role": "assistant", "content": want["branch_text"]},
+    after = cli("run", {"messages": [*messages, {"role": "assistant", "content": want["reply_text"]},
                                      {"role": "user", "content": SECOND}]}, tiny=tiny)
     assert ids_of(page, "#token-view .tok")[:len(after["prompt_ids"])] == after["prompt_ids"]
     page.click("#reads-tab-text")
@@ -175,7 +175,7 @@ def test_stop_ends_a_branch_with_what_it_wrote_and_the_conversation_as_it_was(pa
     want = cli("branch", {"messages": [{"role": "user", "content": FIRST}, {"role": "assistant", "content": kept},
                                        {"role": "user", "content": SECOND}], "reply_ids": record},
                "--step", "0", "--id", str(other), tiny=tiny)
-    assert 2 <= len(got["branch_ids"]) < len(want["branch_ids"]) and got["branch_ids"] == want["branch_ids"][:len(got["branch_ids"])]
+    assert 2 <= len(got["reply_ids"]) < len(want["reply_ids"]) and got["reply_ids"] == want["reply_ids"][:len(got["reply_ids"])]
     assert page.text_content("#chat .msg.assistant:last-of-type .content") == before
     page.click("#step-box .branch-drop")
     assert page.text_content("#step-box .step-status") == "Dropped: the conversation is as it was."

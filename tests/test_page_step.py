@@ -114,9 +114,6 @@ def test_a_kept_branch_is_the_record_python_keeps(tiny):
     other = record.top_k[1][1][0]  # the second candidate at step 1
     branched = session.branch(1, other, top_k=3)
     want = session.keep().to_json()
-    got = page("step.withBranch(record, branched)", record=record.to_json(), branched=protocol.to_json(branched))
-    # the page keeps each step's candidates and spells no vocabulary (step.mjs withBranch says why)
-    differ = {"reply_vocab", "top_k", "top_k_tokens", "top_k_bytes"}
-    assert {k: v for k, v in got.items() if k not in differ} == {k: v for k, v in want.items() if k not in differ}
-    assert got["top_k"] == [*record.top_k[:2], *branched.top_k]
-    assert len(got["top_k"]) == len(got["reply_ids"]) and got["reply_vocab"] is None
+    got = page("step.keptRecord(record, branched)", record=record.to_json(), branched=protocol.to_json(branched))
+    assert got == want  # the branch's reply is built once, in Python: the page only keeps it
+    assert got["top_k"][:2] == record.top_k[:2] and len(got["top_k"]) == len(got["reply_ids"])

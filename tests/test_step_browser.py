@@ -73,11 +73,12 @@ def test_a_branch_in_the_page_is_cpythons_and_reuses_the_cache_the_reply_left(pa
     }""", [TURN, record["reply_ids"], other])
     out = got["out"]
     want = cpython(tiny, record, BranchJob, step=1, id=other, top_k=3)
-    assert out["branch_ids"][:2] == [record["reply_ids"][0], other] and out["backend"].startswith("webgpu: ")
-    assert [i for i in got["streamed"] if i >= 0] == out["branch_ids"][2:]
+    assert out["reply_ids"][:2] == [record["reply_ids"][0], other] and out["backend"].startswith("webgpu: ")
+    assert out["branched_from"] == record["reply_ids"] and out["top_k"][:2] == [None, None]  # no replyTopK given
+    assert [i for i in got["streamed"] if i >= 0] == out["reply_ids"][2:]
     assert (out["reused_tokens"], out["computed_tokens"]) == (len(record["prompt_ids"]) + 1, 1)
-    for n, (ours, theirs) in enumerate(zip(out["top_k"], want.top_k)):  # up to the first near-tie
-        assert ours[0][0] == out["branch_ids"][2 + n] == want.branch_ids[2 + n]
+    for n, (ours, theirs) in enumerate(zip(out["top_k"][2:], want.top_k[2:])):  # up to the first near-tie
+        assert ours[0][0] == out["reply_ids"][2 + n] == want.reply_ids[2 + n]
         assert [r[0] for r in ours] == [r[0] for r in theirs]
         np.testing.assert_allclose([r[2] for r in ours], [r[2] for r in theirs], rtol=0, atol=1e-3)
         if theirs[0][1] - theirs[1][1] < defaults.NEAR_TIE_GAP:

@@ -63,7 +63,7 @@ class ChatSession:
         self.history = [dict(m) for m in (history or [])]
         self.records = []
         self.cache = None
-        self.branched = None  # the branch made last (chatlens.protocol.Branched), until kept or the next turn
+        self.branched = None  # the branch made last (chatlens.contract.Branched), until kept or the next turn
 
     # -- settings ----------------------------------------------------------------------------
     def set_system(self, *, preset=None, system=None):
@@ -111,7 +111,7 @@ class ChatSession:
 
     def send(self, text, on_token=None, should_stop=None, top_k=0) -> TurnRecord:
         """Send a user message; generate the reply (greedy: chatlens.jobs.ChatJob, pulled here),
-        calling on_token(token) with each chatlens.protocol.Token as it is chosen (its text decoded
+        calling on_token(token) with each chatlens.contract.Token as it is chosen (its text decoded
         so no character is split) and stopping early when should_stop() says so; top_k > 0
         records each reply token's candidates (TurnRecord.top_k). Returns the turn record and
         appends the turn to the history. Raises WindowError (history and cache untouched) when
@@ -127,14 +127,14 @@ class ChatSession:
 
     def branch(self, step, id, *, top_k=0, on_token=None, should_stop=None):
         """The last reply with token `id` taken at `step`, continued greedily (chatlens.jobs.BranchJob;
-        the reply limit caps the whole branch): a chatlens.protocol.Branched. The cache holds the
-        last turn, so only `id` is read before the branch chooses. The history is unchanged until
-        `keep`."""
+        the reply limit caps the whole branch): a chatlens.contract.Branched, the branch as a reply,
+        the last reply's candidates kept in it. The cache holds the last turn, so only `id` is read
+        before the branch chooses. The history is unchanged until `keep`."""
         record = self.last_record
         if record is None:
             raise ChatlensError("there is no reply to branch yet: send a message first")
         job = BranchJob(self.model, self.cache, record.prompt_ids, record.reply_ids, step=step, id=id,
-                        max_tokens=self.max_tokens, top_k=top_k)
+                        max_tokens=self.max_tokens, top_k=top_k, reply_top_k=record.top_k)
         self.branched = greedy(job, on_token=on_token, should_stop=should_stop)
         return self.branched
 
@@ -144,7 +144,7 @@ class ChatSession:
         b = self.branched
         if b is None:
             raise ChatlensError("there is no branch to keep: branch the last reply first")
-        record = self.records[-1].with_branch(b, self.tokenizer)
+        record = self.records[-1].with_branch(b)
         self.records[-1] = record
         self.history[-1] = {"role": "assistant", "content": record.reply_text}
         self.branched = None

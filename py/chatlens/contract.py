@@ -73,6 +73,8 @@ class Branch(Turn):
                                  "the turn's reply is computed first)", None)
     step: int = doc("the step whose choice is replaced: the branch keeps reply_ids[:step], then takes id")
     id: int = doc("the token id taken at that step")
+    reply_top_k: list | None = doc("the reply's candidates up to the step (its record's top_k): kept in the branch's "
+                                   "rows, so the branch can be branched again from any step (null: none)", None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -254,29 +256,31 @@ class Continuation(Reply, Tokenized):
 
 
 @dataclass(frozen=True)
-class Branched:
-    """A branch's answer (a branch job's done, and `python -m chatlens branch`'s output): the reply
-    it branched from, where, and what the model wrote after the choice made by hand."""
-    prompt_ids: list = doc("the prompt's ids, as the turn's record has them")
-    reply_ids: list = doc("the reply it branched from")
-    step: int = doc("the step whose choice was replaced")
-    id: int = doc("the id taken there")
-    branch_ids: list = doc("reply_ids[:step], then id, then the ids the model chose after it (the end-of-turn id "
-                           "included when written)")
-    branch_text: str = doc("the branch as text, without the end-of-turn token")
-    branch_tokens: list = doc("each branch id's token as text (as the record's reply_tokens)")
-    branch_bytes: list = doc("each branch id's token's bytes, as hex")
-    stop_reason: str = doc('"end_turn", "max_tokens" or "stopped"')
-    top_k: list | None = doc("rows for the ids the branch chose itself (branch_ids[step + 1:]): each step's K best "
-                             "[id, logit, probability] (null unless asked); the steps before are the reply's own")
-    top_k_tokens: list | None = doc("those candidates' tokens as text")
-    top_k_bytes: list | None = doc("those candidates' bytes, as hex")
-    reused_tokens: int = doc("tokens the cache held already: the prompt and reply_ids[:step] when the reply is the "
+class Branched(Reply):
+    """A branch's answer (a branch job's done, and `python -m chatlens branch`'s output): the branch
+    as a reply, with a Reply's fields as the turn's record would hold it (reply_ids is the reply's
+    first `step` ids, then `id`, then the ids the model chose after it, the end-of-turn id included
+    when written), and where it parted from the reply it branched from. Kept, it is the turn's
+    reply (chatlens.record.TurnRecord.with_branch)."""
+    top_k: list | None = doc("one row per reply id: the step's K best [id, logit, probability], best first; the "
+                             "reply's own up to the step replaced (that step included: the same ids were read "
+                             "there), from the request's reply_top_k (a row null where it was not given), then the "
+                             "branch's own. Null unless candidates were asked for (top_k)")
+    reused_tokens: int = doc("tokens the cache held already: the prompt and branched_from[:step] when the reply is the "
                              "cache's")
     computed_tokens: int = doc("tokens read before the branch's first own choice (1, the id taken, when the reply "
                                "was the cache's)")
     backend: str | None = doc("what computed it (null: nothing needed computing, the id ended the branch)")
-    timings: dict | None = doc("as a Reply's")
+    prompt_ids: list = doc("the prompt's ids, as the turn's record has them")
+    step: int = doc("the step whose choice was replaced")
+    id: int = doc("the id taken there")
+    branched_from: list = doc("the reply it branched from (the turn's reply_ids)")
+
+    @property
+    def branch_text(self) -> str:
+        """reply_text by the name it had before Branched was a reply: host/chatcli.py's /branch still
+        reads it."""
+        return self.reply_text
 
 
 @dataclass(frozen=True)

@@ -257,11 +257,14 @@ class BranchJob(_OneReply):
     `id`, then greedy again, until the end of turn or max_tokens ids in all (the ids kept
     included). The cache reuses what it holds of the prompt and the reply up to the step: after
     the reply it holds them, so only `id` is read before the branch chooses. An `id` that ends
-    the turn, or a cap the kept ids already reach, ends the branch with nothing to compute."""
+    the turn, or a cap the kept ids already reach, ends the branch with nothing to compute. Its
+    answer is the branch as a reply, a row of candidates a reply id when they are asked for (top_k):
+    the reply's own up to the step replaced (reply_top_k; null rows where not given), then the
+    branch's."""
     request, takes, answers = "branch", contract.Branch, Branched
     writes = window = True
 
-    def __init__(self, reading, cache, prompt_ids, reply_ids, *, step, id, max_tokens, top_k=0,
+    def __init__(self, reading, cache, prompt_ids, reply_ids, *, step, id, max_tokens, top_k=0, reply_top_k=None,
                  depth=defaults.IN_FLIGHT, chunk=0):
         vocab = reading.tokenizer.vocab_size
         if not 0 <= step < len(reply_ids):
@@ -273,6 +276,10 @@ class BranchJob(_OneReply):
             raise ChatlensError(f"max_tokens {max_tokens} leaves no room for the id taken at step {step}")
         self.prompt_ids, self.reply_ids, self.step, self.id = list(prompt_ids), list(reply_ids), step, id
         self.tokenizer, self.eos_id, self.top_k = reading.tokenizer, reading.eos_id, top_k
+        # the reply's candidates up to the step replaced (that step's included: the same ids were read
+        # there), a row null where they were not given
+        given = list(reply_top_k or [])[:step + 1]
+        self.kept_rows = given + [None] * (step + 1 - len(given))
         self.kept = self.reply_ids[:step] + [id]
         self.cache = cache
         ids = self.prompt_ids + self.kept
@@ -290,7 +297,8 @@ class BranchJob(_OneReply):
         record = host.record_of(request)
         cache = host.cache_for(record.window, f"a window of {record.window} tokens")
         return cls(host.text, cache, record.prompt_ids, request.reply_ids, step=request.step, id=request.id,
-                   max_tokens=record.max_tokens, top_k=checked_top_k(request.top_k, 0), depth=depth, chunk=chunk)
+                   max_tokens=record.max_tokens, top_k=checked_top_k(request.top_k, 0), reply_top_k=request.reply_top_k,
+                   depth=depth, chunk=chunk)
 
     @property
     def done(self) -> bool:
@@ -316,14 +324,18 @@ class BranchJob(_OneReply):
         else:
             reply = w.reply
         ids = self.kept + reply.reply_ids
-        lists = token_lists(self.tokenizer, ids, "branch_")
         words = ids[:-1] if ids[-1] == self.eos_id else ids
-        return Branched(prompt_ids=self.prompt_ids, reply_ids=self.reply_ids, step=self.step, id=self.id,
-                        branch_ids=ids, branch_text=self.tokenizer.decode(words), branch_tokens=lists["branch_tokens"],
-                        branch_bytes=lists["branch_bytes"], stop_reason=reply.stop_reason, top_k=reply.top_k,
-                        top_k_tokens=reply.top_k_tokens, top_k_bytes=reply.top_k_bytes,
+        rows = None if reply.top_k is None else self.kept_rows + reply.top_k
+        tok = self.tokenizer
+
+        def spelled(candidates):  # each row's tokens (or bytes), a null row left null
+            return None if rows is None else [None if row is None else candidates(tok, [row])[0] for row in rows]
+
+        return Branched(**token_lists(tok, ids, "reply_"), reply_text=tok.decode(words), stop_reason=reply.stop_reason,
+                        top_k=rows, top_k_tokens=spelled(candidate_tokens), top_k_bytes=spelled(candidate_bytes),
                         reused_tokens=reply.reused_tokens, computed_tokens=reply.computed_tokens,
-                        backend=reply.backend, timings=reply.timings)
+                        backend=reply.backend, timings=reply.timings, prompt_ids=self.prompt_ids, step=self.step,
+                        id=self.id, branched_from=self.reply_ids)
 
 
 @dataclass(frozen=True)

@@ -94,8 +94,7 @@ class TurnRecord:
     A reply chosen by hand (a branch kept: chatlens.jobs.BranchJob; None otherwise):
       branched         {step, id, reply_ids}: at `step` the learner took `id` where the model had
                        written reply_ids (the reply it branched from); the reply fields hold the
-                       branch (top_k None: the kept steps' candidates are the reply's, the
-                       branch's own are in its chatlens.contract.Branched)
+                       branch (chatlens.contract.Branched's, its candidates included when known)
     """
     prompt_text: str
     prompt_ids: list
@@ -133,13 +132,15 @@ class TurnRecord:
         """The record as JSON-able data (what the page, `run` and recorded.json hold)."""
         return asdict(self)
 
-    def with_branch(self, b, tokenizer) -> "TurnRecord":
-        """This record with the branch `b` (a chatlens.contract.Branched of its reply) as its reply,
-        marked as chosen by hand (`branched`)."""
-        return replace(self, reply_ids=b.branch_ids, reply_text=b.branch_text, reply_tokens=b.branch_tokens,
-                       reply_vocab=[tokenizer.id_to_token(i) for i in b.branch_ids], reply_bytes=b.branch_bytes,
-                       stop_reason=b.stop_reason, top_k=None, top_k_tokens=None, top_k_bytes=None,
-                       branched={"step": b.step, "id": b.id, "reply_ids": b.reply_ids})
+    def with_branch(self, b) -> "TurnRecord":
+        """This record with the branch `b` (a chatlens.contract.Branched of its reply, itself a reply)
+        as what its reply wrote, marked as chosen by hand (`branched`); the turn's own figures (what
+        was reused and computed, the timings) stay. The page keeps a branch so too (site/js/page/
+        step.mjs keptRecord)."""
+        written = {name: getattr(b, name) for name in WRITTEN}
+        if b.top_k is not None and None in b.top_k:  # a record's candidates are every step's, or none
+            written.update(top_k=None, top_k_tokens=None, top_k_bytes=None)
+        return replace(self, **written, branched={"step": b.step, "id": b.id, "reply_ids": b.branched_from})
 
     def with_reply(self, reply) -> "TurnRecord":
         """This record with the reply (a chatlens.contract.Reply, chatlens.reply.reply_of's) in its
@@ -150,6 +151,12 @@ class TurnRecord:
     def from_json(cls, data: dict) -> "TurnRecord":
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+# What a reply wrote, of the record's reply fields: what a kept branch replaces (the rest, what was
+# reused and computed and how long it took, is the turn's own).
+WRITTEN = ("reply_ids", "reply_text", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "top_k",
+           "top_k_tokens", "top_k_bytes")
 
 
 def token_lists(tokenizer, ids, prefix="") -> dict:

@@ -61,7 +61,7 @@ test("a reply kept from a branch comes back from a reload marked as chosen by ha
   const storage = memory();
   const store = createStore();
   const turn = store.sent("Who are you?", "key");
-  // the record as page/step.mjs withBranch makes it when a branch is kept
+  // the record as page/step.mjs keptRecord makes it when a branch is kept
   store.replied(turn, { ...record([57, 3681, 2], "eos"), reply_text: "A ship", branched: { step: 1, id: 3681, reply_ids: [57, 5248, 2] } });
   saveLive(store.state.live.turns, storage);
   const [back] = loadLive(storage);

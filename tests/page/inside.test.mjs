@@ -64,7 +64,7 @@ test("the branch case: the first near-tie, else the closest call; completed by t
   assert.deepEqual(tieStep(record, GAP), { step: 1, id: 21, gap: 5 - (5 - 0.005), tie: true });
   const none = { ...record, top_k: [row(10, 0.3), row(20, 0.2), row(30, 0.25)] };
   assert.deepEqual(tieStep(none, GAP), { step: 1, id: 21, gap: 5 - (5 - 0.2), tie: false });
-  const answer = { step: 1, id: 21, branch_ids: [10, 21, 40], branch_tokens: ["a", "B", "d"] };
+  const answer = { step: 1, id: 21, reply_ids: [10, 21, 40], reply_tokens: ["a", "B", "d"] };
   assert.match(branched(record, answer, GAP).branch, /^At token 2, a near-tie, 0\.0050 logits apart, the model wrote “b”; taking “B”, the reply went on “Bd” instead of “bc”\.$/);
   assert.deepEqual(branched(record, { ...answer, id: 22 }, GAP), {});
 });

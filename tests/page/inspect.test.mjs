@@ -35,7 +35,7 @@ test("another turn's record is no text for these weights", () => {
 });
 
 test("the lens's tokens: every id whose text the record or a branch shows, candidates included", () => {
-  const known = knownTokens(record, { branch_ids: [10, 30], branch_tokens: ["A", "ho"] }, null);
+  const known = knownTokens(record, { reply_ids: [10, 30], reply_tokens: ["A", "ho"] }, null);
   assert.equal(known.get(22), "?"); // a candidate the model did not take
   assert.equal(known.get(30), "ho");
   assert.equal(known.get(9), "Hi");

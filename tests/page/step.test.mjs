@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { branchRequest, compareCellRequest, draftRequest, inspectRequest, plainRequest, recordedRequest, withBranch } from "../../site/js/page/step.mjs";
+import { branchRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../../site/js/page/step.mjs";
 import { toWire } from "../../site/js/page/protocol.mjs";
 
 const settings = { reply_limit: 96, windows: [256, 512, 1024], compare_limit: 48, top_k: 10 };
@@ -28,8 +28,11 @@ test("the draft's first token: no reply, step 0", () => {
 test("a branch at step 1 takes the id and keeps the turn's candidates a token, so it can be branched again", () => {
   const wire = toWire("branch", branchRequest(turn, reply, 1, 4093), settings);
   assert.deepEqual(wire, { messages: turn.messages, preset: "pirate", window: 512, max_tokens: 96, reserve: 96, top_k: 10,
-                           reply_ids: reply, step: 1, id: 4093 });
+                           reply_ids: reply, step: 1, id: 4093, reply_top_k: null });
   assert.equal(toWire("branch", branchRequest(turn, reply, 1, 4093, { topK: 0 }), settings).top_k, 0);
+  // the reply's own candidates up to the step replaced go with it: the branch's reply has every step's
+  const rows = reply.map((id) => [[id, 1, 0.5]]);
+  assert.deepEqual(toWire("branch", branchRequest(turn, reply, 1, 4093, { replyTopK: rows }), settings).reply_top_k, rows.slice(0, 2));
 });
 
 test("the request is a copy: changing the reply afterwards changes nothing sent", () => {
@@ -77,22 +80,21 @@ test("plain text: the text as the one message, read with no template", () => {
                    { messages: [{ role: "user", content: "Once upon" }], layout: "plain", replyIds: [5, 6], step: 1, topK: undefined });
 });
 
-test("keeping a branch: the branch is the reply, marked chosen by hand, each step's candidates kept", () => {
+test("keeping a branch: the branch's reply is the turn's, marked chosen by hand, the turn's figures kept", () => {
   const row = (id) => [[id, 1, 0.5], [id + 1, 0.5, 0.3]];
   const record = { prompt_ids: [1, 2], reply_ids: [10, 11, 12], reply_text: "abc", reply_tokens: ["a", "b", "c"], reply_bytes: ["61", "62", "63"],
                    reply_vocab: ["a", "b", "c"], stop_reason: "max_tokens", top_k: [row(10), row(11), row(12)],
-                   top_k_tokens: [["a", "x"], ["b", "y"], ["c", "z"]], top_k_bytes: [["61", "78"], ["62", "79"], ["63", "7a"]], reused_tokens: 0 };
-  const branched = { step: 1, id: 12, reply_ids: record.reply_ids, branch_ids: [10, 12, 13], branch_text: "acd",
-                     branch_tokens: ["a", "c", "d"], branch_bytes: ["61", "63", "64"], stop_reason: "max_tokens",
-                     top_k: [row(13)], top_k_tokens: [["d", "w"]], top_k_bytes: [["64", "77"]] };
-  const kept = withBranch(record, branched);
+                   top_k_tokens: [["a", "x"], ["b", "y"], ["c", "z"]], top_k_bytes: [["61", "78"], ["62", "79"], ["63", "7a"]], reused_tokens: 0,
+                   timings: { decode_ms: 5 } };
+  // chatlens.branch's answer: the branch as a reply, every step's candidates built in Python
+  const branched = { step: 1, id: 12, branched_from: record.reply_ids, prompt_ids: [1, 2], reply_ids: [10, 12, 13], reply_text: "acd",
+                     reply_tokens: ["a", "c", "d"], reply_vocab: ["a", "c", "d"], reply_bytes: ["61", "63", "64"], stop_reason: "max_tokens",
+                     top_k: [row(10), row(11), row(13)], top_k_tokens: [["a", "x"], ["b", "y"], ["d", "w"]], top_k_bytes: [["61", "78"], ["62", "79"], ["64", "77"]],
+                     reused_tokens: 3, computed_tokens: 1, backend: "numpy", timings: { decode_ms: 1 } };
+  const kept = keptRecord(record, branched);
   assert.deepEqual(kept.branched, { step: 1, id: 12, reply_ids: [10, 11, 12] });
-  assert.deepEqual([kept.reply_ids, kept.reply_text, kept.reply_tokens, kept.reply_vocab], [[10, 12, 13], "acd", ["a", "c", "d"], null]);
-  // step 0 and the step replaced are the reply's candidates; step 2 is the branch's own
-  assert.deepEqual(kept.top_k, [row(10), row(11), row(13)]);
-  assert.deepEqual(kept.top_k_tokens, [["a", "x"], ["b", "y"], ["d", "w"]]);
-  assert.equal(kept.top_k.length, kept.reply_ids.length);
-  assert.equal(kept.reused_tokens, 0); // the turn's own figures stay
-  // a reply with no candidates: a kept branch has none either (as TurnRecord.with_branch)
-  assert.equal(withBranch({ ...record, top_k: null, top_k_tokens: null, top_k_bytes: null }, branched).top_k, null);
+  assert.deepEqual([kept.reply_ids, kept.reply_text, kept.reply_tokens, kept.reply_vocab], [[10, 12, 13], "acd", ["a", "c", "d"], ["a", "c", "d"]]);
+  assert.deepEqual([kept.top_k, kept.top_k_tokens], [branched.top_k, branched.top_k_tokens]);
+  assert.deepEqual([kept.reused_tokens, kept.timings, kept.prompt_ids], [0, { decode_ms: 5 }, [1, 2]]); // the turn's own figures stay
+  assert.deepEqual(Object.keys(kept).sort(), Object.keys({ ...record, branched: null }).sort()); // nothing of the answer's own
 });

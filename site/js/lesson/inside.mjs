@@ -152,7 +152,7 @@ export function branched(record, answer, gap) {
   const call = t.tie ? `a near-tie, ${t.gap.toFixed(4)} logits apart` : `its closest call, ${t.gap.toFixed(4)} logits apart (no near-tie)`;
   return {
     branch: `At token ${t.step + 1}, ${call}, the model wrote ${shown(record.reply_tokens[t.step])}; taking ` +
-      `${shown(answer.branch_tokens[t.step])}, the reply went on “${from(answer.branch_tokens)}” instead of “${from(record.reply_tokens)}”.`,
+      `${shown(answer.reply_tokens[t.step])}, the reply went on “${from(answer.reply_tokens)}” instead of “${from(record.reply_tokens)}”.`,
   };
 }
 

@@ -19,7 +19,7 @@
 //
 // A branch is written as a reply is (chatlens.writing while it streams; Stop keeps what it
 // wrote). Kept, on a live conversation's last turn, it becomes that turn's reply through the
-// store's one transition for a reply that ended (`replied`), with page/step.mjs withBranch's
+// store's one transition for a reply that ended (`replied`), with page/step.mjs keptRecord's
 // record (`branched`: chosen by hand): later messages read its text, and a reload keeps it as
 // it keeps any reply. Dropped, nothing changed. A new message, a new conversation or another
 // mode ends a branch that is being written and closes the box: the branch was never the
@@ -28,7 +28,7 @@
 // The pure part (whereOf, refusal, the sentences) is played in node (tests/page/steps.test.mjs);
 // tests/test_inspect_browser.py plays the rest on the page.
 
-import { branchRequest, compareCellRequest, draftRequest, inspectRequest, plainRequest, recordedRequest, withBranch } from "../page/step.mjs";
+import { branchRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../page/step.mjs";
 import { branchReloaded, saveBranch } from "../page/prefs.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
@@ -275,7 +275,7 @@ export function setUpStepActions(page) {
     box.scrollIntoView?.({ block: "nearest" });
     saveBranch({ label: where.label, step, token: visibleToken(model.token) }); // a reload says it went
     try {
-      model.answer = await api.branch(branchRequest(where.args, where.record.reply_ids, step, id), {
+      model.answer = await api.branch(branchRequest(where.args, where.record.reply_ids, step, id, { replyTopK: where.record.top_k }), {
         signal: controller.signal,
         onToken: (t) => {
           if (shown.branch !== b) return;
@@ -284,7 +284,7 @@ export function setUpStepActions(page) {
           draw();
         },
       });
-      if (model.answer.branch_tokens?.[step] !== undefined) model.token = model.answer.branch_tokens[step];
+      if (model.answer.reply_tokens?.[step] !== undefined) model.token = model.answer.reply_tokens[step];
       document.dispatchEvent(new CustomEvent("chatlens:branched", { detail: { where, answer: model.answer } }));
     } catch (e) {
       model.error = e.name === "AbortError" ? "Stopped before it began." : `No branch: ${e.message}`;
@@ -306,7 +306,7 @@ export function setUpStepActions(page) {
     shown.step = null;
     shown.status = `Kept: ${b.where.label}'s reply is now the branch, its token ${step + 1} chosen by hand. Your next message reads it.`;
     shown.statusClass = "kept";
-    store.replied(turn, withBranch(turn.record, b.model.answer));
+    store.replied(turn, keptRecord(turn.record, b.model.answer));
     draw();
   }
 

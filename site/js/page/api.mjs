@@ -30,11 +30,12 @@
 //   await chatlens.complete({text, topK, maxTokens}, {onToken, onProgress, signal}) -> plain text
 //        continued with no template: {prompt_ids, ..., reply_ids, reply_text, reply_tokens, reply_bytes,
 //        stop_reason, top_k, ...}: the text's tokens, then the reply as a record names it
-//   await chatlens.branch({...as run, replyIds, step, id, maxTokens, topK}, {onToken, onProgress, signal})
-//        -> another choice at one step of the turn's reply: {prompt_ids, reply_ids, step, id, branch_ids,
-//        branch_text, branch_tokens, branch_bytes, stop_reason, top_k (the steps after `step`),
-//        reused_tokens, computed_tokens, backend, timings}: reply_ids[:step], then id, then greedy
-//        again, maxTokens ids in all; onToken streams the ids after `id` as run's do; written as a
+//   await chatlens.branch({...as run, replyIds, step, id, maxTokens, topK, replyTopK}, {onToken, onProgress, signal})
+//        -> another choice at one step of the turn's reply, as a reply: {reply_ids, reply_text,
+//        reply_tokens, reply_vocab, reply_bytes, stop_reason, top_k, top_k_tokens, top_k_bytes,
+//        reused_tokens, computed_tokens, backend, timings, prompt_ids, step, id, branched_from}:
+//        branched_from[:step], then id, then greedy again, maxTokens ids in all (top_k: every
+//        step's, when replyTopK gives the reply's up to the step and topK asks for the rest); onToken streams the ids after `id` as run's do; written as a
 //        reply is (one at a time; signal stops it, keeping what it wrote)
 //   await chatlens.inspect({...as run, replyIds, step, topK}, {onProgress, signal}) -> one step of the
 //        turn's reply inspected: {prompt_ids, reply_ids, step, position, query_id, chosen_id,

@@ -9,7 +9,7 @@
 //   a comparison cell  the message as the cell's model read it in the cell's layout, one user
 //                      message and no system prompt of the learner's (compareCellRequest)
 //   plain text         the text as the one message, read with no template (plainRequest)
-// and, once a branch is kept, the turn's record with the branch as its reply (withBranch). No DOM:
+// and, once a branch is kept, the turn's record with the branch as its reply (keptRecord). No DOM:
 // tests/page/step.test.mjs plays it in node, tests/test_page_step.py against the worker.
 
 /** A step's arguments: the turn's request without its topK (the run's candidates a token; each
@@ -32,9 +32,11 @@ export const draftRequest = (preview, options) => inspectRequest(preview, [], 0,
 
 /** chatlens.branch's arguments: at `step` of the reply written from `turn`, take `id`, then go
  * on greedily. The turn's reply limit caps the whole branch; topK: the candidates each of the
- * branch's own steps records (the turn's, by default), so the branch can be branched again. */
-export function branchRequest(turn, replyIds, step, id, { topK = turn.topK } = {}) {
-  return { ...stepOf(turn, replyIds, step), id, topK };
+ * branch's own steps records (the turn's, by default), and replyTopK the reply's own up to the
+ * step (its record's top_k), so the branch, a reply with every step's candidates, can be
+ * branched again. */
+export function branchRequest(turn, replyIds, step, id, { topK = turn.topK, replyTopK = null } = {}) {
+  return { ...stepOf(turn, replyIds, step), id, topK, replyTopK: replyTopK?.slice(0, step + 1) ?? null };
 }
 
 /** The request the recorded turn `index` of `conversation` (one of recorded.json's
@@ -76,27 +78,11 @@ export function compareCellRequest(prompt, { model, layout }, settings, context)
  * plain side): the text as the one message, read with no template. */
 export const plainRequest = (text) => ({ messages: [{ role: "user", content: text }], layout: "plain" });
 
-/** The turn record once the branch `branched` (chatlens.branch's answer) is kept: its reply is the
- * branch, marked as chosen by hand (`branched`), as chatlens.record.TurnRecord.with_branch makes
- * it. Two differences, both of what the page holds: reply_vocab is null (the answer carries no
- * vocabulary spelling, and the page reads none), and the candidates of every step are kept when
- * both the reply's and the branch's are known (the steps up to the one replaced are the reply's,
- * the one replaced included: the same ids were read there; the rest the branch's), so the kept
- * reply can be branched again from any step. */
-export function withBranch(record, branched) {
-  const { step } = branched;
-  const known = record.top_k?.length > step && branched.top_k;
-  return {
-    ...record,
-    reply_ids: branched.branch_ids,
-    reply_text: branched.branch_text,
-    reply_tokens: branched.branch_tokens,
-    reply_vocab: null,
-    reply_bytes: branched.branch_bytes,
-    stop_reason: branched.stop_reason,
-    top_k: known ? [...record.top_k.slice(0, step + 1), ...branched.top_k] : null,
-    top_k_tokens: known ? [...record.top_k_tokens.slice(0, step + 1), ...branched.top_k_tokens] : null,
-    top_k_bytes: known ? [...record.top_k_bytes.slice(0, step + 1), ...branched.top_k_bytes] : null,
-    branched: { step, id: branched.id, reply_ids: branched.reply_ids },
-  };
+/** The turn record once the branch `b` (chatlens.branch's answer: the branch as a reply, its
+ * candidates included, built in Python) is kept: what the reply wrote is the branch's, marked as
+ * chosen by hand (`branched`), the turn's own figures kept: chatlens.record.TurnRecord.with_branch. */
+export function keptRecord(record, b) {
+  const { reply_ids, reply_text, reply_tokens, reply_vocab, reply_bytes, stop_reason, top_k, top_k_tokens, top_k_bytes } = b;
+  return { ...record, reply_ids, reply_text, reply_tokens, reply_vocab, reply_bytes, stop_reason, top_k, top_k_tokens, top_k_bytes,
+           branched: { step: b.step, id: b.id, reply_ids: b.branched_from } };
 }

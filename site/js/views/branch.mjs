@@ -105,10 +105,10 @@ export function branchView(record, branch, { gap, onKeep = null, onDrop = null, 
   const modelRest = replyTexts.slice(step + 1, replyEnd ? -1 : undefined).join("");
 
   // the branch: its own tokens' texts, from the answer's bytes once it ended, as streamed before
-  const branchIds = answer ? answer.branch_ids : [...replyIds.slice(0, step), id, ...branch.ids.filter((i) => i >= 0)];
-  const branchEnd = answer ? endsTurn(answer.branch_ids, answer.stop_reason) : false;
+  const branchIds = answer ? answer.reply_ids : [...replyIds.slice(0, step), id, ...branch.ids.filter((i) => i >= 0)];
+  const branchEnd = answer ? endsTurn(answer.reply_ids, answer.stop_reason) : false;
   const branchRest = answer
-    ? textsOf(answer.branch_bytes).slice(step + 1, branchEnd ? -1 : undefined).join("")
+    ? textsOf(answer.reply_bytes).slice(step + 1, branchEnd ? -1 : undefined).join("")
     : branch.texts.join("");
   const tie = isNearTie(row, gap);
 
@@ -132,7 +132,7 @@ export function branchView(record, branch, { gap, onKeep = null, onDrop = null, 
       side("The model's reply", "fork-model", modelToken, "the token the model chose", modelRest,
            { end: replyEnd ? record.reply_tokens?.at(-1) : null, count: `${count(replyIds.length, "token")}, ${record.stop_reason ?? "writing"}` }),
       side("The branch", "fork-branch", branch.token, "the token chosen by hand", branchRest,
-           { writing, end: branchEnd ? answer.branch_tokens.at(-1) : null,
+           { writing, end: branchEnd ? answer.reply_tokens.at(-1) : null,
              count: `${count(branchIds.length, "token")}${answer ? `, ${answer.stop_reason}` : writing ? ", writing…" : ""}` }),
     ),
     answer ? el("p", { class: "branch-cache" }, cacheSentence(answer, record.prompt_ids.length)) : null,

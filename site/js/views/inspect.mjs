@@ -68,7 +68,6 @@ export function knownTokens(...sources) {
     if (!s) continue;
     add(s.prompt_ids, s.prompt_tokens);
     add(s.reply_ids, s.reply_tokens);
-    add(s.branch_ids, s.branch_tokens);
     add(s.ids, s.tokens);
     s.top_k?.forEach((row, k) => add(row.map((c) => c[0]), s.top_k_tokens?.[k]));
     s.lens?.forEach((row, l) => add(row.map((c) => c[0]), s.lens_tokens?.[l]));
