@@ -108,8 +108,11 @@ class Kernel:
         self.b.readback(name, name, 0, nbytes)
         return name
 
-    def step(self, n_tokens=1, start=0, split=32, use_argmax=0, top_k=0, tokens=(), capacity=64) -> str:
-        words = [n_tokens, start, split, use_argmax, top_k] + [0] * (len(STEP_FIELDS) - 5)
+    def step(self, n_tokens=1, start=0, split=32, tokens=(), capacity=64, **fields) -> str:
+        """The step buffer (program.STEP_FIELDS; fields: the others by name, 0 unless given)."""
+        fields = {"n_tokens": n_tokens, "start": start, "split": split, **fields}
+        assert set(fields) <= set(STEP_FIELDS), set(fields) - set(STEP_FIELDS)
+        words = [fields.get(f, 0) for f in STEP_FIELDS]
         words += list(tokens) + [0] * (capacity - len(tokens))
         return self.input("step", struct.pack(f"<{len(words)}I", *words))
 

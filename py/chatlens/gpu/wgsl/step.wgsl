@@ -5,6 +5,11 @@ struct Step {
     split: u32,       // keys per attention split (flash decoding)
     use_argmax: u32,  // 1: the token is the id the last argmax wrote (no host round trip)
     top_k: u32,       // how many (id, logit) pairs the top_k kernels find
+    // Read only by the *_hidden and score sequences (chatlens.cause's counterfactuals):
+    hidden_start: u32,  // keys hidden_start..hidden_end-1 none of the chunk's queries may read
+    hidden_end: u32,    // (attention compiled with HIDDEN: model.attention's `hidden`)
+    score_from: u32,    // the first of the chunk's rows the score sequence scores
+    next_id: u32,       // the last row's target (row r's is tokens[r + 1]): NumpyBackend.score's next_id
     pad0: u32,
     pad1: u32,
     pad2: u32,
