@@ -317,28 +317,30 @@ def kv_cache_bytes(n_kv_heads: int, n_ctx: int, head_dim: int, kv: str = "F16") 
 
 def attention(b, sequence: str, *, step: str, q: str, kc: str, vc: str, partials: str | None, stats: str | None,
               out: str | None, n_heads: int, n_kv_heads: int, head_dim: int, n_ctx: int, splits: int, split_max: int,
-              tokens: int, kv: str = "F16", target: Target = Target()) -> "Partials | None":
+              tokens: int, kv: str = "F16", target: Target = Target(), hidden: bool = False) -> "Partials | None":
     """softmax(q k^T / sqrt(hd)) v over the cache (in `kv`), causal; tokens: the grid's tokens (1
     for decode, the chunk for prefill). With one split it is written to `out` directly (one
     dispatch). Else each split's partials go to `partials` (T, NH, SPLITS, HD) and `stats` (T, NH,
     SPLITS, 2), then a merge pass writes `out`; with out None there is no merge pass: the
     Partials returned are the x of the matvec that follows, which merges them as it loads them
-    (project). Its reductions use subgroups where the target has them."""
+    (project). Its reductions use subgroups where the target has them. hidden: keys
+    step.hidden_start..hidden_end-1 masked for every token (a pipeline of its own: HIDDEN)."""
     wg = 32  # a split's 32 keys, one a thread (lavapipe: a prefill chunk's attention 1.5x faster than with 64)
     group = n_heads // n_kv_heads
     common = {"HD": head_dim, "NH": n_heads, "SPLITS": splits}
     consts = {**common, "GROUP": group, "N_CTX": n_ctx, "BLOCK": attention_block(group, split_max), "WG": wg,
-              "WG_POW2": pow2_at_least(wg), "SCALE": f32(1.0 / math.sqrt(head_dim))}
+              "WG_POW2": pow2_at_least(wg), "SCALE": f32(1.0 / math.sqrt(head_dim)), "HIDDEN": hidden}
     t = KV_TYPES[kv]
     bindings = [step_binding(step), ("Q", "array<vec4<f32>>", "read", q), ("KC", f"array<{t['key8']}>", "read", kc),
                 ("VC", f"array<{t['pair']}>", "read", vc)]
     files = ["step", f"kv_load_{kv.lower()}", "attention_reduce_" + ("subgroup" if target.subgroups else "shared")]
+    label = "attention-hidden" if hidden else "attention"
     if splits == 1:
-        b.kernel(sequence, "attention-direct", bindings + [("A", "array<f32>", "read_write", out)], consts,
+        b.kernel(sequence, f"{label}-direct", bindings + [("A", "array<f32>", "read_write", out)], consts,
                  files + ["attention_direct", "attention"], (1, n_kv_heads, tokens), enable=target.enable)
         return None
-    b.kernel(sequence, "attention", bindings + [("P", "array<vec2<f32>>", "read_write", partials),
-                                                ("S", "array<vec2<f32>>", "read_write", stats)], consts,
+    b.kernel(sequence, label, bindings + [("P", "array<vec2<f32>>", "read_write", partials),
+                                          ("S", "array<vec2<f32>>", "read_write", stats)], consts,
              files + ["attention_split", "attention"], (splits, n_kv_heads, tokens), enable=target.enable)
     split = Partials(partials, stats, n_heads, head_dim, splits)
     if out is None:

@@ -21,6 +21,11 @@ KV cache (f32 or f16: KV_CACHE), and these sequences of dispatches:
     lens     the logit lens of those block outputs: final norm + output projection of each (a
              matvec a layer, the head's own kernel reading the layer's row), then the best
              step.top_k (id, logit) pairs and the normalizer of every layer (top_k over rows)
+    prefill_hidden, prefill_hidden_short   prefill's, its attention compiled with HIDDEN: keys
+             step.hidden_start..hidden_end-1 hidden from every token of the chunk (model.attention's
+             `hidden`, chatlens.cause's knockout); the same dispatches, only attention's pipelines
+             are their own, so no other sequence reads those fields. Any chunk of 1 to `chunk`
+             tokens takes them (a lone token too: there is no hidden decode).
 
 An inspection runs ["inspect", "lens"] and reads back one buffer, `inspection`: each layer's
 top-k as the top_k readback lays it out (K_MAX pairs, then max and sum of exp), layer after
@@ -159,12 +164,15 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     pairs = {"q": (0, qd // 2), "k": (qd // 2, (qd + kvd) // 2), "v": ((qd + kvd) // 2, (qd + 2 * kvd) // 2),
              "qkv": (0, (qd + 2 * kvd) // 2)}
     eps = cfg.norm_eps
-    bodies = [("prefill", chunk, splits), ("decode", 1, splits), ("inspect", 1, splits)]
+    bodies = [("prefill", chunk, splits), ("decode", 1, splits), ("inspect", 1, splits),
+              ("prefill_hidden", chunk, splits)]
     if short:
-        bodies += [("prefill_short", chunk, 1), ("decode_short", 1, 1), ("inspect_short", 1, 1)]
+        bodies += [("prefill_short", chunk, 1), ("decode_short", 1, 1), ("inspect_short", 1, 1),
+                   ("prefill_hidden_short", chunk, 1)]
     for seq, tokens, seq_splits in bodies:
         rows = None if tokens == 1 else chunk  # matvec for one token, matmul for a chunk
         inspecting = seq.startswith("inspect")
+        hiding = seq.startswith("prefill_hidden")
         K.embed(b, seq, step=step, w=embed, x="x", chosen="chosen", chunk=tokens)  # ids (T) -> x (T, dim)
         for w in layers:
             for mat, part in w["qkv"]:
@@ -176,13 +184,14 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
                           gemm=gemm)
             # q (T, nh*hd), cache (nkv, start+T, hd) -> attn (T, nh*hd) in one dispatch (one split);
             # else -> partials (T, nh, splits, hd) and stats (T, nh, splits, 2), merged into attn by a
-            # pass of their own for a chunk, and for one token by the o projection below (x_merge)
+            # pass of their own for a chunk, and for one token by the o projection below (x_merge).
+            # prefill_hidden*: keys hidden_start..hidden_end-1 of the cache masked for every token
             merged_later = tokens == 1 and seq_splits > 1 and K.merges_in_matvec(nh, seq_splits)
             split = K.attention(b, seq, step=step, q="q", kc=w["k_cache"], vc=w["v_cache"], partials="partials",
                                 stats="partial_stats", out=None if merged_later else "attn", n_heads=nh,
                                 n_kv_heads=nkv, head_dim=hd, n_ctx=n_ctx, splits=seq_splits,
                                 split_max=split_max if seq_splits > 1 else short or split_max, tokens=tokens,
-                                kv=kv, target=target)
+                                kv=kv, target=target, hidden=hiding)
             if inspecting:
                 # q (1, nh*hd), cache (nkv, start+1, hd) -> inspection's weights (layer, nh, start+1)
                 K.attention_weights(b, seq, step=step, q="q", kc=w["k_cache"], vc=w["v_cache"], out="inspection",
@@ -221,7 +230,8 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     b.meta = {"config": cfg.to_dict(), "n_ctx": n_ctx, "chunk": chunk, "vocab": vocab, "top_k_max": TOP_K_MAX,
               "splits": splits, "split_min": SPLIT_MIN, "split_max": split_max, "step_buffer": step,
               "short": {"keys": short, "prefill": "prefill_short", "decode": "decode_short",
-                        "inspect": "inspect_short"} if short else None,
+                        "inspect": "inspect_short", "prefill_hidden": "prefill_hidden_short"} if short else None,
+              "hidden": "prefill_hidden",
               "inspect": {"body": "inspect", "lens": "lens", "readback": "inspection", "layers": cfg.n_layers,
                           "heads": nh, "top_k_max": TOP_K_MAX, "attention_at": attention_at},
               "kv": kv, "kv_value_bytes": K.KV_TYPES[kv]["bytes"], "gemm": gemm or K.GEMM,

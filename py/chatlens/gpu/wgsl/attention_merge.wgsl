@@ -4,6 +4,8 @@
 // done by the o projection as it loads x: x_merge.wgsl, in the same order.)
 // P is (T, NH, SPLITS, HD) of o, S (T, NH, SPLITS) of (m, l); A is (T, NH * HD), heads in order as
 // model.attention returns them.
+// A split whose every key is hidden (attention.wgsl's HIDDEN) holds m = -3.0e38, l = 0, o = 0:
+// its weight exp(m - M) is 0 beside any split that reads a key (only prefill bodies hide keys).
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let h = wid.x;
