@@ -542,6 +542,35 @@ def test_top_k_over_rows_finds_each_row_s_own(device, vocab):
         np.testing.assert_allclose(float(big) + np.log(total), log_z_of(logits[r]), rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("vocab", [49152, 301])
+def test_score_rows_equal_numpy_backend_score_s(device, vocab):
+    """score.wgsl: for rows score_from..T-1 of logits (chunk, vocab), the target logit (row r's
+    target the step's tokens[r + 1], the last row's next_id), the max, the sum of exp(logit -
+    max) (log_z within 1e-5 of log_z_of) and the argmax, the lowest id among equal maxima; rows
+    outside them untouched."""
+    rng = rng_for("score", vocab)
+    chunk, t, score_from, next_id = 8, 6, 2, vocab - 1
+    logits = np.round(3 * rng.standard_normal((chunk, vocab)), 1).astype(np.float32)  # many ties
+    logits[3, [5, vocab - 2, 9]] = logits[3].max() + 1  # a tie for the max: id 5 wins
+    logits[4, 0] = logits[4].max() + 1  # the max at id 0
+    logits[5, vocab - 1] = logits[5].max() + 1  # ... and at the last id
+    ids = [int(i) for i in rng.integers(0, vocab, t)]
+    kern = Kernel(device)
+    step = kern.step(n_tokens=t, tokens=ids, capacity=chunk, score_from=score_from, next_id=next_id)
+    out = kern.output("out", K.score_bytes(chunk))
+    K.score(kern.b, "k", step=step, logits=kern.input("logits", logits), out=out, vocab=vocab, chunk=chunk)
+    (got,) = kern.run("out", dtype="<u4")
+    got = got.reshape(chunk, 4)
+    targets = ids[1:] + [next_id]
+    for r in range(score_from, t):
+        target, big, total = got[r, :3].view(np.float32)
+        assert target == logits[r, targets[r]] and big == logits[r].max()
+        assert got[r, 3] == np.argmax(logits[r])
+        np.testing.assert_allclose(float(big) + np.log(total), log_z_of(logits[r]), rtol=0, atol=1e-5)
+    assert not got[:score_from].any() and not got[t:].any()
+    assert [got[r, 3] for r in (3, 4, 5)] == [5, 0, vocab - 1]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_embed_gathers_rows_as_numpy_indexes_them(device, dtype):
     """x = embed[ids], decoded exactly; or, with use_argmax, the row of the id the argmax wrote."""

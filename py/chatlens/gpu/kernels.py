@@ -379,6 +379,21 @@ def argmax(b, sequence: str, *, logits: str, out: str, vocab: int):
     b.kernel(sequence, "argmax", bindings, {"V": vocab, "WG": wg, "WG_POW2": wg}, ["argmax"], (1, 1, 1))
 
 
+def score(b, sequence: str, *, step: str, logits: str, out: str, vocab: int, chunk: int):
+    """out[r] (score_bytes) <- (target logit, max, sum of exp(logit - max), argmax id) of row r of
+    logits (chunk, vocab) for the rows step.score_from..n_tokens-1: NumpyBackend.score's
+    figures of each scored row (score.wgsl). One workgroup a row."""
+    wg = 256
+    bindings = [step_binding(step), ("LOGITS", "array<f32>", "read", logits),
+                ("OUT", "array<vec4<u32>>", "read_write", out)]
+    b.kernel(sequence, "score", bindings, {"V": vocab, "WG": wg, "WG_POW2": wg}, ["step", "score"], (chunk, 1, 1))
+
+
+def score_bytes(chunk: int) -> int:
+    """A row's (target logit, max, sum of exp, argmax id) for each row of a chunk, 4 words each."""
+    return 16 * chunk
+
+
 TOPK_CHUNK = 1024
 
 

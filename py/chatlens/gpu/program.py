@@ -26,6 +26,10 @@ KV cache (f32 or f16: KV_CACHE), and these sequences of dispatches:
              `hidden`, chatlens.cause's knockout); the same dispatches, only attention's pipelines
              are their own, so no other sequence reads those fields. Any chunk of 1 to `chunk`
              tokens takes them (a lone token too: there is no hidden decode).
+    score    final norm + output projection of every row of the chunk into score_logits (T,
+             vocab), then for rows step.score_from.. each row's target logit, max, sum of exp and
+             argmax (NumpyBackend.score's figures, read back as `score`). It follows a prefill
+             body: a score run is [prefill(_hidden)(_short), "score"] (WebGPUBackend.plan_score).
 
 An inspection runs ["inspect", "lens"] and reads back one buffer, `inspection`: each layer's
 top-k as the top_k readback lays it out (K_MAX pairs, then max and sum of exp), layer after
@@ -33,6 +37,10 @@ layer, then at meta["inspect"]["attention_at"] the attention weights (layers, he
 for the step's keys (chatlens.gpu.backend.read_inspect). Which layer a shared kernel serves comes
 from a 4-byte buffer per layer (L<i>.index) bound beside it, not from a constant: one pipeline
 serves every layer, as in decode.
+
+A scored run (chatlens.cause: a counterfactual pass's rows) runs [body, "score"] and reads back
+`score`: (target logit, max, sum of exp(logit - max), argmax id) a row, 16 bytes, row r at 16 * r
+(chatlens.gpu.backend.read_score).
 
 A step runs e.g. ["decode", "head"] in one compute pass after writing `step_params(...)`. A
 decode step takes 5 dispatches a layer at every context length (q/k/v, attention, o, gate/up,
@@ -125,6 +133,10 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
         b.buffer("partial_stats", stats_bytes)
     b.buffer("h", 4 * chunk * ffn)
     b.buffer("logits", 4 * vocab)
+    # a score run's: every row's logits (chunk, vocab): 25 MB for SmolLM2's chunk of 128 (a binding
+    # holds 128 MiB), then each row's figures (chunk, 4)
+    b.buffer("score_logits", 4 * chunk * vocab)
+    b.buffer("score", K.score_bytes(chunk))
     b.buffer("chosen", 16)
     b.buffer("top_k_candidates", K.top_k_candidates_bytes(vocab, TOP_K_MAX))
     b.buffer("top_k", K.top_k_out_bytes(TOP_K_MAX))
@@ -214,6 +226,12 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     K.top_k(b, "top_k", step=step, logits="logits", candidates="top_k_candidates", out="top_k", vocab=vocab,
             k_max=TOP_K_MAX)
 
+    # rms_norm(x) (T, dim) -> score_logits (T, vocab), every row (the head's matvec reads only the last)
+    K.project(b, "score", target, step=step, x="x", w=lm_head, epilogue=K.store("score_logits", vocab),
+              gain=final_norm, eps=eps, chunk=chunk, gemm=gemm)
+    # score_logits rows score_from..T-1 (vocab) -> score[r] = (target logit, max, sum exp, argmax id)
+    K.score(b, "score", step=step, logits="score_logits", out="score", vocab=vocab, chunk=chunk)
+
     for w in layers:
         # rms_norm(lens_x[layer]) (dim) -> lens_logits[layer] (vocab), the head's matvec
         K.project(b, "lens", target, step=step, x="lens_x", w=lm_head, x_row=True, gain=final_norm, eps=eps,
@@ -226,12 +244,14 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
     b.readback("top_k", "top_k")
     b.readback("logits", "logits", 0, 4 * vocab)
     b.readback("inspection", "inspection")
+    b.readback("score", "score")
     _require(b, target, limits)
     b.meta = {"config": cfg.to_dict(), "n_ctx": n_ctx, "chunk": chunk, "vocab": vocab, "top_k_max": TOP_K_MAX,
               "splits": splits, "split_min": SPLIT_MIN, "split_max": split_max, "step_buffer": step,
               "short": {"keys": short, "prefill": "prefill_short", "decode": "decode_short",
                         "inspect": "inspect_short", "prefill_hidden": "prefill_hidden_short"} if short else None,
               "hidden": "prefill_hidden",
+              "score": {"body": "prefill", "sequence": "score", "readback": "score", "row_bytes": 16},
               "inspect": {"body": "inspect", "lens": "lens", "readback": "inspection", "layers": cfg.n_layers,
                           "heads": nh, "top_k_max": TOP_K_MAX, "attention_at": attention_at},
               "kv": kv, "kv_value_bytes": K.KV_TYPES[kv]["bytes"], "gemm": gemm or K.GEMM,
