@@ -25,6 +25,7 @@ On this machine wgpu finds lavapipe (a CPU Vulkan device): no test skips for wan
 """
 
 import json
+import math
 import struct
 
 import gguf
@@ -34,6 +35,7 @@ import pytest
 from chatlens.config import ModelConfig
 from chatlens.errors import ChatlensError, ModelFormatError
 from chatlens.gpu import program, weight_plan
+from chatlens.gpu.backend import WebGPUBackend
 from chatlens.host.native_gpu import adapter_available, open_native
 from chatlens.source import load_model
 
@@ -394,6 +396,140 @@ def test_an_inspection_adds_its_dispatches_only_to_its_own_sequences(gguf_path):
             assert not [d["label"] for d in built["sequences"][name] if any(k in d["label"] for k in inspecting)]
         size = built["readbacks"]["inspection"]["size"]
         assert meta["attention_at"] + 4 * layers * meta["heads"] * n_ctx <= size < 9 * 2 ** 20
+
+
+def test_hidden_keys_and_scores_are_sequences_of_their_own(gguf_path):
+    """The real model's program (pure Python, no GPU): a decode token stays 153 dispatches; the
+    hidden-keys bodies (chatlens.cause's knockout) are prefill's dispatches with only attention's
+    pipeline their own (HIDDEN set), which no other sequence runs; ordinary attention is compiled
+    with HIDDEN false (it never reads the hidden fields); a score run is its body and 2 dispatches
+    (the output projection of every row, the rows' reduction), its logits within one binding.
+    Ordinary runs are planned as before, their new step words 0; runs serialize for the browser."""
+    plan = weight_plan(gguf_path)
+    layers = plan["config"]["n_layers"]
+    for n_ctx in (64, 160, 8192):
+        built = program.build_program(plan, n_ctx)
+        runs, short, seqs = built["meta"]["dispatches"], built["meta"]["short"], built["sequences"]
+        code = {p["name"]: next(m["code"] for m in built["modules"] if m["name"] == p["module"])
+                for p in built["pipelines"]}
+        assert runs["decode"] + runs["head"] == 153 and runs["score"] == 2
+        pairs = [("prefill", "prefill_hidden")] + ([(short["prefill"], short["prefill_hidden"])] if short else [])
+        hidden = set()
+        for plain, hiding in pairs:
+            assert runs[hiding] == runs[plain]
+            differ = [(a, b) for a, b in zip(seqs[plain], seqs[hiding]) if a != b]
+            assert len(differ) == layers
+            for a, b in differ:
+                assert b["label"] == a["label"].replace("attention", "attention-hidden", 1)
+                assert "const HIDDEN: bool = true;" in code[b["pipeline"]]
+                assert "const HIDDEN: bool = false;" in code[a["pipeline"]]
+                hidden.add(b["pipeline"])
+        for name, seq in seqs.items():
+            if name not in {b for _, b in pairs}:
+                assert not hidden & {d["pipeline"] for d in seq}, name
+            if name != "score":
+                assert "score" not in [d["label"] for d in seq], name
+        assert [d["label"] for d in seqs["score"]] == [f"{built['meta']['gemm']}-store-Q8_0", "score"]
+        sizes = {b["name"]: b["size"] for b in built["buffers"]}
+        chunk, vocab = built["meta"]["chunk"], built["meta"]["vocab"]
+        assert sizes["score_logits"] == 4 * chunk * vocab <= program.DEFAULT_LIMIT
+        assert built["readbacks"]["score"]["size"] == 16 * chunk
+
+        gpu = WebGPUBackend(built)  # runs planned, not run: the browser's host
+        fields = built["meta"]["step_fields"]
+        body = short["prefill"] if short else "prefill"
+        run = gpu.plan(list(range(10)))
+        assert run.sequences == (body, "head") and run.readback == "id"
+        words = struct.unpack(f"<{len(fields)}I", run.params[:4 * len(fields)])
+        assert words[fields.index("hidden_start"):fields.index("next_id") + 1] == (0, 0, 0, 0)
+        assert gpu.plan([7]).sequences == ((short["decode"] if short else "decode"), "head")
+        assert gpu.plan([7], chooses=False, hidden=(1, 3)).sequences == ((short or {}).get("prefill_hidden",
+                                                                                          "prefill_hidden"),)
+        run = gpu.plan_score(list(range(15)), score_from=3, next_id=9, hidden=(2, 5))
+        assert run.sequences == ((short or {}).get("prefill_hidden", "prefill_hidden"), "score")
+        assert run.readback == "score" and run.n == 15 and gpu.length == 10 + 1 + 1 + 15
+        words = struct.unpack(f"<{len(fields)}I", run.params[:4 * len(fields)])
+        assert [words[fields.index(f)] for f in ("hidden_start", "hidden_end", "score_from", "next_id")] == [2, 5, 3, 9]
+        assert json.loads(json.dumps(run.to_json()))["sequences"] == list(run.sequences)
+        assert gpu.plan_score([4, 5], score_from=0, next_id=1).sequences == (body, "score")
+
+
+def test_a_scored_pass_is_refused_what_numpy_refuses():
+    built = program.build_program({"source": "arrays", "rope": "hf", "config": TINY.to_dict(), "tensors": {
+        name: {"file": name, "offset": 0, "nbytes": 4 * a.size, "dtype": "F32", "shape": list(a.shape)}
+        for name, a in random_weights().items()}}, 32, chunk=16)
+    gpu = WebGPUBackend(built)
+    for ids, score_from, next_id, hidden in (([], 0, 1, None), ([1, 2], 2, 1, None), ([1, 2], -1, 1, None),
+                                             ([1, 2], 0, TINY.vocab_size, None), ([1, 2], 0, 1, (5, 4)),
+                                             ([1, 2], 0, 1, (-1, 4)), (list(range(17)), 0, 1, None),
+                                             ([TINY.vocab_size], 0, 1, None)):
+        with pytest.raises(ChatlensError):
+            gpu.plan_score(ids, score_from=score_from, next_id=next_id, hidden=hidden)
+    assert gpu.length == 0
+    with pytest.raises(ChatlensError, match="read_score reads"):
+        gpu.read_score(gpu.plan([1, 2]), b"")
+    with pytest.raises(ChatlensError, match="hidden only from ids"):
+        gpu.plan(None, hidden=(0, 1))
+
+
+class Recording:
+    """An executor that records the sequences of each run it submits."""
+
+    def __init__(self, executor):
+        self.executor, self.runs = executor, []
+
+    def submit(self, sequences, params=b"", readback=None):
+        self.runs.append(tuple(sequences))
+        return self.executor.submit(sequences, params, readback)
+
+    def collect(self, ticket):
+        return self.executor.collect(ticket)
+
+    def run(self, sequences, params=b"", readback=None):
+        return self.collect(self.submit(sequences, params, readback))
+
+
+def same_scores(got, want, tol=TOL):
+    """NumpyBackend.score's rows: logits and log_z within tol, p(target) within 1e-4, the same best
+    id (the seeded model has no near-tie on these rows)."""
+    assert len(got) == len(want)
+    for r, ((gt, gz, gi, gl), (wt, wz, wi, wl)) in enumerate(zip(got, want)):
+        assert max(abs(gt - wt), abs(gz - wz), abs(gl - wl)) <= tol, r
+        assert abs(math.exp(gt - gz) - math.exp(wt - wz)) <= 1e-4, r
+        assert gi == wi, r
+
+
+def test_a_scored_pass_equals_numpy_s_with_keys_hidden_or_not(tmp_path):
+    """WebGPUBackend.score against NumpyBackend.score (chatlens.cause's passes) on a program for
+    256 keys in chunks of 16: fed after 20 cached ids (the short bodies: attention in one
+    dispatch) and after 120 (past 128 keys: splits of 32 merged by a pass of their own), in
+    chunks of 16 with the first scored row in the second (the first runs as a prefill chunk
+    that chooses nothing, hidden ones with the hidden body) and a last chunk of one; keys hidden
+    or not: part of a split, a whole split, the first three. The fed ids stay cached: a decode
+    after an unhidden pass equals NumPy's."""
+    path = SOURCES["gguf-q4_1"](tmp_path)
+    ref = load_model(path).backend(256)
+    gpu = open_native(path, 256, chunk=16)
+    gpu.executor = Recording(gpu.executor)
+    ids = (PROMPT * 3)[:170]
+    ref.prefill(ids[:120])
+    gpu.prefill(ids[:120])
+    cases = [(120, 169, 17, (40, 50)), (120, 169, 17, (32, 64)), (120, 169, 17, (0, 96)), (120, 169, 17, None),
+             (20, 60, 20, (3, 9)), (20, 60, 20, None)]
+    for cached, end, score_from, hidden in cases:
+        ref.truncate(cached)
+        gpu.truncate(cached)
+        gpu.executor.runs.clear()
+        kwargs = {"score_from": score_from, "next_id": ids[end], "hidden": hidden}
+        same_scores(gpu.score(ids[cached:end], **kwargs), ref.score(ids[cached:end], **kwargs))
+        assert gpu.length == ref.length == end
+        body = ("prefill" if hidden is None else "prefill_hidden") + ("_short" if cached == 20 else "")
+        scored = (body, "score")
+        want_runs = [(body,), scored, scored] + ([scored] if end - cached > 48 else [])
+        assert gpu.executor.runs == want_runs, (cached, hidden)
+    got, want = gpu.decode(ids[end]), ref.decode(ids[end])
+    assert got.id == want.id
+    np.testing.assert_allclose(gpu.last_logits(), ref.last_logits(), atol=TOL, rtol=0)
 
 
 def test_more_splits_than_a_matvec_merges_take_a_merge_pass_and_equal_numpy(tmp_path, monkeypatch):

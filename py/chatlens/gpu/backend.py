@@ -14,6 +14,11 @@ An inspection (chatlens.inspection) is one more kind of run: `plan_inspect` feed
 decode does and keeps what the inspection shows, `read_inspect` reads its one readback. Runs
 are submitted the same way (the executor needs no change: a run names its readback).
 
+A scored pass (chatlens.cause's counterfactuals) is another: `plan_score` feeds ids as a prefill
+chunk does (keys hidden from them with `hidden`) and scores its rows from `score_from` on,
+`read_score` reads each scored row's (target_logit, log_z, top_id, top_logit); `score` runs a
+whole pass here, as NumpyBackend.score does.
+
 Pure Python; NumPy only for last_logits().
 """
 
@@ -56,32 +61,29 @@ class WebGPUBackend:
         self.vocab = self.meta["vocab"]
 
     # -- planned steps ---------------------------------------------------------------------------
-    def plan(self, ids, top_k: int = 0, *, chooses: bool = True) -> Run:
+    def plan(self, ids, top_k: int = 0, *, chooses: bool = True, hidden=None) -> Run:
         """The run that feeds `ids` (at most `chunk` of them) after the cache, or with ids None
         the id the GPU's last argmax wrote; with `chooses`, the head and argmax after it (and the
-        top-k when top_k > 0)."""
+        top-k when top_k > 0). hidden = (a, b): keys a..b-1 hidden from every fed token (the
+        prefill_hidden bodies, NumpyBackend.score's `hidden`); its ids' keys and values are cached
+        as they were computed, under the mask."""
         if ids is None:
+            if hidden is not None:
+                raise ChatlensError("keys are hidden only from ids the step is given")
             tokens, use_argmax = [0], True  # the embedding reads the `chosen` buffer, not the step
         else:
-            tokens, use_argmax = [int(i) for i in ids], False
-            if not tokens:
-                raise ChatlensError("prefill needs at least one token")
-            if len(tokens) > self.chunk:
-                raise ChatlensError(f"a GPU step takes at most {self.chunk} tokens, not {len(tokens)}")
-            if max(tokens) >= self.vocab or min(tokens) < 0:
-                raise ChatlensError(f"token id out of range 0..{self.vocab - 1}")
-        if self.length + len(tokens) > self.capacity:
-            raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {self.length} + {len(tokens)} do not fit")
-        # A lone token takes the decode path: matvecs instead of a mostly empty matmul tile. While
-        # the keys fit one attention workgroup, the short sequences write attention's output in one
-        # dispatch (no merge: 5 a layer, program.py).
-        body = "decode" if len(tokens) == 1 else "prefill"
-        short = self.meta.get("short")
-        if short and self.length + len(tokens) <= short["keys"]:
-            body = short[body]
+            tokens, use_argmax = self._tokens(ids), False
+        self._fits(len(tokens))
+        hidden = self._hidden(hidden)
+        # A lone token takes the decode path: matvecs instead of a mostly empty matmul tile (there
+        # is no hidden decode: a lone hidden token takes the prefill body). While the keys fit one
+        # attention workgroup, the short sequences write attention's output in one dispatch (no
+        # merge: 5 a layer, program.py).
+        body = self._body("decode" if len(tokens) == 1 and hidden is None else "prefill", len(tokens), hidden)
         k = min(max(int(top_k), 0), self.vocab) if chooses else 0
         on_gpu = 0 < k <= self.meta["top_k_max"]
-        params = step_params(self.meta, self.length, tokens, use_argmax=use_argmax, top_k=k if on_gpu else 0)
+        params = step_params(self.meta, self.length, tokens, use_argmax=use_argmax, top_k=k if on_gpu else 0,
+                             hidden=hidden)
         if not chooses:
             run = Run((body,), params, None, len(tokens), False)
         elif on_gpu:
@@ -110,6 +112,84 @@ class WebGPUBackend:
             log_z = big + math.log(math.fsum(math.exp(x - big) for x in logits))
             return Step(best[0], tuple((i, logits[i]) for i in best[:run.top_k]), log_z)
         return Step(struct.unpack("<I", raw[:4])[0])
+
+    def _tokens(self, ids) -> list:
+        tokens = [int(i) for i in ids]
+        if not tokens:
+            raise ChatlensError("prefill needs at least one token")
+        if len(tokens) > self.chunk:
+            raise ChatlensError(f"a GPU step takes at most {self.chunk} tokens, not {len(tokens)}")
+        if max(tokens) >= self.vocab or min(tokens) < 0:
+            raise ChatlensError(f"token id out of range 0..{self.vocab - 1}")
+        return tokens
+
+    def _fits(self, n: int):
+        if self.length + n > self.capacity:
+            raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {self.length} + {n} do not fit")
+
+    @staticmethod
+    def _hidden(hidden):
+        """hidden as (a, b) of ints, 0 <= a <= b, or None."""
+        if hidden is None:
+            return None
+        a, b = (int(x) for x in hidden)
+        if not 0 <= a <= b < 2 ** 32:
+            raise ChatlensError(f"hidden keys run from a first to an end at or past it, not {a}..{b}")
+        return a, b
+
+    def _body(self, body: str, n_tokens: int, hidden) -> str:
+        """The sequence that feeds n_tokens after the cache: `body` ("decode" or "prefill"), its
+        hidden variant when keys are hidden, its short variant while the keys fit one attention
+        workgroup."""
+        if hidden is not None:
+            if not self.meta.get("hidden"):
+                raise ChatlensError("this GPU program was built without hidden-keys sequences; rebuild it")
+            body = self.meta["hidden"]
+        short = self.meta.get("short")
+        if short and self.length + n_tokens <= short["keys"]:
+            body = short[body]
+        return body
+
+    # -- a scored pass (chatlens.cause) ----------------------------------------------------------
+    def plan_score(self, ids, *, score_from: int, next_id: int, hidden=None) -> Run:
+        """The run that feeds `ids` (at most `chunk`) after the cache as a prefill chunk does (keys
+        a..b-1 hidden from every one of them when hidden = (a, b)) and scores rows score_from..:
+        row r's target is ids[r + 1], the last row's next_id. Its ids are counted into `length`
+        (cached, hidden or not); read_score reads its one readback."""
+        score = self.meta.get("score")
+        if not score:
+            raise ChatlensError("this GPU program was built without a score sequence; rebuild it")
+        tokens = self._tokens(ids)
+        self._fits(len(tokens))
+        score_from, next_id = int(score_from), int(next_id)
+        if not 0 <= score_from < len(tokens):
+            raise ChatlensError(f"a score needs a first scored row among its ids, not {score_from} of {len(tokens)}")
+        if not 0 <= next_id < self.vocab:
+            raise ChatlensError(f"token id {next_id} is outside the vocabulary (0..{self.vocab - 1})")
+        hidden = self._hidden(hidden)
+        body = self._body(score["body"], len(tokens), hidden)
+        params = step_params(self.meta, self.length, tokens, hidden=hidden, score_from=score_from, next_id=next_id)
+        run = Run((body, score["sequence"]), params, score["readback"], len(tokens), False)
+        self.length += len(tokens)
+        return run
+
+    def read_score(self, run: Run, raw: bytes) -> list:
+        """(target_logit, log_z, top_id, top_logit) of each row a plan_score run scored, first
+        scored row first: log_z = max + log(sum of exp(logit - max)), in double precision as
+        read() takes top_k's, and top_logit the max."""
+        score = self.meta.get("score")
+        if not score or run.readback != score["readback"]:
+            raise ChatlensError("read_score reads the bytes of a run plan_score made")
+        fields = self.meta["step_fields"]
+        n_tokens, score_from = (struct.unpack_from("<I", run.params, 4 * fields.index(f))[0]
+                                for f in ("n_tokens", "score_from"))
+        row = score["row_bytes"]
+        out = []
+        for r in range(score_from, n_tokens):
+            target, big, total = struct.unpack_from("<fff", raw, r * row)
+            top = struct.unpack_from("<I", raw, r * row + 12)[0]
+            out.append((target, big + math.log(total), top, big))
+        return out
 
     # -- an inspection (chatlens.inspection) -----------------------------------------------------
     def plan_inspect(self, token_id: int, top_k: int) -> Run:
@@ -176,6 +256,27 @@ class WebGPUBackend:
             run = self.plan(part, top_k, chooses=at + self.chunk >= len(ids))
             step = self.read(run, self.collect(self.submit(run)))
         return step
+
+    def score(self, ids, *, score_from: int, next_id: int, hidden=None) -> list:
+        """NumpyBackend.score on the GPU, run here: ids fed after the cache in chunks (keys a..b-1
+        hidden from every one when hidden = (a, b)), one (target_logit, log_z, top_id, top_logit)
+        for each row from score_from on. A chunk that holds no scored row runs as a prefill chunk
+        that chooses nothing (hidden ones with the hidden body); the rest as plan_score runs."""
+        ids = [int(i) for i in ids]
+        if not ids or not 0 <= int(score_from) < len(ids):
+            raise ChatlensError(f"a score needs ids and a first scored row among them, not {score_from} of {len(ids)}")
+        self._fits(len(ids))
+        rows = []
+        for at in range(0, len(ids), self.chunk):
+            part, end = ids[at:at + self.chunk], min(at + self.chunk, len(ids))
+            if end <= score_from:
+                run = self.plan(part, chooses=False, hidden=hidden)
+                self.collect(self.submit(run))
+                continue
+            run = self.plan_score(part, score_from=max(score_from - at, 0),
+                                  next_id=ids[end] if end < len(ids) else next_id, hidden=hidden)
+            rows += self.read_score(run, self.collect(self.submit(run)))
+        return rows
 
     def decode(self, token_id: int, top_k: int = 0) -> Step:
         return self.prefill([int(token_id)], top_k)
