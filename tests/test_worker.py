@@ -396,12 +396,15 @@ def both_loaded(two_tiny):
     return w
 
 
-def pulled_compare(w, args, stop_after=None):
-    """A compare job pulled as the page pulls it: (start's answer, the tokens, done)."""
+def pulled_compare(w, args, stop_after=None, ended=None):
+    """A compare job pulled as the page pulls it: (start's answer, the tokens, done); `ended`, a
+    list, gets each reply's end as the answers say it, with the tokens before it."""
     out = first = ask(w, "start", {"kind": "compare", "args": args})
     tokens, steps = [], 0
     while True:
         tokens += out["tokens"]
+        if ended is not None:
+            ended += [(len(tokens), c) for c in out["ended"]]
         if out["done"] is not None:
             return first, tokens, out["done"]
         steps += 1
@@ -417,7 +420,8 @@ def test_a_compare_job_answers_the_prompt_first_then_the_four_replies_compare_gi
     from chatlens.protocol import to_json
 
     w = both_loaded(two_tiny)
-    first, tokens, done = pulled_compare(w, {"text": FRANCE, "max_tokens": 4, "top_k": 3})
+    ended = []
+    first, tokens, done = pulled_compare(w, {"text": FRANCE, "max_tokens": 4, "top_k": 3}, ended=ended)
     want = to_json(compared(load_model(two_tiny[0]), load_model(two_tiny[1]), FRANCE, max_tokens=4, top_k=3))
     assert first["prompt"] == want["prompt"] and first["tokens"] == [] and first["done"] is None
     assert done["prompt"] == want["prompt"]
@@ -437,6 +441,11 @@ def test_a_compare_job_answers_the_prompt_first_then_the_four_replies_compare_gi
     # in the plan's order: every token of a reply before the next reply's
     order = [(t["model"], t["layout"]) for t in tokens]
     assert order == sorted(order, key=[(k, l) for k in MODELS for l in LAYOUTS].index)
+    # each reply's end is said as it ends, with its stop reason, once all of its tokens have come
+    cells = [(k, l) for k in MODELS for l in LAYOUTS]
+    assert [(c["model"], c["layout"], c["stop_reason"]) for _, c in ended] == [(k, l, done[k][l]["stop_reason"]) for k, l in cells]
+    for at, c in ended:
+        assert tokens[at - 1]["model"] == c["model"] and tokens[at - 1]["layout"] == c["layout"]
 
 
 def test_a_stopped_compare_stops_the_reply_under_way_and_every_one_after(two_tiny):

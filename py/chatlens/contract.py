@@ -458,6 +458,14 @@ class CellToken(Token):
 
 
 @dataclass(frozen=True)
+class CellEnd:
+    """One of the comparison's replies ended (a compare job's PullAnswer, the page's cell_end event)."""
+    model: str = doc("instruct or base")
+    layout: str = doc("plain or template")
+    stop_reason: str = doc('"end_turn" (it wrote the instruct model\'s end of turn) or "max_tokens" (the cap)')
+
+
+@dataclass(frozen=True)
 class GpuRun:
     """A GPU run the page submits (chatlens.gpu.backend.Run's to_json)."""
     sequences: list = doc("the program's sequences to dispatch, in order")
@@ -489,6 +497,8 @@ class PullAnswer:
                      "also carry their model and layout)", "instruct")
     cell: int | None = doc("a compare job: the reply under way (0 to 3, in Compared's order); runs of an earlier "
                            "one still in flight are not needed; null otherwise", None)
+    ended: list = doc("a compare job: a CellEnd for each reply that ended in this step, in order (its candidates come "
+                      "with the answer); [] otherwise", factory=list)
     doing: str | None = doc("a cause job: what it computes now, in words (\"system knocked out\"); null otherwise",
                             None)
 

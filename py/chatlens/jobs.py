@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from . import contract, defaults
 from .compare import LAYOUTS, plan
 from .complete import continuation, prepared, tokenized
-from .contract import (AttentionFigures, Branched, CellToken, Compared, Continuation, Counted, GpuRun, Inspected,
+from .contract import (AttentionFigures, Branched, CellEnd, CellToken, Compared, Continuation, Counted, GpuRun, Inspected,
                        Prediction, PullAnswer, Stopped, Token)
 from .errors import ChatlensError
 from .generate import Generation
@@ -517,14 +517,17 @@ class CompareJob(Job):
     """The comparison's four replies (chatlens.compare.plan), in the plan's order, each from an
     empty cache over its model's backend (`caches`: model key -> PromptCache), every one read with
     the instruct model's tokenizer and stopped at its end of turn. Tokens are CellTokens; each
-    answer names the model whose runs it plans and the reply under way (`cell`). A stop ends the
-    reply under way and every one after it."""
+    answer names the model whose runs it plans, the reply under way (`cell`) and the replies that
+    ended in its step (`ended`: each one's model, layout and stop_reason, as it ends, so the page
+    shows a reply's end the moment it comes). A stop ends the reply under way and every one after
+    it."""
     request, takes, answers = "compare", contract.Compare, Compared
     writes = both_models = True
 
     def __init__(self, plan, caches, *, depth=defaults.IN_FLIGHT, chunk=0):
         self.plan, self.caches, self.depth, self.chunk = plan, caches, depth, chunk
         self.replies = {}  # (model key, layout) -> Reply, as each ends
+        self.ended = []  # CellEnd of each reply that ended since the last answer
         self.stopped = False
         self.at = -1  # the reply under way, in the plan's order
         self.writing = None
@@ -568,7 +571,8 @@ class CompareJob(Job):
         key, layout = self.key
         tokens = [CellToken(**asdict(t), model=key, layout=layout) for t in self.writing.pull(raw)]
         if self.writing.done:  # this reply has ended: the next starts in the same answer
-            self.replies[key, layout] = self.writing.reply
+            reply = self.replies[key, layout] = self.writing.reply
+            self.ended.append(CellEnd(model=key, layout=layout, stop_reason=reply.stop_reason))
             self._next()
         return tokens
 
@@ -589,8 +593,9 @@ class CompareJob(Job):
         prompt = None if self.prompt_shown else self.plan.prompt
         self.prompt_shown = True
         progress = w.progress() if w else {"read": 0, "of": 0, "in_flight": 0}
+        ended, self.ended = self.ended, []
         return PullAnswer(tokens=tokens, runs=w.runs(depth) if w else [], **progress, done=self.result,
-                          prompt=prompt, model=self.key[0], cell=min(self.at, len(self.plan.replies) - 1))
+                          prompt=prompt, model=self.key[0], cell=min(self.at, len(self.plan.replies) - 1), ended=ended)
 
 
 class CountJob(Job):

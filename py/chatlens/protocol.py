@@ -163,6 +163,13 @@ class TokenEvent:
 
 
 @dataclass(frozen=True)
+class CellEndEvent:
+    """One of a compare request's replies ended (a CellEnd of PullAnswer's ended), before the answer."""
+    id: int = doc("the request's id")
+    cell: dict = doc("a CellEnd: {model, layout, stop_reason}")
+
+
+@dataclass(frozen=True)
 class ProgressEvent:
     """The prompt of request `id` read so far."""
     id: int = doc("the request's id")
@@ -201,7 +208,7 @@ PAGE_REQUESTS = {
 }
 SIGNALS = {"stop": StopSignal, "lose_gpu": Empty}  # lose_gpu (tests): the GPU device goes, as a driver reset takes it
 EVENTS = {"status": StatusEvent, "model": ModelEvent, "record": RecordEvent, "prompt": PromptEvent,
-          "token": TokenEvent, "progress": ProgressEvent}
+          "token": TokenEvent, "cell_end": CellEndEvent, "progress": ProgressEvent}
 GENERATED = "site/js/worker/protocol.gen.mjs"  # javascript()'s file, in the checkout
 
 

@@ -34,7 +34,7 @@ function fakeApi({ stored = { instruct: true, base: true }, script = null, gate 
       status: async () => ({ complete: stored.instruct }),
       base: async () => (stored.base === "error" ? { error: "no base here" } : { source: { label: "a stand-in", manifest: { stand_in: true } }, status: { complete: stored.base } }),
     },
-    async compare(args, { onToken, onPrompt, onProgress, signal }) {
+    async compare(args, { onToken, onCellEnd, onPrompt, onProgress, signal }) {
       calls.push(["compare", args, signal]);
       if (error) throw error;
       onPrompt(PROMPT);
@@ -52,6 +52,7 @@ function fakeApi({ stored = { instruct: true, base: true }, script = null, gate 
           }
           onToken({ model, layout, token: t });
           cell.reply_ids.push(t.id), cell.reply_tokens.push(t.token), (cell.reply_text += t.text);
+          if (cell.reply_ids.length === plan[model][layout].length) onCellEnd({ model, layout, stop_reason: "end_turn" }); // the worker's cell_end
           onCell(model, layout);
         }
         if (stopped) {

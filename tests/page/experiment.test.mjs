@@ -36,7 +36,7 @@ function fakeApi({ at = () => {}, stopAfter = Infinity } = {}) {
     build: { models: { base: { repo: "HuggingFaceTB/SmolLM2-135M", revision: "93efa2f" } } },
     model: null,
     downloads: { status: async () => ({ complete: true }), base: async () => ({ source: { origin: "hub" }, status: { complete: true } }) },
-    async compare(args, { onPrompt, onToken, onProgress, signal }) {
+    async compare(args, { onPrompt, onToken, onCellEnd, onProgress, signal }) {
       onPrompt(PROMPT);
       const out = { prompt: PROMPT, max_tokens: args.maxTokens, top_k: args.topK, eos_id: 2 };
       for (const model of settings.model_keys) {
@@ -44,10 +44,13 @@ function fakeApi({ at = () => {}, stopAfter = Infinity } = {}) {
           const ids = [];
           const text = [];
           if (!signal.aborted) onProgress({ read: 0, of: 3, ms: 5, parts: 0 });
-          for (const t of signal.aborted ? [] : SCRIPT[model][layout]) {
+          const script = signal.aborted ? [] : SCRIPT[model][layout];
+          for (const t of script) {
             await null;
             onToken({ model, layout, token: t });
             ids.push(t.id), text.push(t.text);
+            // the worker's cell_end comes with the reply's last token: its end of turn, or the cap
+            if (ids.length === script.length) onCellEnd({ model, layout, stop_reason: t.id === 2 ? "end_turn" : "max_tokens" });
             at(model, layout, ids.length);
             if (++n >= stopAfter) signal.throwIfAborted?.() ?? null;
           }

@@ -7,9 +7,9 @@
 //
 // The four are computed one after another (cellsOf's order: build.json's model_keys, then its
 // layouts, as Python computes them), so a cell's state follows from the stream: the prompt's
-// progress is the reply under way's (the first that has not ended), a token ends the cells
-// before its own, and a reply ends on its end-of-turn token or at the cap. Its result shows the
-// moment it ends; the answer, once all four have, brings each one's candidates.
+// progress is the reply under way's (the first that has not ended), and the worker says when a
+// reply ends and why (onCellEnd: its end of turn, or the cap). Its result shows the moment it
+// ends; the answer, once all four have, brings each one's candidates.
 //
 // The logic (which models are stored, a run, Stop, a new message stopping the old, a reload)
 // goes through the store and the API only: tests/page/compare.test.mjs plays it with a fake API,
@@ -22,8 +22,6 @@ import { estimate, estimateSentence, missingModels, renderCell, renderCellState,
 import { $, debounce } from "../views/dom.mjs";
 import { replyGrew } from "../views/reply.mjs";
 import { baseNameOf, weightsOf } from "../page/weights.mjs";
-
-const END_OF_TURN = "<|im_end|>"; // the instruct model's end of turn: where every reply stops (chatlens.compare)
 
 /** Which models the comparison can read, as the store and the worker say: {instruct, base,
  * baseSource}; each true, false (not stored: the view asks for it) or null (the store cannot
@@ -52,22 +50,19 @@ export async function checkStored(page) {
 /** The reply under way: the first of the four, in the order they are computed, that has not ended. */
 const underWay = (run) => cellsOf(run).find(({ cell }) => !cell.answer && !cell.streaming?.stop_reason) ?? null;
 
-/** A token of one of the four: the ones before it have ended (they are computed in order); it
- * ends its own reply when it is the end of turn, or the reply reaches the cap. */
-function cellToken(page, run, { model, layout, token }, cap) {
-  const { store } = page;
+/** A token of one of the four. */
+function cellToken(page, run, { model, layout, token }) {
   const cell = run.cells[model]?.[layout];
   if (!cell) return;
-  for (const c of cellsOf(run)) {
-    if (c.cell === cell) break;
-    if (c.cell.streaming && !c.cell.streaming.stop_reason) store.cellEnded(run, c.cell, capped(c.cell.streaming, cap) ? "max_tokens" : "end_turn");
-  }
-  store.cellBegun(run, cell);
-  store.tokenArrived(cell, token);
-  if (token.id >= 0 && token.token === END_OF_TURN) store.cellEnded(run, cell, "end_turn");
-  else if (capped(cell.streaming, cap)) store.cellEnded(run, cell, "max_tokens");
+  page.store.cellBegun(run, cell);
+  page.store.tokenArrived(cell, token);
 }
-const capped = (reply, cap) => reply.reply_ids.length >= cap;
+
+/** One of the four ended, as the worker says: {model, layout, stop_reason}. */
+function cellEnd(page, run, { model, layout, stop_reason }) {
+  const cell = run.cells[model]?.[layout];
+  if (cell) page.store.cellEnded(run, cell, stop_reason);
+}
 
 /** The prompt's progress: the reply under way's. */
 function cellProgress(page, run, progress) {
@@ -103,7 +98,8 @@ export async function compareMessage(page, text) {
         store.comparePrompt(run, prompt);
         if (underWay(run)) store.cellBegun(run, underWay(run).cell); // the first reply reads it now
       },
-      onToken: (t) => cellToken(page, run, t, limits.maxTokens),
+      onToken: (t) => cellToken(page, run, t),
+      onCellEnd: (c) => cellEnd(page, run, c),
       onProgress: (p) => cellProgress(page, run, p),
     });
     store.compareEnded(run, answer);

@@ -46,16 +46,17 @@
 //        "instruct" (default) or "base" (once its weights are in); layout: "template" (default) or
 //        "plain" (the last message's text read as it is: plain text's, the comparison's plain
 //        cells). A signal rejects it with an AbortError
-//   await chatlens.compare({text, maxTokens, topK}, {onPrompt, onToken, onProgress, signal}) -> the lesson's
-//        experiment: the message read as plain text and in the chat template, by the base and the
+//   await chatlens.compare({text, maxTokens, topK}, {onPrompt, onToken, onCellEnd, onProgress, signal}) -> the
+//        lesson's experiment: the message read as plain text and in the chat template, by the base and the
 //        instruct model: {prompt: {text, plain_ids, plain_tokens, template_text, template_ids,
 //        template_tokens, special_ids}, base: {plain, template}, instruct: {plain, template},
 //        max_tokens, top_k, eos_id}, each cell a reply as a record names it {reply_ids, reply_tokens,
 //        reply_text, stop_reason, top_k (each step's [id, logit, probability] rows), top_k_tokens, ...}.
 //        Both models must be stored (the base attaches on the first compare); onPrompt(prompt)
 //        once, before any token; onToken({model, layout, token: {id, text, token, bytes}}) as
-//        each reply id is chosen (the four come one after another: a cell's first token ends the
-//        ones before it); onProgress({read, of, ms, parts}) while the reply under way reads its
+//        each reply id is chosen (the four come one after another); onCellEnd({model, layout,
+//        stop_reason}) the moment one of them ends (end_turn or max_tokens; its candidates come
+//        with the answer); onProgress({read, of, ms, parts}) while the reply under way reads its
 //        prompt; signal stops all four (stop_reason "stopped"; one a stop kept from starting has no
 //        ids and backend null: it never ran); a new compare
 //        waits for the one before, as replies do. maxTokens, topK: the site's compare_limit and
@@ -231,7 +232,7 @@ export function createApi() {
    * the device (compare) attaches the base first, and its tokens say whose they are.
    */
   for (const [type, declared] of Object.entries(JOBS)) {
-    api[type] = async (args, { onRecord, onPrompt, onToken, onProgress, signal } = {}) => {
+    api[type] = async (args, { onRecord, onPrompt, onToken, onCellEnd, onProgress, signal } = {}) => {
       checked(type, args);
       const aborted = () => new DOMException(`the ${declared.writes ? "reply" : type} was stopped before it started`, "AbortError");
       if (signal?.aborted) throw aborted();
@@ -243,7 +244,7 @@ export function createApi() {
         ? (t) => onToken({ model: t.model, layout: t.layout, token: { id: t.id, text: t.text, token: t.token, bytes: t.bytes } })
         : onToken;
       const { id, answer } = c.call(type, toWire(type, args, api.settings),
-                                    { record: onRecord, prompt: onPrompt, token, progress: onProgress });
+                                    { record: onRecord, prompt: onPrompt, token, cellEnd: onCellEnd, progress: onProgress });
       const stop = () => c.signal("stop", { id });
       signal?.addEventListener("abort", stop, { once: true });
       const me = { id };

@@ -10,7 +10,7 @@ let count = 0;
 /**
  * Start a worker. on: {message(data) for its status and model events, died(error) once it is gone}.
  * Returns {call(type, args, on) -> {id, answer}, signal(type, args), lock, watch, dead, kill};
- * `on`: {record(r), prompt(p), token(t), progress(p)} for a request's events. The messages and their fields
+ * `on`: {record(r), prompt(p), token(t), cellEnd(c), progress(p)} for a request's events. The messages and their fields
  * are described once, in py/chatlens/protocol.py (listed in ../worker/protocol.gen.mjs).
  */
 export function connect(on) {
@@ -37,6 +37,7 @@ export function connect(on) {
     if (data.type === "record") return p.on?.record?.(data.record);
     if (data.type === "prompt") return p.on?.prompt?.(data.prompt); // a comparison's, before its tokens
     if (data.type === "token") return p.on?.token?.(data.token);
+    if (data.type === "cell_end") return p.on?.cellEnd?.(data.cell); // a comparison's reply ended
     if (data.type === "progress") return p.on?.progress?.({ read: data.read, of: data.of, ms: data.ms, parts: data.parts ?? 0 });
     pending.delete(data.id);
     if (data.ok) p.resolve(data.result);

@@ -461,8 +461,8 @@ export function createStore(progress = {}) {
       cell.streaming = replySoFar();
       emit("compare", { run, current: state.compare.run === run, cell, what: "begun" });
     },
-    /** One of the four ended before the answer (its last token the end of turn, or the cap
-     * reached): `stop` is its stop_reason, shown at once; the answer brings its candidates. */
+    /** One of the four ended before the answer (the worker's cell_end: its end of turn, or the
+     * cap): `stop` is its stop_reason, shown at once; the answer brings its candidates. */
     cellEnded(run, cell, stop) {
       if (!cell.streaming || cell.streaming.stop_reason) return;
       cell.streaming.stop_reason = stop;

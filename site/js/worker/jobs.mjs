@@ -170,6 +170,8 @@ export function createJobs() {
           if (streamed.skip > 0) streamed.skip -= 1;
           else (streamed.posted += 1), self.postMessage({ type: "token", id, token: t });
         }
+        // a comparison's replies that ended in this step, each the moment it ends (after its tokens)
+        for (const cell of out.ended ?? []) self.postMessage({ type: "cell_end", id, cell });
         if (out.done) return out.done;
         progress = out.read < out.of ? { read: out.read, of: out.of, parts: 0 } : null;
         tellProgress();

@@ -49,7 +49,7 @@ export const MESSAGES = {
     cause: { args: "Cause", answers: "Caused" },
   },
   signals: {"stop": "StopSignal", "lose_gpu": "Empty"},
-  events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "prompt": "PromptEvent", "token": "TokenEvent", "progress": "ProgressEvent"},
+  events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "prompt": "PromptEvent", "token": "TokenEvent", "cell_end": "CellEndEvent", "progress": "ProgressEvent"},
   answer: "Answer",
 };
 
