@@ -259,3 +259,26 @@ def test_a_dropped_turn_put_back_is_the_whole_conversation_as_transformers_reads
     assert got.measures["dropped:0"]["knocked"] is None
     assert_measure(got.measures["user:0"]["knocked"], hf_measure(reference, record.prompt_ids, reply, step, reply[step],
                                                                  (pieces[1].start, pieces[1].end)))
+
+
+def test_real_model_gpu_equals_transformers(model, reference, hf_chat, real_gpu):
+    """The GPU program natively (lavapipe: a run of the real model takes seconds), once: the Pirate's
+    "ye", its system prompt knocked out and removed, against transformers; the cache then holds
+    what it held (read again on the GPU)."""
+    import time
+
+    messages = [{"role": "user", "content": "Who are you?"}]
+    record, reply, _ = turn(model, messages, system=PIRATE, window=160, reserve=96, max_tokens=3)
+    [system] = pieces_of(read_of(record, messages), record.pieces, ["system:0"], prompt_len=len(record.prompt_ids))
+    system.removed_ids, system.removed_what = removed_prompt(model.tokenizer, model.template,
+                                                             read_of(record, messages), system)
+    cache = PromptCache(real_gpu())
+    started = time.perf_counter()
+    got = pulled(Causing(cache, record.prompt_ids, reply, [system], step=1))
+    print(f"the GPU's cause on lavapipe: {time.perf_counter() - started:.1f} s")
+    assert got.chosen_id == reply[1]
+    assert_measure(vars(got), hf_measure(reference, record.prompt_ids, reply, 1, reply[1]))
+    m = got.measures["system:0"]
+    assert_measure(m["knocked"], hf_measure(reference, record.prompt_ids, reply, 1, reply[1], (system.start, system.end)))
+    assert_measure(m["removed"], hf_measure(reference, system.removed_ids, reply, 1, reply[1]))
+    assert cache.ids == record.prompt_ids + reply[:1]  # the inspection's, read again after the removal

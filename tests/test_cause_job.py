@@ -138,3 +138,28 @@ def test_the_command_line_answers_what_the_page_does(replied, tiny):
     assert got["p"] == pytest.approx(want.p, abs=1e-6)
     fixed = cli_in_process("cause", "--piece", "new:0", stdin=json.dumps({**args}), model=tiny.path)
     assert fixed.returncode == 1 and "--piece" in fixed.stderr and "disagree" in fixed.stderr
+
+
+@pytest.mark.slow  # the GPU runs on wgpu-py's device (lavapipe here)
+def test_a_cause_pulled_through_gpu_runs_equals_the_numpy_path(tiny, replied):
+    """The page's way on the GPU (tests/test_worker_pull.py plays the worker's JavaScript): the
+    cause job's runs submitted one at a time, their bytes given back; NumPy's figures, and the
+    GPU's cache holding the turn again afterwards (its overwritten positions read again)."""
+    from test_worker_pull import on_the_gpu, pulled
+
+    args = {**TURN, "reply_ids": replied.reply_ids, "step": 2}
+    want = caused(args)
+    executor = on_the_gpu(tiny.path)
+    pulled(executor, TURN)  # the reply first: the GPU's cache then holds it
+    got, tokens, _ = pulled(executor, args, kind="cause")
+    assert tokens == [] and got["chosen_id"] == want.chosen_id and got["backend"].startswith("webgpu")
+    assert got["p"] == pytest.approx(want.p, abs=1e-4)
+    for ours, theirs in zip(got["pieces"], want.pieces):
+        for what in ("knocked", "removed"):
+            assert ours[what]["p"] == pytest.approx(getattr(theirs, what).p, abs=1e-4)
+            assert ours[what]["top_id"] == getattr(theirs, what).top_id
+    assert got["computed_tokens"] > want.computed_tokens  # NumPy puts its cache back; the GPU reads it again
+    follow = {**TURN, "messages": MESSAGES + [{"role": "assistant", "content": replied.reply_text},
+                                              {"role": "user", "content": "And then?"}]}
+    again, _, _ = pulled(executor, follow)
+    assert again["reused_tokens"] > len(replied.prompt_ids)
