@@ -38,7 +38,7 @@ from .contract import (AttentionFigures, Branched, CellEnd, CellToken, Compared,
                        Prediction, PullAnswer, Stopped, Token)
 from .errors import ChatlensError
 from .generate import Generation
-from .cause import Causing, pieces_of, read_of, removed_prompt, shares
+from .cause import Causing, cache_needed, shares, turn_pieces
 from .inspection import (RECENT, TOP_K, Inspecting, by_piece, figures, reaches, settles, step_position,
                          strongest_heads)
 from .pull import Pull
@@ -461,14 +461,9 @@ class CauseJob(Job):
         if request.top_k is not None:
             raise ChatlensError("a cause lists no candidates: top_k is an inspection's")
         record, messages = _inspected_read(host, request, "a cause")
-        tok, template = host.text.tokenizer, host.text.template
-        read = read_of(record, messages) if request.layout == "template" else None
-        pieces = pieces_of(read, record.pieces, request.pieces, prompt_len=len(record.prompt_ids))
-        for p in pieces:
-            if p.removed_why is None:
-                p.removed_ids, p.removed_what = removed_prompt(tok, template, read, p)
-        n = max([len(record.prompt_ids) + request.step + 1, record.window] +
-                [len(p.removed_ids) + request.step + 1 for p in pieces if p.removed_ids is not None])
+        tok = host.text.tokenizer
+        pieces = turn_pieces(tok, host.text.template, record, messages, request.pieces, plain=request.layout == "plain")
+        n = cache_needed(record, pieces, request.step)
         cache = host.cache_for(n, f"the prompt, its counterfactuals and the reply so far ({n} tokens)", request.model)
         return cls(cache, record, request.reply_ids, pieces, tok, step=request.step, chunk=chunk, model=request.model)
 
