@@ -329,6 +329,13 @@ def test_server_stays_inside_its_folders(server):
         assert b"secret" not in body
 
 
+def test_a_name_too_long_for_the_file_system_is_not_found(server):
+    """A 5,000-character path (a long ?model= the page tried as a same-origin URL): a plain 404,
+    not a traceback and a dropped connection."""
+    status, _, body = fetch(server.url + "models/" + "a" * 5000 + "/config.json")
+    assert status == 404 and len(body) < 400
+
+
 def test_server_not_modified(server):
     status, headers, _ = fetch(server.url + "js/a.mjs")
     status, _, body = fetch(server.url + "js/a.mjs", {"If-Modified-Since": headers["Last-Modified"]})

@@ -117,15 +117,19 @@ class SiteHandler(BaseHTTPRequestHandler):
             if mirror is None:
                 return self._fail(HTTPStatus.NOT_FOUND, "no model mirror", head)
             return self._send_bytes(json.dumps(mirror.manifest()).encode(), "application/json", head)
-        mirrored, target = mirror.file_at(rel) if mirror is not None else (False, None)
-        if not mirrored:
-            if path.endswith("/") or not parts:
-                rel = f"{rel}/index.html" if rel else "index.html"
-            target = self.server.root / rel
-            if not target.resolve().is_relative_to(self.server.root):
-                target = None
-        if target is None or not target.is_file():
-            return self._fail(HTTPStatus.NOT_FOUND, f"not found: {path}", head)
+        try:
+            mirrored, target = mirror.file_at(rel) if mirror is not None else (False, None)
+            if not mirrored:
+                if path.endswith("/") or not parts:
+                    rel = f"{rel}/index.html" if rel else "index.html"
+                target = self.server.root / rel
+                if not target.resolve().is_relative_to(self.server.root):
+                    target = None
+            found = target is not None and target.is_file()
+        except OSError:  # a name the file system refuses (too long, say): no such file is served
+            found = False
+        if not found:
+            return self._fail(HTTPStatus.NOT_FOUND, f"not found: {path[:200]}", head)
         self._send_file(target, head)
 
     def _send_bytes(self, body: bytes, ctype: str, head):
