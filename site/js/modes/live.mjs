@@ -221,8 +221,7 @@ function cannotSend(page, turn, args, error) {
 // and the record with the reply at its end. What each step changes goes through the store;
 // app.mjs's subscriber draws it (liveChanged).
 //
-// The reply being written holds its AbortController here, for Stop (one at a time: `writing`).
-let replying = null; // {controller, ended: a promise settled once its run has}
+// The reply being written holds its AbortController in the store (`stopper`), for Stop.
 export async function send(page, controls) {
   const { api, state, store } = page;
   const text = controls.draft;
@@ -244,9 +243,9 @@ export async function send(page, controls) {
     onProgress: (p) => store.progressed(turn, p),
   });
   const ended = () => {
-    if (replying?.controller === controller) replying = null;
+    if (state.stopper?.controller === controller) store.stopperSet(null);
   };
-  replying = { controller, ended: running.then(ended, ended) };
+  store.stopperSet({ mode: "live", controller, ended: running.then(ended, ended) });
   let full;
   try {
     full = await running;
@@ -271,7 +270,8 @@ export async function send(page, controls) {
 /** Stop the reply being written, if any: it keeps what it has, marked stopped. Resolves once it
  * has ended. */
 export function stop(page) {
-  if (!replying) return Promise.resolve();
+  const replying = page.state.stopper;
+  if (replying?.mode !== "live") return Promise.resolve();
   page.store.stopAsked();
   replying.controller.abort();
   return replying.ended;

@@ -52,9 +52,6 @@ export async function tokenizePlain(page) {
 
 const maxTokens = () => Number($("plain-max").value);
 
-// The side being written holds its AbortController here, for Stop (one at a time: `writing`).
-let writing = null; // {controller, ended: a promise settled once its request has}
-
 /** Run one side: `start({onToken, onProgress, signal})` calls the API; `key` is "plain" or "chat".
  * Its reply streams into the side (state.mjs's slot) and its answer takes the reply's place as it
  * comes, under the same names. */
@@ -69,10 +66,11 @@ async function runSide(page, key, start) {
   const controller = new AbortController();
   const running = start({ onToken: (t) => store.tokenArrived(side, t), onProgress: (pr) => store.progressed(side, pr),
                           signal: controller.signal });
+  // the side being written holds its AbortController in the store (`stopper`), for Stop
   const ended = () => {
-    if (writing?.controller === controller) writing = null;
+    if (state.stopper?.controller === controller) store.stopperSet(null);
   };
-  writing = { controller, ended: running.then(ended, ended) };
+  store.stopperSet({ mode: "plain", controller, ended: running.then(ended, ended) });
   try {
     store.sideEnded(side, { answer: await running });
   } catch (e) {
@@ -84,9 +82,11 @@ async function runSide(page, key, start) {
 
 /** Stop the side being written, if any: it keeps what it has, marked stopped. Resolves once it
  * has ended. */
-export function stopPlain() {
-  writing?.controller.abort();
-  return writing?.ended ?? Promise.resolve();
+export function stopPlain(page) {
+  const writing = page.state.stopper;
+  if (writing?.mode !== "plain") return Promise.resolve();
+  writing.controller.abort();
+  return writing.ended;
 }
 
 function setBusy(page, on) {
@@ -131,5 +131,5 @@ export function setUpPlain(page) {
   $("plain-text").addEventListener("input", debounce(() => tokenizePlain(page), 150));
   $("plain-run").addEventListener("click", () => continuePlain(page));
   $("plain-as-chat").addEventListener("click", () => sendAsChat(page));
-  $("plain-stop").addEventListener("click", () => stopPlain());
+  $("plain-stop").addEventListener("click", () => stopPlain(page));
 }

@@ -217,7 +217,7 @@ const settingChanged = () => store.settingChanged();
  * started it holds its AbortController, and its stop resolves once the reply has ended; `why`
  * (a sentence) is what the comparison says of its stop. */
 async function stopFirst(then, why = "the page's settings changed while it ran") {
-  if (api.writing) await Promise.all([stop(page), stopPlain(), stopCompare(page, why)]);
+  if (api.writing) await Promise.all([stop(page), stopPlain(page), stopCompare(page, why)]);
   then();
 }
 

@@ -55,6 +55,10 @@ function initial(progress) {
     // recorded: site/recorded-compare.json once read (recordedError: why not), shown before any run.
     compare: record({ stored: record({ instruct: null, base: null, baseSource: null }), run: null, seq: 0, recorded: null,
                       recordedError: null }),
+    // The reply being written in Live or in plain text, for Stop (one at a time: `writing`):
+    // {mode ("live" or "plain"), controller, ended: a promise settled once its request has}
+    // (modes/live.mjs, modes/plain.mjs); the comparison's run holds its own.
+    stopper: null,
   };
 }
 
@@ -360,6 +364,10 @@ export function createStore(progress = {}) {
     progressReset() {
       state.progress = {};
       emit("challenges");
+    },
+    /** The reply being written in Live or plain text (`stopper` above) started, or ended (null). */
+    stopperSet(stopper) {
+      state.stopper = stopper;
     },
 
     // -- recorded mode ---------------------------------------------------------------------------
