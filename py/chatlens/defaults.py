@@ -7,7 +7,6 @@ from . import device, presets
 REPLY_LIMIT = 96  # new tokens a reply may have; also the reserve kept free in the window for it
 WINDOWS = (256, 512, 1024)  # the windows the lab offers: small, so a learner can watch one fill
 DEFAULT_WINDOW = 1024
-FULL_CONTEXT = "full"  # the page also offers the model's own context (8,192 tokens for SmolLM2)
 TOP_K = 10  # candidates the page shows for each reply token ("why this token")
 # The base-and-instruct comparison (chatlens.compare): each of its four replies stops at the
 # instruct model's end of turn or at this cap, the lab's cap for the base model (the lesson: the
@@ -32,7 +31,6 @@ def for_page() -> dict:
         "reply_limit": REPLY_LIMIT,
         "windows": list(WINDOWS),
         "default_window": DEFAULT_WINDOW,
-        "full_context": FULL_CONTEXT,
         "presets": [{"name": name, "label": presets.LABELS[name]} for name in presets.NAMES],
         "default_preset": presets.DEFAULT,
         "top_k": TOP_K,

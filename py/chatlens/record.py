@@ -19,8 +19,6 @@ continuation, a prediction, tokenize, render) and on the page:
 
 from dataclasses import asdict, dataclass, fields, replace
 
-STOP_REASONS = ("end_turn", "max_tokens", "stopped")
-
 
 @dataclass
 class TurnRecord:
