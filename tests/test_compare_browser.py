@@ -58,8 +58,9 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
     from chatlens.cache import PromptCache
     from chatlens.compare import LAYOUTS, MODELS
     from chatlens.host.compare import compared as compare
-    from chatlens.inspection import inspect
+    from chatlens.inspection import Inspecting
     from chatlens.protocol import to_json
+    from chatlens.pull import greedy
     from conftest import load_once
     from webapp import App, assert_same_comparison
 
@@ -90,7 +91,7 @@ def test_compare_in_the_page_equals_cpython_streams_each_cell_and_stops_all_four
                     "replyIds": cell["reply_ids"], "step": 1}
             seen = page.evaluate("(a) => chatlens.inspect(a)", args)
             ids = out["prompt"][f"{layout}_ids"]
-            want_step = inspect(PromptCache(weights[key].backend(64)), ids + cell["reply_ids"][:1], len(ids))
+            want_step = greedy(Inspecting(PromptCache(weights[key].backend(64)), ids + cell["reply_ids"][:1], len(ids)))
             assert seen["prompt_ids"] == ids and seen["chosen_id"] == cell["reply_ids"][1] == want_step.chosen_id
             np.testing.assert_allclose(seen["attention"], want_step.attention, rtol=0, atol=1e-4)
             assert [[i for i, _ in row] for row in seen["lens"]] == [[i for i, _ in row] for row in want_step.lens]

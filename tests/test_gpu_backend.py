@@ -251,7 +251,8 @@ def test_an_inspection_equals_numpy_s_on_the_same_file(source, monkeypatch, kv):
     the f16 cache against NumPy's f16 one. Lens ids equal but where two probabilities are within
     the tolerance (either order is then right)."""
     from chatlens.cache import PromptCache
-    from chatlens.inspection import inspect
+    from chatlens.inspection import Inspecting
+    from chatlens.pull import greedy
 
     monkeypatch.setattr(program, "KV_CACHE", kv)
     path, model = source
@@ -261,7 +262,7 @@ def test_an_inspection_equals_numpy_s_on_the_same_file(source, monkeypatch, kv):
     ref = model.backend(256)
     numpy = PromptCache(f16_cache(ref) if kv == "F16" else ref)
     for position in (60, 159):
-        got, want = inspect(gpu, ids, position, top_k=5), inspect(numpy, ids, position, top_k=5)
+        got, want = greedy(Inspecting(gpu, ids, position, 5)), greedy(Inspecting(numpy, ids, position, 5))
         assert gpu.ids == numpy.ids == ids[:position + 1] and gpu.backend.length == position + 1
         np.testing.assert_allclose(got.attention, want.attention, atol=tol, rtol=0)
         for g, w in zip(got.lens, want.lens):

@@ -132,10 +132,12 @@ def test_the_js_executor_gives_the_native_ids_and_logits(page, served, source, r
     # an inspection (chatlens.inspection): its run names its own sequences and readback, which the
     # executor runs as it runs any (no change to it); the page's bytes read as the native host's
     from chatlens.cache import PromptCache
-    from chatlens.inspection import inspect
+    from chatlens.inspection import Inspecting
+    from chatlens.pull import greedy
 
     ids = (PROMPT * 2)[:prompt]
-    seen, want = inspect(PromptCache(gpu), ids, prompt - 1), inspect(PromptCache(native), ids, prompt - 1)
+    seen = greedy(Inspecting(PromptCache(gpu), ids, prompt - 1))
+    want = greedy(Inspecting(PromptCache(native), ids, prompt - 1))
     assert seen.chosen_id == want.chosen_id
     assert [[i for i, _ in row] for row in seen.lens] == [[i for i, _ in row] for row in want.lens]
     np.testing.assert_allclose(seen.attention, want.attention, atol=TOL, rtol=0)

@@ -105,7 +105,8 @@ def test_the_comparisons_other_cells_and_plain_text_are_inspected_as_they_were_r
     import numpy as np
 
     from chatlens.cache import PromptCache
-    from chatlens.inspection import inspect
+    from chatlens.inspection import Inspecting
+    from chatlens.pull import greedy
 
     text = "Once upon a time"
     base = load_model(write_tiny_model(tmp_path / "base", hf_dir, seed=1))
@@ -121,8 +122,8 @@ def test_the_comparisons_other_cells_and_plain_text_are_inspected_as_they_were_r
         cell = getattr(compared, model)[layout]
         args = {"messages": [{"role": "user", "content": text}], "window": 256, "model": model, "layout": layout}
         got = inspected({**args, "reply_ids": cell.reply_ids, "step": 2})
-        want = inspect(PromptCache((base if model == "base" else tiny).backend(64)), ids + cell.reply_ids[:2],
-                       len(ids) + 1)
+        want = greedy(Inspecting(PromptCache((base if model == "base" else tiny).backend(64)), ids + cell.reply_ids[:2],
+                                 len(ids) + 1))
         assert got.prompt_ids == ids and got.chosen_id == cell.reply_ids[2] == want.chosen_id, (model, layout)
         np.testing.assert_allclose(got.attention, want.attention, rtol=0, atol=1e-6)
         assert got.lens == want.lens
@@ -142,7 +143,8 @@ def test_the_command_line_inspects_a_comparison_cell_as_the_comparison_wrote_it(
 
     from chatlens.cache import PromptCache
     from chatlens.host.compare import compared
-    from chatlens.inspection import inspect
+    from chatlens.inspection import Inspecting
+    from chatlens.pull import greedy
     from conftest import cli_in_process
 
     text = "Once upon a time"
@@ -154,7 +156,7 @@ def test_the_command_line_inspects_a_comparison_cell_as_the_comparison_wrote_it(
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["prompt_ids"] == ids and got["reply_ids"] == cell.reply_ids and got["chosen_id"] == cell.reply_ids[2]
-    step = inspect(PromptCache(load_model(folder).backend(64)), ids + cell.reply_ids[:2], len(ids) + 1)
+    step = greedy(Inspecting(PromptCache(load_model(folder).backend(64)), ids + cell.reply_ids[:2], len(ids) + 1))
     np.testing.assert_allclose(got["attention"], step.attention, rtol=0, atol=1e-6)
     assert [p["kind"] for p in got["by_piece"]] == ["text", "reply"]
 

@@ -19,8 +19,9 @@ import pytest
 from chatlens.backend import ranked
 from chatlens.cache import PromptCache
 from chatlens.errors import ChatlensError
-from chatlens.inspection import (LENS_TOP_K_MAX, Inspecting, Inspection, by_piece, figures, inspect, look_back,
-                                 mean_weights, reaches, settles, step_position, strongest_heads, top_positions)
+from chatlens.inspection import (LENS_TOP_K_MAX, Inspecting, Inspection, by_piece, figures, mean_weights, reaches,
+                                 settles, step_position, strongest_heads)
+from chatlens.pull import greedy
 from test_backend import BACKENDS, PROMPT, TINY, WEIGHTS
 
 ATTENTION_TOL = 1e-4
@@ -94,7 +95,7 @@ def logits_after(make, ids, n_ctx=32):
 @pytest.mark.parametrize("position", [0, 6, len(PROMPT) - 1])
 def test_equals_transformers_eager_attention_and_its_lens(make, tiny_reference, position):
     cache = PromptCache(make(32))
-    got = inspect(cache, PROMPT, position, top_k=K)
+    got = greedy(Inspecting(cache, PROMPT, position, K))
     assert_matches_transformers(got, tiny_reference, PROMPT, position)
 
 
@@ -105,7 +106,7 @@ def test_the_last_layer_is_the_step_s_own_distribution(make):
     position = 8
     cache = PromptCache(make(32))
     cache.prefill(PROMPT[:position])
-    got = inspect(cache, PROMPT, position, top_k=K)
+    got = greedy(Inspecting(cache, PROMPT, position, K))
     ordinary = make(32)
     ordinary.prefill(PROMPT[:position])
     step = ordinary.decode(PROMPT[position], top_k=K)
@@ -139,7 +140,7 @@ def test_the_cache_is_reused_and_holds_the_position_after(make):
     cache.prefill(PROMPT[:position])
     fed = Fed(cache.backend)
     assert cache.backend.length == position
-    got = inspect(cache, PROMPT, position, top_k=K)
+    got = greedy(Inspecting(cache, PROMPT, position, K))
     assert fed.calls == [("plan_inspect" if cache.planned else "inspect", 1)]
     assert cache.ids == PROMPT[:position + 1] and cache.backend.length == position + 1
     assert got.lens[-1][0][0] == got.chosen_id
@@ -174,7 +175,7 @@ def test_a_cache_holding_more_or_other_ids_is_cut_to_the_common_prefix(make, hel
     fresh_step, fresh_logits = logits_after(make, follow)
     assert rest.id == fresh_step.id
     np.testing.assert_allclose(np.asarray(cache.backend.last_logits(), np.float32), fresh_logits, rtol=0, atol=1e-4)
-    fresh = inspect(PromptCache(make(32)), PROMPT, position, top_k=K)
+    fresh = greedy(Inspecting(PromptCache(make(32)), PROMPT, position, K))
     np.testing.assert_allclose(job.result.attention, fresh.attention, rtol=0, atol=1e-5)
     assert [[i for i, _ in row] for row in job.result.lens] == [[i for i, _ in row] for row in fresh.lens]
     np.testing.assert_allclose([[p for _, p in row] for row in job.result.lens],
@@ -203,7 +204,7 @@ def test_a_host_that_submits_the_runs_itself_gets_the_same_inspection():
     inspect_seq = short["inspect"] if short else "inspect"
     assert seen[-1] == ([inspect_seq, "lens"], "inspection") and all(rb is None for _, rb in seen[:-1])
     gpu.executor = executor
-    fresh = inspect(PromptCache(BACKENDS["numpy"](32)), PROMPT, position, top_k=K)
+    fresh = greedy(Inspecting(PromptCache(BACKENDS["numpy"](32)), PROMPT, position, K))
     assert job.result.chosen_id == fresh.chosen_id and cache.ids == PROMPT[:position + 1]
     np.testing.assert_allclose(job.result.attention, fresh.attention, rtol=0, atol=1e-5)
 
@@ -256,10 +257,10 @@ def test_bad_input_is_a_plain_sentence_and_leaves_the_cache_alone(make):
     ]
     for ids, position, k, message in cases:
         with pytest.raises(ChatlensError, match=message.replace("(", r"\(")):
-            inspect(cache, ids, position, top_k=k)
+            greedy(Inspecting(cache, ids, position, k))
         assert cache.ids == PROMPT[:4] and cache.backend.length == 4
     # an id past the position is not read: refusing it would refuse a reply the inspection never reaches
-    assert inspect(cache, PROMPT[:5] + [vocab], 4, top_k=K).query_id == PROMPT[4]
+    assert greedy(Inspecting(cache, PROMPT[:5] + [vocab], 4, K)).query_id == PROMPT[4]
 
 
 def test_the_gpu_path_needs_no_numpy():
@@ -365,9 +366,9 @@ def test_by_piece_within_the_prompt_has_no_reply_and_cuts_the_last_piece():
 def test_top_positions_and_a_layer_out_of_range():
     w = weights_for()
     mean = w.mean(axis=(0, 1))
-    got = top_positions(w.tolist(), 4)
-    assert [j for j, _ in got] == list(np.argsort(-mean, kind="stable")[:4])
-    assert all(j != 0 for j, _ in top_positions(w.tolist(), 15, skip_first=True))
+    got = figures(w.tolist(), PIECES, top=4)
+    assert [j for j, _ in got["top"]] == list(np.argsort(-mean, kind="stable")[:4])
+    assert all(j != 0 for j, _ in figures(w.tolist(), PIECES, top=15)["top_skip_first"])
     with pytest.raises(ChatlensError, match="layer 3 is out of range: the model has layers 0 to 2"):
         by_piece(w.tolist(), PIECES, layer=3)
 
@@ -382,26 +383,35 @@ def test_look_back_ranks_heads_by_how_far_back_their_weight_lies():
     near[14] = 1.0  # 5 back
     parked[0], parked[19] = 0.5, 0.5  # nothing that counts
     tie[2], tie[0] = 0.5, 0.5  # as `far`, a later head
+    def look_back(attention, n, layer=None):
+        return figures(attention, [], layer=layer, back=n)["look_back"]
+
     heads = look_back([[near, far], [parked, tie]], 6)
     assert [(h["layer"], h["head"]) for h in heads] == [(0, 1), (1, 1), (0, 0), (1, 0)]
-    assert heads[0] == {"layer": 0, "head": 1, "weight": 0.5, "reach": 8.5, "distance": 17.0, "reads": [[2, 0.5], [1, 0.0], [3, 0.0]]}
+    assert heads[0] == {"layer": 0, "head": 1, "weight": 0.5, "reach": 8.5, "distance": 17.0,
+                        "reads": [[2, 0.5], [1, 0.0], [3, 0.0]]}
     assert heads[2]["reach"] == 5.0 and heads[3] == {"layer": 1, "head": 0, "weight": 0, "reach": 0, "distance": 0,
                                                      "reads": [[1, 0.0], [2, 0.0], [3, 0.0]]}
     assert [(h["layer"], h["head"]) for h in look_back([[near, far], [parked, tie]], 6, layer=1)] == [(1, 1), (1, 0)]
 
 
 @pytest.mark.parametrize("layer", [None, 0, 2])
-def test_figures_are_the_functions_own_for_each_choice_of_layers(layer):
-    """What the page draws comes computed (chatlens.jobs.InspectJob): the same figures as each
-    function gives alone, with the first token in and left out."""
-    w = weights_for().tolist()
+def test_figures_for_each_choice_of_layers(layer):
+    """What the page draws comes computed (chatlens.jobs.InspectJob), for every layer and each one:
+    the mean weights, the shares and the top positions with the first token in and left out, and
+    the heads that look furthest back among that choice's (every head's reach computed once)."""
+    arr = weights_for()
+    w = arr.tolist()
     got = figures(w, PIECES, layer=layer, heads=reaches(w))
-    assert got == figures(w, PIECES, layer=layer)
+    assert got == figures(w, PIECES, layer=layer) and got["layer"] == layer
     assert got["mean"] == mean_weights(w, layer)
-    assert got["shares"] == by_piece(w, PIECES, layer=layer) and got["top"] == top_positions(w, 10, layer=layer)
+    assert got["shares"] == by_piece(w, PIECES, layer=layer)
     assert got["shares_skip_first"] == by_piece(w, PIECES, layer=layer, skip_first=True)
-    assert got["top_skip_first"] == top_positions(w, 10, layer=layer, skip_first=True)
-    assert got["look_back"] == look_back(w, 6, layer=layer) and got["layer"] == layer
+    mean = (arr if layer is None else arr[[layer]]).mean(axis=(0, 1))
+    assert [j for j, _ in got["top"]] == list(np.argsort(-mean, kind="stable")[:10])
+    assert [j for j, _ in got["top_skip_first"]] == [j + 1 for j in np.argsort(-mean[1:], kind="stable")[:10]]
+    every = sorted(reaches(w), key=lambda h: (-h["reach"], h["layer"], h["head"]))
+    assert got["look_back"] == [h for h in every if layer is None or h["layer"] == layer][:6]
 
 
 def test_where_the_lens_settles_and_the_strongest_head_on_each_piece():
@@ -414,9 +424,8 @@ def test_where_the_lens_settles_and_the_strongest_head_on_each_piece():
     w[1, 2, 0], w[1, 2, 6] = 0.2, 0.8  # the strongest on the user turn
     w[0, 3, 0], w[0, 3, 2], w[2, 0, 2] = 0.7, 0.3, 0.3  # equal weights on the system prompt: the lower layer
     got = strongest_heads(w.tolist(), PIECES)
-    assert got == [{"kind": "system", "label": "system prompt", "layer": 0, "head": 3, "position": 2, "weight": 0.3},
-                   {"kind": "user", "label": "turn 1", "layer": 1, "head": 2, "position": 6, "weight": 0.8},
-                   {"kind": "header", "label": "generation header", "layer": 0, "head": 0, "position": 9, "weight": 0.0}]
+    assert [(g["kind"], g["label"]) for g in got] == [("system", "system prompt"), ("user", "turn 1"), ("header", "generation header")]
+    assert [(g["layer"], g["head"], g["position"], g["weight"]) for g in got] == [(0, 3, 2, 0.3), (1, 2, 6, 0.8), (0, 0, 9, 0.0)]
 
 
 # -- the real model -----------------------------------------------------------------------------------
@@ -435,7 +444,7 @@ def test_real_model_numpy_equals_transformers(model, reference):
     cache = PromptCache(model.backend(len(ids) + 8))
     for step in (0, 2):
         position = step_position(len(ids), len(reply), step)
-        got = inspect(cache, ids + reply, position, top_k=K)
+        got = greedy(Inspecting(cache, ids + reply, position, K))
         assert got.chosen_id == reply[step]
         assert_matches_transformers(got, reference, ids + reply, position)
         assert cache.ids == (ids + reply)[:position + 1]
@@ -450,6 +459,6 @@ def test_real_model_gpu_equals_transformers(model, reference, real_gpu):
     for i in ids[:-1]:  # a token a run, choosing nothing: on lavapipe far quicker than a 64-token matmul tile
         run = cache.plan([i], chooses=False)
         cache.read(run, cache.collect(cache.submit(run)), [i])
-    got = inspect(cache, ids, len(ids) - 1, top_k=K)
+    got = greedy(Inspecting(cache, ids, len(ids) - 1, K))
     assert got.chosen_id == model.backend(32).prefill(ids).id
     assert_matches_transformers(got, reference, ids, len(ids) - 1)

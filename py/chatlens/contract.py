@@ -297,7 +297,7 @@ class AttentionFigures:
     top: list = doc("[[position, weight], ...]: the 10 positions with the most of that mean weight, most first")
     top_skip_first: list = doc("the same with the first token left out")
     look_back: list = doc("[{layer, head, weight, reach, distance, reads}]: the 6 heads (of those layers) whose "
-                          "weight lies furthest back (chatlens.inspection.look_back)")
+                          "weight lies furthest back (chatlens.inspection.reaches)")
 
 
 @dataclass(frozen=True)
@@ -322,7 +322,7 @@ class Inspected:
     each_layer: list = doc("each_layer[layer]: the same figures for one layer's heads (AttentionFigures)")
     settles: int | None = doc("the first layer from which chosen_id is every later layer's first choice in the lens "
                               "(null: the last layer's first choice is another id)")
-    recent: int = doc("the last positions look_back leaves out of a head's reach: the query's own and the ones just "
+    recent: int = doc("the last positions left out of a head's reach (look_back): the query's own and the ones just "
                       "before it (chatlens.inspection.RECENT)")
     strongest_heads: list = doc("[{kind, label, layer, head, position, weight}]: for each piece of by_piece, the "
                                 "single head that put the most weight on one of its positions, the first token left "

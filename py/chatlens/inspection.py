@@ -20,25 +20,22 @@ Who computes it (one job for both, `Inspecting`):
   read_inspect reads its one readback (the lens as K (id, logit) pairs and a normalizer a layer).
 
 API (all ids and positions are ints; the cache is a chatlens.cache.PromptCache):
-    inspect(cache, ids, position, top_k=TOP_K) -> Inspection
-        computed where it is called: NumPy, or natively on a GPU (each run submitted and waited for)
     Inspecting(cache, ids, position, top_k=TOP_K, *, lens=True)
-        the same as a job a host pulls, as chatlens.pull.Pull is pulled (chatlens.pull.greedy
-        drives it to its end): pull() computes the next step here; on a planned GPU whose host
-        submits the runs itself (the browser's worker), runs(depth) gives the runs to submit now
-        (chatlens.gpu.Run, to_json() as a reply's) and give(raw) takes the bytes the oldest one
-        read back. done, result (the Inspection; None once stopped or failed), stop(), in_flight,
+        the inspection as a job a host pulls, as chatlens.pull.Pull is pulled (chatlens.pull.greedy
+        drives it to its end where it is called: NumPy, or natively on a GPU): pull() computes the
+        next step here; on a planned GPU whose host submits the runs itself (the browser's worker),
+        runs(depth) gives the runs to submit now (chatlens.gpu.Run, to_json() as a reply's) and
+        give(raw) takes the bytes the oldest one read back. done, result (the Inspection; None once stopped or failed), stop(), in_flight,
         prompt_read / prompt_tokens (the prefill's progress) as Pull's. A step that raises ends
         the job and empties the cache (what the backend holds is then unknown).
     step_position(prompt_len, reply_len, step) -> int
     mean_weights(attention, layer=None) -> [float]
     by_piece(attention, pieces, *, layer=None, skip_first=False) -> [{kind, label, start, end, share}]
-    top_positions(attention, n=10, *, layer=None, skip_first=False) -> [[position, weight], ...]
-    look_back(attention, n=6, *, layer=None, recent=RECENT, top=3) -> [{layer, head, weight, reach,
-        distance, reads}]: the heads whose weight lies furthest back (reaches: every head's figures)
+    reaches(attention, *, recent=RECENT, top=3) -> [{layer, head, weight, reach, distance, reads}]:
+        how far back each head's weight lies
     figures(attention, pieces, *, layer=None, top=10, back=6) -> {layer, mean, shares,
-        shares_skip_first, top, top_skip_first, look_back}: all of the above a view draws, for one
-        choice of layers (the page selects among them and computes nothing)
+        shares_skip_first, top, top_skip_first, look_back}: all a view draws, for one choice of
+        layers (the page selects among them and computes nothing)
     settles(lens, chosen_id) -> layer or None: where the lens settles on the chosen id
     strongest_heads(attention, pieces) -> [{kind, label, layer, head, position, weight}]
 
@@ -59,7 +56,7 @@ from .errors import ChatlensError
 
 TOP_K = 5  # the lens's candidates a layer, by default (issue 34 shows the top 5)
 LENS_TOP_K_MAX = 64  # the most a layer lists: what the GPU's top-k holds (gpu/program.py TOP_K_MAX)
-# look_back leaves out the query and the RECENT - 1 positions before it: most heads read the last
+# reaches leaves out the query and the RECENT - 1 positions before it: most heads read the last
 # few tokens, which says nothing about where the reply's words came from
 RECENT = 4
 
@@ -105,16 +102,6 @@ def step_position(prompt_len: int, reply_len: int, step: int) -> int:
     if not 0 <= step <= reply_len:
         raise ChatlensError(f"step {step} is out of range: the reply has {reply_len} tokens, so steps 0 to {reply_len}")
     return prompt_len + step - 1
-
-
-def inspect(cache, ids, position: int, top_k: int = TOP_K) -> Inspection:
-    """Inspect ids[position] over `cache` (a PromptCache holding any prefix of ids, or none), computed
-    here: NumPy, or a GPU whose runs this host submits (native wgpu). Afterwards the cache holds
-    ids[:position + 1]."""
-    job = Inspecting(cache, ids, position, top_k)
-    while not job.done:
-        job.pull()
-    return job.result
 
 
 class Inspecting:
@@ -301,12 +288,6 @@ def _shares(weights, pieces, skip_first):
             for s in _spans(pieces, len(weights))]
 
 
-def top_positions(attention, n: int = 10, *, layer: int | None = None, skip_first: bool = False) -> list:
-    """The n positions with the most mean weight (mean_weights), as [position, weight], most
-    first (equal weights by lower position); skip_first leaves position 0 out."""
-    return _largest(mean_weights(attention, layer), n, 1 if skip_first else 0)
-
-
 def _largest(weights, n, first=0, end=None):
     """[[position, weight], ...]: the n largest of weights[first:end], most first, equal weights by
     lower position."""
@@ -315,22 +296,14 @@ def _largest(weights, n, first=0, end=None):
     return [[j, weights[j]] for j in order]
 
 
-def look_back(attention, n: int = 6, *, layer: int | None = None, recent: int = RECENT, top: int = 3) -> list:
-    """The heads (of every layer, or of one) whose weight lies furthest back: the signal is in
-    single heads (the mean over heads sits on the first token and the last few). For each head,
-    over positions 1 .. P - recent (the first token and the last `recent` positions left out; P
-    the query's): its weight there, `reach` (each weight times how many positions back from P it
-    lies, summed), the mean distance of that weight (reach / weight; 0 with none) and the `top`
-    positions it reads most there, [[position, weight], ...]. The n with the most reach, most
-    first (equal reach by lower layer, then head)."""
-    if layer is not None:
-        layer = _layer(attention, layer)
-    return _furthest(reaches(attention, recent=recent, top=top), n, layer)
-
-
 def reaches(attention, *, recent: int = RECENT, top: int = 3) -> list:
-    """look_back's figures for every head, in (layer, head) order: computed once, then ranked for
-    each choice of layers (_furthest)."""
+    """How far back each head's weight lies, in (layer, head) order: the signal is in single heads
+    (the mean over heads sits on the first token and the last few). For each head, over positions
+    1 .. P - recent (the first token and the last `recent` positions left out; P the query's):
+    {layer, head, weight (its weight there), reach (each weight times how many positions back from
+    P it lies, summed), distance (the mean distance of that weight: reach / weight; 0 with none),
+    reads (the `top` positions it reads most there, [[position, weight], ...])}. Computed once, then
+    ranked for each choice of layers (figures' look_back)."""
     heads = []
     for l, rows in enumerate(attention):
         for h, row in enumerate(rows):
@@ -352,8 +325,10 @@ def figures(attention, pieces, *, layer: int | None = None, top: int = 10, back:
     """What a view draws of an inspection for one choice of layers (every layer's heads, or one
     layer's), so the page selects and draws and computes nothing: {layer, mean (mean_weights: the
     tint, mean[0] the first token's), shares and shares_skip_first (by_piece with the first token
-    in, and left out), top and top_skip_first (top_positions, `top` of them), look_back (`back`
-    heads)}. heads: reaches(attention), when computed once for every choice."""
+    in, and left out), top and top_skip_first (the `top` positions with the most mean weight, as
+    [position, weight], most first, equal weights by lower position), look_back (the `back` heads
+    of that choice with the most reach, most first, equal reach by lower layer, then head)}.
+    heads: reaches(attention), when computed once for every choice."""
     weights = mean_weights(attention, layer)
     return {"layer": layer, "mean": weights,
             "shares": _shares(weights, pieces, False), "shares_skip_first": _shares(weights, pieces, True),
