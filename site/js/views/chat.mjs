@@ -10,6 +10,7 @@
 import { streamed } from "./bytes.mjs";
 import { STOP_SHORT } from "../lesson/terms.mjs";
 import { count, el, fill } from "./dom.mjs";
+import { byHandBadge } from "./reply.mjs";
 import { bindWhy, markNearTies, whyBox } from "./why.mjs";
 
 /** The chat's hint in Live mode, before the first message (the one-column layout has no
@@ -80,6 +81,13 @@ function setMeta(node, text, stop) {
   meta.hidden = !text;
   if (/ · the GPU's step: /.test(text)) meta.title = READING_PARTS;
   else meta.removeAttribute("title");
+}
+
+/** A reply kept from a branch (kept, or kept before a reload: its saved lines) is marked on its bubble. */
+function setByHand(node, branched) {
+  const has = node.querySelector(":scope > .by-hand");
+  if (has && (!branched || Number(has.dataset.step) !== branched.step)) has.remove();
+  if (branched && !node.querySelector(":scope > .by-hand")) node.prepend(byHandBadge(branched));
 }
 
 /** With the reply's candidates (record.top_k, "why this token"): the bubble's text as one span a
@@ -247,6 +255,7 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
     n.classList.toggle("no-reply", Boolean(s.noReply));
     setMeta(n, metaOf(s), s.kind === "assistant" && !s.streaming ? s.record?.stop_reason ?? s.saved?.stop : null);
     if (s.kind === "assistant" && !s.streaming) setReplyTokens(n, s.record, why);
+    if (s.kind === "assistant") setByHand(n, s.streaming ? null : s.record?.branched ?? s.saved?.branched);
   });
 
   // One banner for the whole conversation.

@@ -98,7 +98,16 @@ const laidOut = (reply) => {
 
 function titleOf(view, reply) {
   const writing = !reply.stop_reason;
-  return view.opts.title ? view.opts.title(reply, writing) : replyTitle(view.opts.what ?? "The reply", idsOf(reply).length, reply.stop_reason, writing);
+  const title = view.opts.title ? view.opts.title(reply, writing) : replyTitle(view.opts.what ?? "The reply", idsOf(reply).length, reply.stop_reason, writing);
+  if (reply.branched) title.append(" ", byHandBadge(reply.branched)); // a reply kept from a branch says so
+  return title;
+}
+
+/** "chosen by hand at token N": the mark of a reply kept from a branch (TurnRecord.branched), on
+ * its view's title and its bubble in the live chat (views/chat.mjs). */
+export function byHandBadge(branched) {
+  return el("span", { class: "by-hand", title: `token ${branched.step + 1} was chosen by hand`, dataset: { step: branched.step },
+                      text: `chosen by hand at token ${branched.step + 1}` });
 }
 
 /** The reply's text with the special tokens it wrote (the base model writes <|im_start|> as a
