@@ -263,15 +263,14 @@ def test_a_step_of_the_bases_template_cell_is_inspected_where_it_was_drawn_and_n
     cell = '.compare-cell[data-model="base"][data-layout="template"]'
     chips = page.eval_on_selector_all(f"{cell} .reply-tokens .tok", "ts => ts.map((t) => Number(t.dataset.id))")
     assert len(chips) >= 2, chips
-    page.evaluate("""() => { window.__inspected = null;
-        document.addEventListener('chatlens:inspected', (e) => { window.__inspected = e.detail.answer; }, {once: true}); }""")
     page.locator(f"{cell} .reply-tokens .tok").nth(1).click()
     assert page.text_content("#step-box .step-name").startswith("Token 2 of the base model's chat-template cell's reply")
     assert page.locator("#step-box .branch-offer").count() == 0
     assert "can be inspected, not branched" in page.text_content("#step-box .step-bar")
     page.click("#step-box .step-inspect")
-    until(page, "() => window.__inspected && document.querySelector('#step-box .inspect')", "the inspection")
-    got = page.evaluate("window.__inspected")
+    # the step box's inspection, as the store holds it
+    until(page, "() => chatlens.pageState.stepBox.inspection?.answer && document.querySelector('#step-box .inspect')", "the inspection")
+    got = page.evaluate("chatlens.pageState.stepBox.inspection.answer")
     want = page.evaluate("""([replyIds, lesson]) => chatlens.inspect({messages: [{role: 'user', content: lesson}], preset: 'none',
                                                             model: 'base', layout: 'template', replyIds, step: 1})""", [chips, LESSON])
     assert got["reply_ids"] == chips and got["chosen_id"] == chips[1] == want["chosen_id"]

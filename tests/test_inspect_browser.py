@@ -158,8 +158,6 @@ def test_stop_ends_a_branch_with_what_it_wrote_and_the_conversation_as_it_was(pa
     command line's branch so far, and nothing of the conversation changed."""
     before = page.text_content("#chat .msg.assistant:last-of-type .content")
     record = ids_of(page, "#reads .reply-tokens .tok")  # the last turn's reply (the second message's)
-    page.evaluate("""() => { window.__branched = null;
-        document.addEventListener('chatlens:branched', (e) => { window.__branched = e.detail.answer; }, {once: true}); }""")
     slow_gpu(page, 1500)  # each GPU completion 1.5 s later: Stop lands mid-branch, on any adapter
     page.locator("#reads .reply-tokens .tok").nth(0).hover()
     other = page.eval_on_selector("#reads .reply .why-table tbody tr:not(.chosen)", "r => Number(r.dataset.id)")
@@ -167,9 +165,9 @@ def test_stop_ends_a_branch_with_what_it_wrote_and_the_conversation_as_it_was(pa
     # the first token after the one taken by hand has come: then Stop
     page.wait_for_function("() => /^The branch · [2-9]/.test(document.querySelector('#step-box .fork-branch .fork-title')?.textContent)")
     page.click("#step-box .branch-stop")
-    page.wait_for_function("() => window.__branched")
+    page.wait_for_function("() => chatlens.pageState.stepBox.branch?.answer")  # the store holds the step box's branch
     slow_gpu(page, 0)  # on time again for the tests after this one
-    got = page.evaluate("window.__branched")
+    got = page.evaluate("chatlens.pageState.stepBox.branch.answer")
     assert got["stop_reason"] == "stopped"
     kept = page.eval_on_selector_all("#chat .msg.assistant .content", "cs => cs.map(c => c.textContent)")[0]  # turn 1's, kept
     want = cli("branch", {"messages": [{"role": "user", "content": FIRST}, {"role": "assistant", "content": kept},

@@ -165,3 +165,65 @@ test("the state's fields are declared: a misspelt one throws, read or written", 
   }, TypeError);
   assert.equal(JSON.stringify(state.start), JSON.stringify({ notes: [], landed: false })); // JSON reads it as an object
 });
+
+test("the step box: a step named, inspected, branched as a reply is written, kept; a new message closes it", () => {
+  const { store, changes } = recording();
+  const { state } = store;
+  const turn = store.sent("Who are you?", "key");
+  const record = { reply_text: "Arr", reply_ids: [5, 6], reply_tokens: ["A", "rr"], stop_reason: "end_turn", pieces: [], prompt_ids: [1],
+                   prompt_tokens: ["<|im_start|>"], preset: null, dropped_messages: [] };
+  store.replied(turn, record);
+  const where = { kind: "live", label: "turn 1", record, turn, keep: null };
+  const box = () => changes.filter((c) => c.type === "step-box").map((c) => c.what);
+  store.stepNamed(where, 1);
+  assert.deepEqual(state.stepBox.named, { where, step: 1 });
+  // an inspection: asked, then answered; a newer one stops the one before
+  const first = new AbortController();
+  const asked = store.inspectionAsked(where, 1, { controller: first, says: "Inspecting…" });
+  const again = store.inspectionAsked(where, 0, { controller: new AbortController(), says: "Inspecting…" });
+  assert.ok(first.signal.aborted);
+  store.inspected(asked, { step: 1 }); // not the box's any more: nothing changes
+  assert.equal(state.stepBox.inspection.answer, null);
+  store.inspected(again, { step: 0, strongest_heads: [], every_layer: { shares_skip_first: [] } });
+  assert.deepEqual([state.stepBox.inspection.answer.step, state.stepBox.status], [0, null]);
+  // a branch: its tokens through tokenArrived, into a reply so far, as every reply's
+  const controller = new AbortController();
+  const branch = store.branchStarted(where, 0, 9, "B", controller);
+  store.tokenArrived(branch, { id: 7, text: "oat", token: "oat", bytes: "6f6174" });
+  const token = changes.at(-1);
+  assert.deepEqual([token.type, token.mode, token.reply === branch.streaming], ["token", "branch", true]);
+  assert.deepEqual([branch.streaming.reply_ids, branch.streaming.reply_text], [[7], "oat"]);
+  const answer = { reply_ids: [9, 7], reply_text: "Boat", reply_tokens: ["B", "oat"], stop_reason: "max_tokens", step: 0, id: 9 };
+  store.branchEnded(branch, { answer });
+  assert.deepEqual([branch.controller, branch.answer, branch.streaming.stop_reason], [null, answer, "max_tokens"]);
+  store.branchKept(branch, { ...record, reply_ids: [9, 7], reply_text: "Boat", branched: { step: 0, id: 9, reply_ids: [5, 6] } }, "Kept.");
+  assert.deepEqual([turn.reply, turn.record.branched.id, state.stepBox.branch, state.stepBox.status], ["Boat", 9, null, { text: "Kept.", cls: "kept" }]);
+  assert.equal(changes.at(-1).type, "replied"); // the one transition for a reply that ended
+  // a new message closes the box, and stops what it computes
+  const writing = new AbortController();
+  store.branchStarted(where, 1, 3, "C", writing);
+  store.sent("And you?", "key");
+  assert.ok(writing.signal.aborted);
+  assert.deepEqual([state.stepBox.named, state.stepBox.inspection, state.stepBox.branch], [null, null, null]);
+  assert.deepEqual(box(), ["named", "inspecting", "inspecting", "inspected", "branch", "branch-ended", "kept", "branch"]);
+});
+
+test("an inspection and a branch of a live turn complete Look inside, in the store", () => {
+  const { store, changes } = recording();
+  const turn = store.sent("Who are you?", "key");
+  const prompt = ["<|im_start|>", "system", " pirate", "<|im_end|>"];
+  const record = { preset: "pirate", prompt_ids: [1, 2, 3, 4], prompt_tokens: prompt, reply_ids: [9], reply_tokens: ["Arr"], reply_text: "Arr",
+                   stop_reason: "end_turn", pieces: [{ kind: "system", text: "" }, { kind: "new", text: "Who are you?" }], dropped_messages: [] };
+  store.replied(turn, record);
+  const where = { kind: "live", label: "turn 1", record, turn, keep: null };
+  const inspection = store.inspectionAsked(where, 0, { controller: new AbortController(), says: "Inspecting…" });
+  const answer = { step: 0, strongest_heads: [{ kind: "system", label: "system prompt", layer: 23, head: 4, position: 2, weight: 0.82 }],
+                   every_layer: { shares_skip_first: [] } };
+  store.inspected(inspection, answer);
+  assert.match(store.state.insideProgress.pirate, /^Writing “Arr”, block 24 · head 5 put 82\.0% of its weight on the system prompt's “·pirate”/);
+  assert.ok(changes.some((c) => c.type === "inside"));
+  const draft = store.inspectionAsked({ args: {}, record, label: "the draft" }, 0, { draft: true, controller: new AbortController(), says: "…" });
+  const before = store.state.insideProgress;
+  store.inspected(draft, answer); // the draft's first token is no live turn's step
+  assert.equal(store.state.insideProgress, before);
+});

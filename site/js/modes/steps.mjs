@@ -12,21 +12,25 @@
 // A click on a chip shows its candidates (views/why.mjs) and names the step; the inspection,
 // which recomputes the step (a GPU step, or a NumPy pass of a tenth of a second and more), waits
 // for the button: tapping through tokens on a phone computes nothing.
-// What it draws goes in one box under the panel (#step-box): a status line, the inspection, the
-// branch. Which request a step makes comes from where the reply lives (whereOf below: a live
-// turn, a recorded turn, a comparison cell, plain text's chat side, the draft) and
-// page/step.mjs's requests.
+//
+// What the box holds is the store's (page/state.mjs stepBox: the step named, its inspection, its
+// branch, what the box says), changed by its transitions only; the actions here call the API and
+// the transitions, and app.mjs's one subscriber draws the box (stepsChanged). Which request a
+// step makes comes from where the reply lives (whereOf below: a live turn, a recorded turn, a
+// comparison cell, plain text's chat side, the draft) and page/step.mjs's requests.
 //
 // A branch is written as a reply is (chatlens.writing while it streams; Stop keeps what it
-// wrote). Kept, on a live conversation's last turn, it becomes that turn's reply through the
-// store's one transition for a reply that ended (`replied`), with page/step.mjs keptRecord's
-// record (`branched`: chosen by hand): later messages read its text, and a reload keeps it as
-// it keeps any reply. Dropped, nothing changed. A new message, a new conversation or another
-// mode ends a branch that is being written and closes the box: the branch was never the
-// conversation's.
+// wrote): its tokens go through the store's tokenArrived into a reply so far, and the one reply
+// view (views/reply.mjs) appends each. Kept, on a live conversation's last turn, it becomes that
+// turn's reply through the store's one transition for a reply that ended (`replied`), with
+// page/step.mjs keptRecord's record (`branched`: chosen by hand): later messages read its text,
+// and a reload keeps it as it keeps any reply. Dropped, nothing changed. A new message, a new
+// conversation or another mode ends a branch that is being written and closes the box (the
+// store's transitions): the branch was never the conversation's.
 //
-// The pure part (whereOf, refusal, the sentences) is played in node (tests/page/steps.test.mjs);
-// tests/test_inspect_browser.py plays the rest on the page.
+// The pure part (whereOf, refusal, the sentences) is played in node (tests/page/steps.test.mjs),
+// the box's state in tests/page/state.test.mjs; tests/test_inspect_browser.py plays the rest on
+// the page.
 
 import { branchRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../page/step.mjs";
 import { branchReloaded, saveBranch } from "../page/prefs.mjs";
@@ -34,7 +38,7 @@ import { cellsOf, liveMessages } from "../page/state.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
 import { $, el, fill } from "../views/dom.mjs";
 import { inspectView, knownTokens, readOf } from "../views/inspect.mjs";
-import { replyOf } from "../views/reply.mjs";
+import { replyGrew, replyOf } from "../views/reply.mjs";
 import { visibleToken } from "../views/tokens.mjs";
 
 // -- where a reply lives, and the request a step of it makes ---------------------------------------
@@ -139,203 +143,37 @@ export const inRange = (record, step) => Number.isInteger(step) && step >= 0 && 
 // -- the page --------------------------------------------------------------------------------------
 
 const STYLES = ["inspect.css", "branch.css"];
+const inspectionNodes = new WeakMap(); // an inspection (state.stepBox's) -> its view: drawn once, its controls its own
 
-/** Attach to the page (app.mjs's `page`: api, store, state). Returns what a lesson's "try it"
- * asks of a step: {name(where, step), inspect(where, step), branch(where, step, id), say(text,
- * cls)}. It tells the page of each inspection and branch that ended: document events
- * "chatlens:inspected" {where, answer, draft} and "chatlens:branched" {where, answer}. */
+const context = (api) => ({ settings: api.settings, context: api.model?.n_ctx });
+
+/** Attach to the page (app.mjs's `page`: api, store, state): the box under the panel, and the
+ * clicks that name a step. */
 export function setUpStepActions(page) {
-  const { api, state, store } = page;
+  const { state, store } = page;
   for (const href of STYLES) {
     if (!document.querySelector(`link[href="${href}"]`)) document.head.append(el("link", { rel: "stylesheet", href }));
   }
-  const box = el("section", { id: "step-box", class: "step-box", "aria-label": "One step of a reply", "aria-live": "polite" });
-  $("reads").after(box);
-  // what the box shows: the step named {where, step}, a status line, the inspection {node, where,
-  // step, answer}, the branch {where, model, controller}
-  const shown = { step: null, status: null, statusClass: "", inspection: null, branch: null };
-  let inspecting = null; // the AbortController of the inspection in flight
-
-  const context = () => ({ settings: api.settings, context: api.model?.n_ctx });
-  const say = (text, cls = "note") => {
-    shown.status = text;
-    shown.statusClass = cls;
-    draw();
-  };
-
-  function draw() {
-    const b = shown.branch;
-    fill(
-      box,
-      stepBar(),
-      shown.status ? el("p", { class: `step-status ${shown.statusClass}`, text: shown.status }) : null,
-      b ? branchView(b.where.record, b.model, {
-        gap: state.nearTieGap,
-        onStop: b.controller ? () => b.controller.abort() : null,
-        onKeep: b.where.keep === null && b.model.answer ? () => keep(b) : null,
-        onDrop: () => drop(b),
-      }) : null,
-      b?.model.answer && b.where.keep ? el("p", { class: "term branch-no-keep", text: b.where.keep }) : null,
-      shown.inspection?.node ?? null,
-      idle(),
-    );
-  }
-
-  /** The step a click named: what it is, and what can be done with it. */
-  function stepBar() {
-    if (!shown.step) return null;
-    const { where, step } = shown.step;
-    const offer = where.branchWhy ? null : branchChoices(where.record, step, state.nearTieGap).find((c) => c.near);
-    const inspected = shown.inspection?.where === where && shown.inspection.step === step ? shown.inspection.answer : null;
-    // a reply recorded without candidates: the last block's of the inspection are the model's own
-    const lensChoices = !where.branchWhy && !where.record.top_k && inspected
-      ? inspected.lens.at(-1).filter(([id]) => id !== where.record.reply_ids[step]) : [];
-    const tokens = inspected ? shown.inspection.tokens : new Map();
-    return el(
-      "div",
-      { class: "step-bar", dataset: { step, kind: where.kind } },
-      el("p", { class: "step-name" }, el("b", { text: `${stepWords(where, step)[0].toUpperCase()}${stepWords(where, step).slice(1)}` })),
-      el(
-        "div",
-        { class: "step-actions" },
-        el("button", { type: "button", class: "step-inspect", onclick: () => inspect(where, step), text: "Where it looked, and how it chose" }),
-        offer ? el("button", { type: "button", class: "branch-offer", dataset: { step, id: offer.id }, onclick: () => branch(where, step, offer.id),
-                                text: `Take “${visibleToken(offer.token)}”, which it nearly chose` }) : null,
-        lensChoices.map(([id, p]) => el("button", { type: "button", class: "branch-lens", dataset: { step, id }, onclick: () => branch(where, step, id, tokens.get(id)),
-                                                    text: `Take ${tokens.has(id) ? `“${visibleToken(tokens.get(id))}”` : `token ${id}`} (${(100 * p).toFixed(1)}%)` })),
-      ),
-      where.branchWhy ? el("p", { class: "term", text: where.branchWhy })
-        : where.record.top_k
-        ? el("p", { class: "term", text: "Another of this step's candidates, picked in the table of candidates, starts a branch: what the model would have written after it." })
-        : el("p", { class: "term", text: "This reply was recorded without its candidates: once inspected, the last block's are offered to branch with." }),
-    );
-  }
-
-  /** With nothing open: what a click does, and the shown reply's near-ties to branch from. */
-  function idle() {
-    if (shown.step || shown.inspection || shown.branch) return null;
-    const [record] = state.drawn ?? [];
-    if (!record?.reply_ids?.length || !record.stop_reason) return null;
-    const where = whereOf(state, record, context());
-    return el(
-      "div",
-      { class: "step-idle" },
-      el("p", { class: "term", text: "Click a token of the reply to look inside its step: where it looked, and how its choice formed block by block." +
-        (record.top_k ? " Pick another of a step's candidates to see what the model would have written after it." : "") }),
-      !where.why && !where.branchWhy && record.top_k ? nearTieList(record, state.nearTieGap, (step, id) => branch(where, step, id)) : null,
-    );
-  }
-
-  async function inspect(where, step, { draft = false } = {}) {
-    const what = draft ? "the first token of a reply to this draft" : stepWords(where, step);
-    const why = refusal(api, state, "Inspecting a step");
-    if (why) return say(why, "error");
-    if (!draft && !inRange(where.record, step)) return say(`There is no token ${step + 1} in ${where.label}'s reply.`, "error");
-    inspecting?.abort();
-    const controller = new AbortController();
-    inspecting = controller;
-    shown.inspection = null;
-    say(`Inspecting ${what}…`);
-    const args = draft ? draftRequest(where.args) : inspectRequest(where.args, where.record.reply_ids, step);
-    let answer;
-    try {
-      answer = await api.inspect(args, { signal: controller.signal });
-    } catch (e) {
-      if (inspecting === controller && e.name !== "AbortError") say(`Cannot inspect ${what}: ${e.message}`, "error");
-      return;
-    } finally {
-      if (inspecting === controller) inspecting = null;
-    }
-    if (controller.signal.aborted) return;
-    const tokens = knownTokens(answer, where.record); // the lens's spellings are in its answer
-    const close = () => {
-      shown.inspection = null;
-      draw();
-    };
-    document.dispatchEvent(new CustomEvent("chatlens:inspected", { detail: { where, answer, draft } }));
-    shown.inspection = { where, step, answer, tokens, node: inspectView(answer, readOf(answer, where.record), { tokens, onClose: close, title: `Inside ${what}` }) };
-    shown.status = null;
-    draw();
-    box.scrollIntoView?.({ block: "nearest" });
-  }
-
-  async function branch(where, step, id, token = undefined) {
-    const why = refusal(api, state, "A branch");
-    if (why) return say(why, "error");
-    if (where.branchWhy) return say(where.branchWhy, "error");
-    if (!inRange(where.record, step)) return say(`There is no token ${step + 1} in ${where.label}'s reply to branch at.`, "error");
-    if (where.record.reply_ids[step] === id) return inspect(where, step); // the model's own choice: no branch
-    const choice = branchChoices(where.record, step, state.nearTieGap).find((c) => c.id === id);
-    const controller = new AbortController();
-    const model = { step, id, token: choice?.token ?? token ?? `#${id}`, ids: [], texts: [], answer: null, error: null };
-    const b = { where, model, controller };
-    shown.branch = b;
-    shown.status = null;
-    draw();
-    box.scrollIntoView?.({ block: "nearest" });
-    saveBranch({ label: where.label, step, token: visibleToken(model.token) }); // a reload says it went
-    try {
-      model.answer = await api.branch(branchRequest(where.args, where.record.reply_ids, step, id, { replyTopK: where.record.top_k }), {
-        signal: controller.signal,
-        onToken: (t) => {
-          if (shown.branch !== b) return;
-          model.ids.push(t.id);
-          model.texts.push(t.text);
-          draw();
-        },
-      });
-      if (model.answer.reply_tokens?.[step] !== undefined) model.token = model.answer.reply_tokens[step];
-      document.dispatchEvent(new CustomEvent("chatlens:branched", { detail: { where, answer: model.answer } }));
-    } catch (e) {
-      model.error = e.name === "AbortError" ? "Stopped before it began." : `No branch: ${e.message}`;
-    }
-    saveBranch(null);
-    b.controller = null;
-    if (shown.branch === b) draw();
-  }
-
-  /** The branch becomes the live turn's reply: the store's transition for a reply that ended. */
-  function keep(b) {
-    const { turn } = b.where;
-    if (!state.live.turns.includes(turn) || state.live.turns.at(-1) !== turn) return say("That turn is no longer the conversation's last.", "error");
-    if (state.writing) return say("A reply is being written: the branch can be kept once it ends.", "error");
-    if (turn.record !== b.where.record) return say("That reply changed since the branch was made (another branch was kept): branch it again.", "error");
-    const step = b.model.step;
-    shown.branch = null;
-    shown.inspection = null;
-    shown.step = null;
-    shown.status = `Kept: ${b.where.label}'s reply is now the branch, its token ${step + 1} chosen by hand. Your next message reads it.`;
-    shown.statusClass = "kept";
-    store.replied(turn, keptRecord(turn.record, b.model.answer));
-    draw();
-  }
-
-  function drop(b) {
-    b.controller?.abort();
-    if (shown.branch === b) shown.branch = null;
-    say("Dropped: the conversation is as it was.");
-  }
-
-  /** Close everything: the conversation it was about changed. */
-  function reset() {
-    inspecting?.abort();
-    shown.branch?.controller?.abort();
-    Object.assign(shown, { step: null, status: null, inspection: null, branch: null });
-    draw();
-  }
-
-  // -- what the page says ------------------------------------------------------------------------
+  $("reads").after(el("section", { id: "step-box", class: "step-box", "aria-label": "One step of a reply", "aria-live": "polite" }));
   const whereFrom = (node) => {
-    const where = whereOf(state, replyOf(node), context());
-    if (where.why) say(where.why, "error");
+    const where = whereOf(state, replyOf(node), context(page.api));
+    if (where.why) store.stepSaid(where.why, "error");
     return where.why ? null : where;
+  };
+  /** A chip clicked (or Enter on the one picked): its step named in the bar. A branch's own
+   * reply, in the box, is no step to act on. */
+  const named = (node, chip) => {
+    if (chip.closest("#step-box .branch")) return;
+    const where = whereFrom(node);
+    if (!where) return;
+    nameStep(page, where, [...chip.closest(".reply-tokens").querySelectorAll(".tok")].indexOf(chip));
   };
   document.addEventListener("click", (e) => {
     const chip = e.target.closest?.(".reply .reply-tokens .tok");
     if (chip) return named(chip, chip);
     if (e.target.closest?.("#prediction.is-done") && state.prediction?.state === "done") {
       const [record] = state.drawn ?? [];
-      inspect({ args: state.prediction.args, record, label: "the draft" }, 0, { draft: true });
+      inspectStep(page, { args: state.prediction.args, record, label: "the draft" }, 0, { draft: true });
     }
   });
   document.addEventListener("keydown", (e) => {
@@ -344,46 +182,175 @@ export function setUpStepActions(page) {
     const picked = chips?.querySelector(".tok.picked");
     if (picked) named(chips, picked);
   });
-  /** A chip clicked (or Enter on the one picked): its step named in the bar. */
-  function named(node, chip) {
-    const where = whereFrom(node);
-    if (!where) return;
-    const step = [...chip.closest(".reply-tokens").querySelectorAll(".tok")].indexOf(chip);
-    if (shown.step?.where.record === where.record && shown.step.step === step) return;
-    shown.step = { where, step };
-    shown.status = null;
-    draw();
-  }
   document.addEventListener("chatlens:candidate", (e) => {
     const { reply, step, id } = e.detail;
-    const where = whereOf(state, reply, context());
-    if (where.why) return say(where.why, "error");
-    shown.step = { where, step };
-    if (reply.reply_ids?.[step] === id) inspect(where, step);
-    else branch(where, step, id);
+    const where = whereOf(state, reply, context(page.api));
+    if (where.why) return store.stepSaid(where.why, "error");
+    store.stepNamed(where, step);
+    if (reply.reply_ids?.[step] === id) inspectStep(page, where, step);
+    else branchStep(page, where, step, id);
   });
-  const name = (where, step) => {
-    shown.step = { where, step };
-    shown.status = null;
-    draw();
-  };
-  let lost = branchReloaded(); // a branch the page's last visit was writing when it went
-  store.subscribe((change) => {
-    if (["sent", "cleared", "mode", "restored"].includes(change.type)) {
-      reset();
-      // the page's start restores the conversation, then sets the mode: the sentence outlives both,
-      // until the learner sends or starts again
-      if (change.type === "sent" || change.type === "cleared") lost = null;
-      else if (lost) say(lost);
-    } else if (change.type === "replied" && shown.branch && change.turn !== shown.branch.where.turn) reset();
-    else if (!shown.inspection && !shown.branch) draw(); // the panel drew another reply: the idle line follows it
-    markByHand(state); // a restored conversation's kept branches too
-    offerDraft();
-  });
-  draw();
-  markByHand(state); // the conversation a reload restored before this module listened
-  if (lost) say(lost);
-  return { name, inspect, branch, say, box };
+  const lost = branchReloaded(); // a branch the page's last visit was writing when it went
+  if (lost) store.branchReloaded(lost);
+  drawSteps(page);
+}
+
+/** Name `step` of the reply `where` lives in: the bar offers what can be done with it. */
+export function nameStep(page, where, step) {
+  const named = page.state.stepBox.named;
+  if (named?.where.record === where.record && named.step === step) return;
+  page.store.stepNamed(where, step);
+}
+
+/** Inspect `step` (draft: the draft's first token, where.args the preview's request). */
+export async function inspectStep(page, where, step, { draft = false } = {}) {
+  const { api, state, store } = page;
+  const what = draft ? "the first token of a reply to this draft" : stepWords(where, step);
+  const why = refusal(api, state, "Inspecting a step");
+  if (why) return store.stepSaid(why, "error");
+  if (!draft && !inRange(where.record, step)) return store.stepSaid(`There is no token ${step + 1} in ${where.label}'s reply.`, "error");
+  const controller = new AbortController();
+  const inspection = store.inspectionAsked(where, step, { draft, controller, says: `Inspecting ${what}…` });
+  const args = draft ? draftRequest(where.args) : inspectRequest(where.args, where.record.reply_ids, step);
+  try {
+    store.inspected(inspection, await api.inspect(args, { signal: controller.signal }));
+    $("step-box")?.scrollIntoView?.({ block: "nearest" });
+  } catch (e) {
+    store.inspectFailed(inspection, e.name === "AbortError" ? null : `Cannot inspect ${what}: ${e.message}`);
+  }
+}
+
+/** Branch at `step` with `id` (token: its text, when the step's candidates do not say it). */
+export async function branchStep(page, where, step, id, token = undefined) {
+  const { api, state, store } = page;
+  const why = refusal(api, state, "A branch");
+  if (why) return store.stepSaid(why, "error");
+  if (where.branchWhy) return store.stepSaid(where.branchWhy, "error");
+  if (!inRange(where.record, step)) return store.stepSaid(`There is no token ${step + 1} in ${where.label}'s reply to branch at.`, "error");
+  if (where.record.reply_ids[step] === id) return inspectStep(page, where, step); // the model's own choice: no branch
+  const choice = branchChoices(where.record, step, state.nearTieGap).find((c) => c.id === id);
+  const controller = new AbortController();
+  const branch = store.branchStarted(where, step, id, choice?.token ?? token ?? `#${id}`, controller);
+  $("step-box")?.scrollIntoView?.({ block: "nearest" });
+  saveBranch({ label: where.label, step, token: visibleToken(branch.token) }); // a reload says it went
+  try {
+    const answer = await api.branch(branchRequest(where.args, where.record.reply_ids, step, id, { replyTopK: where.record.top_k }), {
+      signal: controller.signal,
+      onToken: (t) => store.tokenArrived(branch, t),
+    });
+    store.branchEnded(branch, { answer });
+  } catch (e) {
+    store.branchEnded(branch, { error: e.name === "AbortError" ? "Stopped before it began." : `No branch: ${e.message}` });
+  }
+  saveBranch(null);
+}
+
+/** The branch becomes the live turn's reply: the store's transition for a reply that ended. */
+function keepBranch(page, branch) {
+  const { state, store } = page;
+  const { turn, label } = branch.where;
+  if (!state.live.turns.includes(turn) || state.live.turns.at(-1) !== turn) return store.stepSaid("That turn is no longer the conversation's last.", "error");
+  if (state.writing) return store.stepSaid("A reply is being written: the branch can be kept once it ends.", "error");
+  if (turn.record !== branch.where.record) return store.stepSaid("That reply changed since the branch was made (another branch was kept): branch it again.", "error");
+  store.branchKept(branch, keptRecord(turn.record, branch.answer),
+    `Kept: ${label}'s reply is now the branch, its token ${branch.step + 1} chosen by hand. Your next message reads it.`);
+}
+
+// -- what the box draws ---------------------------------------------------------------------------
+
+/** A change of the store, as app.mjs's subscriber hands it on: the box draws its own changes; a
+ * branch's token is appended by its reply view; with nothing open, the idle line follows the
+ * reply the panel drew. */
+export function stepsChanged(page, change) {
+  const box = page.state.stepBox;
+  if (change.type === "step-box") return drawSteps(page);
+  if (change.mode === "branch") return change.type !== "token" || replyGrew(change.reply) || drawSteps(page);
+  if (!box.inspection && !box.branch) drawSteps(page);
+  offerDraft();
+}
+
+/** The box, drawn from the store's stepBox: the step bar, what it says, the branch, the
+ * inspection, and with nothing open what a click does. */
+export function drawSteps(page) {
+  const node = $("step-box");
+  if (!node) return;
+  const { state, store } = page;
+  const { status, branch, inspection } = state.stepBox;
+  fill(
+    node,
+    stepBar(page),
+    status ? el("p", { class: `step-status ${status.cls}`, text: status.text }) : null,
+    branch ? branchView(branch.where.record, branch, {
+      gap: state.nearTieGap,
+      onStop: branch.controller ? () => branch.controller.abort() : null,
+      onKeep: branch.where.keep === null && branch.answer ? () => keepBranch(page, branch) : null,
+      onDrop: () => store.branchDropped(branch),
+    }) : null,
+    branch?.answer && branch.where.keep ? el("p", { class: "term branch-no-keep", text: branch.where.keep }) : null,
+    inspection?.answer ? inspectionNode(page, inspection) : null,
+    idle(page),
+  );
+}
+
+/** The inspection's view, made once for it (its controls redraw it in place). */
+function inspectionNode(page, inspection) {
+  if (!inspectionNodes.has(inspection)) {
+    const { answer, where, draft, step } = inspection;
+    const tokens = knownTokens(answer, where.record); // the lens's spellings are in its answer
+    const title = `Inside ${draft ? "the first token of a reply to this draft" : stepWords(where, step)}`;
+    inspectionNodes.set(inspection, inspectView(answer, readOf(answer, where.record), { tokens, title, onClose: () => page.store.inspectionClosed() }));
+  }
+  return inspectionNodes.get(inspection);
+}
+
+/** The step a click named: what it is, and what can be done with it. */
+function stepBar(page) {
+  const { named, inspection } = page.state.stepBox;
+  if (!named) return null;
+  const { where, step } = named;
+  const gap = page.state.nearTieGap;
+  const offer = where.branchWhy ? null : branchChoices(where.record, step, gap).find((c) => c.near);
+  const inspected = inspection?.where === where && inspection.step === step ? inspection.answer : null;
+  // a reply recorded without candidates: the last block's of the inspection are the model's own
+  const lensChoices = !where.branchWhy && !where.record.top_k && inspected
+    ? inspected.lens.at(-1).filter(([id]) => id !== where.record.reply_ids[step]) : [];
+  const tokens = inspected ? knownTokens(inspected, where.record) : new Map();
+  const words = stepWords(where, step);
+  return el(
+    "div",
+    { class: "step-bar", dataset: { step, kind: where.kind } },
+    el("p", { class: "step-name" }, el("b", { text: `${words[0].toUpperCase()}${words.slice(1)}` })),
+    el(
+      "div",
+      { class: "step-actions" },
+      el("button", { type: "button", class: "step-inspect", onclick: () => inspectStep(page, where, step), text: "Where it looked, and how it chose" }),
+      offer ? el("button", { type: "button", class: "branch-offer", dataset: { step, id: offer.id }, onclick: () => branchStep(page, where, step, offer.id),
+                              text: `Take “${visibleToken(offer.token)}”, which it nearly chose` }) : null,
+      lensChoices.map(([id, p]) => el("button", { type: "button", class: "branch-lens", dataset: { step, id }, onclick: () => branchStep(page, where, step, id, tokens.get(id)),
+                                                  text: `Take ${tokens.has(id) ? `“${visibleToken(tokens.get(id))}”` : `token ${id}`} (${(100 * p).toFixed(1)}%)` })),
+    ),
+    where.branchWhy ? el("p", { class: "term", text: where.branchWhy })
+      : where.record.top_k
+      ? el("p", { class: "term", text: "Another of this step's candidates, picked in the table of candidates, starts a branch: what the model would have written after it." })
+      : el("p", { class: "term", text: "This reply was recorded without its candidates: once inspected, the last block's are offered to branch with." }),
+  );
+}
+
+/** With nothing open: what a click does, and the shown reply's near-ties to branch from. */
+function idle(page) {
+  const { state } = page;
+  const { named, inspection, branch } = state.stepBox;
+  if (named || inspection || branch) return null;
+  const [record] = state.drawn ?? [];
+  if (!record?.reply_ids?.length || !record.stop_reason) return null;
+  const where = whereOf(state, record, context(page.api));
+  return el(
+    "div",
+    { class: "step-idle" },
+    el("p", { class: "term", text: "Click a token of the reply to look inside its step: where it looked, and how its choice formed block by block." +
+      (record.top_k ? " Pick another of a step's candidates to see what the model would have written after it." : "") }),
+    !where.why && !where.branchWhy && record.top_k ? nearTieList(record, state.nearTieGap, (step, id) => branchStep(page, where, step, id)) : null,
+  );
 }
 
 /** The draft's prediction, once made, offers its own inspection (a click anywhere in it asks). */
@@ -391,25 +358,4 @@ function offerDraft() {
   const box = document.querySelector("#prediction.is-done");
   if (!box || box.querySelector(".prediction-inspect")) return;
   box.append(el("button", { type: "button", class: "prediction-inspect", text: "Where it would look, and how it would choose" }));
-}
-
-/** A reply kept from a branch says so where it is drawn: a badge on its view's title, and one on
- * its bubble in the live chat (the chat draws the turns' replies in order, one bubble each). */
-function markByHand(state) {
-  const badge = (branched) => el("span", { class: "by-hand", title: `token ${branched.step + 1} was chosen by hand`,
-                                           text: `chosen by hand at token ${branched.step + 1}` });
-  for (const node of document.querySelectorAll(".reply")) {
-    const reply = replyOf(node);
-    const title = node.querySelector(".reply-title");
-    if (reply?.branched && title && !title.querySelector(".by-hand")) title.append(" ", badge(reply.branched));
-  }
-  if (state.mode !== "live") return;
-  const bubbles = [...($("chat")?.children ?? [])].filter((n) => n._kind === "assistant");
-  const answered = state.live.turns.filter((t) => t.reply !== undefined);
-  bubbles.forEach((n, k) => {
-    const branched = answered[k]?.record?.branched ?? answered[k]?.saved?.branched; // kept, or kept before a reload
-    const has = n.querySelector(":scope > .by-hand");
-    if (branched && !has) n.prepend(badge(branched));
-    else if (!branched && has) has.remove();
-  });
 }

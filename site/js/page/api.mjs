@@ -95,6 +95,8 @@
 //                                                  work; replies need the weights) | weights | ready | error
 //   chatlens.onStatus(fn)                       -> fn(status) now and on every change (and once
 //                                                  chatlens.source, the model source, is known)
+//   chatlens.pageState                          -> for tests: the page's state (page/state.mjs), set by the
+//                                                  page (app.mjs): read it, never change it
 // The record's fields, and what id, token, bytes and piece mean, are documented once, in
 // py/chatlens/record.py (TurnRecord); every other answer's fields in py/chatlens/protocol.py.
 

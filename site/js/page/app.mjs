@@ -4,6 +4,7 @@
 
 import { createApi } from "./api.mjs";
 import * as challenges from "../lesson/challenges.mjs";
+import * as inside from "../lesson/inside.mjs";
 import { addFullContext, buildControls, readControls } from "./controls.mjs";
 import { setUpByHand } from "../modes/byhand.mjs";
 import { compareChanged, drawAsk, drawCompare, setUpCompare, showCompare, stopCompare } from "../modes/compare.mjs";
@@ -11,9 +12,9 @@ import { liveChanged, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
 import { drawPlain, setUpPlain, stopPlain, tokenizePlain } from "../modes/plain.mjs";
-import { setUpInside } from "../modes/inside.mjs";
+import { drawLookInside } from "../modes/inside.mjs";
 import { setUpRecorded, showRecorded } from "../modes/recorded.mjs";
-import { setUpStepActions } from "../modes/steps.mjs";
+import { setUpStepActions, stepsChanged } from "../modes/steps.mjs";
 import * as prefs from "./prefs.mjs";
 import { createStore } from "./state.mjs";
 import { drawChallenges, drawSuggestions } from "../views/challenges.mjs";
@@ -25,8 +26,9 @@ import { setUpWorkbench } from "../modes/workbench.mjs";
 
 const api = createApi();
 window.chatlens = api;
-const store = createStore(challenges.load());
+const store = createStore(challenges.load(), inside.load());
 const { state } = store;
+api.pageState = state; // for tests: the page's state (page/state.mjs), to read, never to change
 const modelBox = createModelBox(api);
 
 // What the mode modules share: the API, the store (its state and transitions), and the panel.
@@ -116,18 +118,24 @@ function showMode(mode) {
 
 // -- what each change redraws -----------------------------------------------------------------------
 // The one subscriber: a transition of the store (page/state.mjs) names what changed, and this
-// draws it; what survives a reload is saved when it changes.
+// draws it; what survives a reload is saved when it changes. The step box draws last: with
+// nothing open it follows the reply the panel drew.
 store.subscribe((change) => {
   if (change.type === "sent" && change.current) $("draft").value = ""; // text typed while it waits is the next message
   if (change.type === "unsent" && change.current && !$("draft").value.trim()) $("draft").value = change.turn.user; // nothing new typed: given back
   if (change.type === "cleared" && change.mode === "live") $("draft").value = "";
   drawWriting();
-  const controls = readControls(); // the snapshot this change is drawn from
+  drawChange(change, readControls()); // the snapshot of the controls this change is drawn from
+  stepsChanged(page, change);
+});
+
+function drawChange(change, controls) {
   switch (change.type) {
     case "mode":
       showMode(change.mode);
       return refresh(controls);
     case "setting":
+      $("custom-row").hidden = $("preset").value !== "custom";
       if (state.writing) $("next-message-note").hidden = false; // a reply keeps the settings it was sent with
       return refresh(controls);
     case "cleared":
@@ -151,10 +159,16 @@ store.subscribe((change) => {
     case "challenges":
       challenges.save(state.progress);
       return drawChallenges(state.progress);
+    case "inside":
+      inside.save(state.insideProgress);
+      return drawLookInside(page);
+    case "step-box":
+      return; // drawn by the step box's own (stepsChanged)
     case "token":
     case "progress":
       // A token of a reply, whatever the mode: the one reply view drawn for it appends it
       // (views/reply.mjs); Live also grows the chat's bubble (liveChanged, below).
+      if (change.mode === "branch") return; // the step box's branch: its reply view (stepsChanged)
       if (change.mode === "plain") return change.type === "token" && !replyGrew(change.reply) && drawPlain(page);
       if (change.mode === "compare") {
         if (change.type === "token") prefs.saveCompare(state.compare.run);
@@ -175,7 +189,7 @@ store.subscribe((change) => {
       break;
   }
   liveChanged(page, change, controls);
-});
+}
 
 // -- status ---------------------------------------------------------------------------------------
 api.onStatus(({ state: s }) => {
@@ -221,10 +235,7 @@ async function stopFirst(then, why = "the page's settings changed while it ran")
   then();
 }
 
-$("preset").addEventListener("change", () => {
-  $("custom-row").hidden = $("preset").value !== "custom";
-  settingChanged();
-});
+$("preset").addEventListener("change", settingChanged);
 $("custom-system").addEventListener("input", debounce(settingChanged, 200));
 $("window").addEventListener("change", settingChanged);
 $("new-conversation").addEventListener("click", () => stopFirst(() => store.cleared()));
@@ -297,7 +308,8 @@ drawChallenges(state.progress);
 setUpWorkbench(page);
 setUpByHand(page);
 setUpRecorded(page);
-setUpInside(page, setUpStepActions(page)); // a reply's step: inspected, branched; the lesson's cases
+setUpStepActions(page); // a reply's step: inspected, branched
+drawLookInside(page); // the lesson's cases, which open a step
 api.settingsReady.then(() => {
   buildControls(api.settings);
   store.settingsRead(api.settings);

@@ -6,8 +6,9 @@
 // conversation). No DOM here: tests/page/state.test.mjs plays it in node.
 
 import * as challenges from "../lesson/challenges.mjs";
+import * as inside from "../lesson/inside.mjs";
 
-function initial(progress) {
+function initial(progress, insideProgress) {
   return {
     mode: "live",
     modeChosen: false, // the learner picked the mode (else it follows the store: app.mjs landingMode)
@@ -30,6 +31,7 @@ function initial(progress) {
     // given back when Recorded mode is left (modes/recorded.mjs).
     windowAside: null,
     progress, // the challenges: lesson/challenges.mjs
+    insideProgress, // "Look inside": lesson/inside.mjs's cases, each completed by an inspection or a branch of a live turn
     // Whether live replies can be had, for the chat's banner (views/chat.mjs liveBanner):
     // state "unknown" (no run has answered yet), "none" (runs fail: `why` says why, e.g. the
     // weights are not downloaded; one banner says so and messages are marked "no reply"), or
@@ -59,6 +61,21 @@ function initial(progress) {
     // {mode ("live" or "plain"), controller, ended: a promise settled once its request has}
     // (modes/live.mjs, modes/plain.mjs); the comparison's run holds its own.
     stopper: null,
+    // The step box (modes/steps.mjs): one step of a reply acted on, whatever mode drew the reply.
+    //   named       {where, step}: the step a click named (where: steps.mjs whereOf's)
+    //   status      {text, cls}: what the box says (a refusal, a step under way, "Kept: ...")
+    //   inspection  {where, step, draft, controller, answer}: asked (answer null), then answered
+    //               (chatlens.inspect's); draft: the draft's first token
+    //   branch      {where, step, id, token, controller, streaming, answer, error}: another
+    //               choice at a step, written as a reply is: streaming is what the model wrote
+    //               after the id taken (a reply so far, tokenArrived's), kept once it ends with
+    //               its stop_reason; answer chatlens.branch's (the branch as a reply); error why
+    //               there is none (a sentence)
+    //   reloaded    a sentence: a branch the last visit was writing when it went, said until a
+    //               message is sent or the conversation cleared
+    // A new message, a new conversation, another mode or a restored conversation closes it: what
+    // it computes is stopped (the transitions below abort its controllers).
+    stepBox: record({ named: null, status: null, inspection: null, branch: null, reloaded: null }),
   };
 }
 
@@ -128,9 +145,9 @@ export const cellsOf = (run) => Object.entries(run?.cells ?? {}).flatMap(([model
   Object.entries(byLayout).map(([layout, cell]) => ({ model, layout, cell })));
 
 /** The store: {state, subscribe(fn) -> unsubscribe, ...transitions}. `progress`: the challenges
- * as saved (challenges.load() on the page). */
-export function createStore(progress = {}) {
-  const state = record(initial(progress));
+ * as saved (challenges.load() on the page); `insideProgress`: Look inside's (inside.load()). */
+export function createStore(progress = {}, insideProgress = {}) {
+  const state = record(initial(progress, insideProgress));
   const subscribers = new Set();
   const emit = (type, detail = {}) => {
     const change = { type, ...detail };
@@ -150,6 +167,7 @@ export function createStore(progress = {}) {
    * cell), or null when none does (a new conversation, text or comparison took its place). */
   const shownIn = (at) => {
     if (state.live.turns.includes(at)) return "live";
+    if (state.stepBox.branch === at) return "branch";
     if (state.plain && (state.plain.plain === at || state.plain.chat === at)) return "plain";
     if (cellsOf(state.compare.run).some((c) => c.cell === at)) return "compare";
     return null;
@@ -171,6 +189,33 @@ export function createStore(progress = {}) {
   // The comparison's models and layouts: build.json's settings, from Python's (py/chatlens/
   // protocol.py MODELS, compare.py LAYOUTS), read before any comparison can start.
   let shape = null;
+  // The step box's changes: {type: "step-box", what}.
+  const boxChange = (what) => emit("step-box", { what });
+  /** The step box closed: the conversation it was about changed. What it computes is stopped. */
+  const boxClosed = () => {
+    const box = state.stepBox;
+    box.inspection?.controller?.abort();
+    box.branch?.controller?.abort();
+    Object.assign(box, { named: null, status: box.reloaded ? { text: box.reloaded, cls: "note" } : null, inspection: null, branch: null });
+  };
+  /** The reply ended (end_turn, max_tokens or stopped): the turn's full record. Another turn's
+   * reply ending closes a branch the step box holds: it was never that turn's. */
+  function replied(turn, record) {
+    turn.record = record;
+    turn.reply = record.reply_text;
+    turn.streaming = null;
+    state.writing = false;
+    const branch = state.stepBox.branch;
+    if (branch && branch.where.turn !== turn) boxClosed(), boxChange("closed");
+    turnChange("replied", turn, { stopped: record.stop_reason === "stopped" });
+  }
+  /** What an inspection or a branch of a live turn completes of Look inside (lesson/inside.mjs). */
+  const insideFound = (found) => {
+    const next = inside.add(state.insideProgress, found);
+    if (next === state.insideProgress) return;
+    state.insideProgress = next;
+    emit("inside");
+  };
 
   return {
     state,
@@ -189,12 +234,14 @@ export function createStore(progress = {}) {
     /** The live conversation kept from the last visit (page/prefs.mjs loadLive). */
     restored(turns) {
       state.live = record({ turns: turns.map(newTurn) });
+      boxClosed();
       emit("restored");
     },
     /** A mode shown; chosen: the learner picked it (it is then remembered). */
     modeChosen(mode, { chosen = false } = {}) {
       if (chosen) state.modeChosen = true;
       state.mode = mode;
+      boxClosed();
       emit("mode", { mode });
     },
     /** Recorded mode has no custom system prompt: kept aside (true) or given back (false). */
@@ -245,6 +292,8 @@ export function createStore(progress = {}) {
     cleared() {
       if (state.mode === "live") state.live = record({ turns: [] });
       else state.step = 0;
+      state.stepBox.reloaded = null;
+      boxClosed();
       emit("cleared", { mode: state.mode });
     },
     /** A preview is asked for: its number, to drop the answer if a newer one was asked since. */
@@ -272,6 +321,8 @@ export function createStore(progress = {}) {
     sent(text, settings) {
       if (sentAgain(state, text)) state.live.turns.pop();
       state.writing = true;
+      state.stepBox.reloaded = null;
+      boxClosed();
       const turn = newTurn({ user: text, settings });
       state.live.turns.push(turn);
       turnChange("sent", turn);
@@ -313,14 +364,7 @@ export function createStore(progress = {}) {
     stopAsked() {
       emit("stopping");
     },
-    /** The reply ended (end_turn, max_tokens or stopped): the turn's full record. */
-    replied(turn, record) {
-      turn.record = record;
-      turn.reply = record.reply_text;
-      turn.streaming = null;
-      state.writing = false;
-      turnChange("replied", turn, { stopped: record.stop_reason === "stopped" });
-    },
+    replied,
     /** No reply could be had: the turn says why; `record`: what the model would have read, when
      * the run failed before it said. */
     failed(turn, message, record = turn.record) {
@@ -351,6 +395,96 @@ export function createStore(progress = {}) {
     predicted(wanted, answer) {
       Object.assign(wanted, answer);
       emit("predicted", { prediction: wanted, current: state.prediction === wanted });
+    },
+
+    // -- the step box: one step of a reply, inspected or branched (modes/steps.mjs) ------------------
+    /** A click named a step of a reply (where: steps.mjs whereOf's). */
+    stepNamed(where, step) {
+      Object.assign(state.stepBox, { named: { where, step }, status: null });
+      boxChange("named");
+    },
+    /** The box says `text` (cls: "note", "error", "kept"). */
+    stepSaid(text, cls = "note") {
+      state.stepBox.status = { text, cls };
+      boxChange("said");
+    },
+    /** An inspection is asked (its AbortController; `says`: the line while it computes): the one
+     * before it is stopped. Returns it, for inspected/inspectFailed. */
+    inspectionAsked(where, step, { draft = false, controller, says }) {
+      const box = state.stepBox;
+      box.inspection?.controller?.abort();
+      box.inspection = Object.seal({ where, step, draft, controller, answer: null });
+      box.status = { text: says, cls: "note" };
+      boxChange("inspecting");
+      return box.inspection;
+    },
+    /** The inspection answered (chatlens.inspect's), if it is still the box's: shown; an
+     * inspection of a live turn's step completes what it shows of Look inside. */
+    inspected(inspection, answer) {
+      if (state.stepBox.inspection !== inspection) return;
+      Object.assign(inspection, { answer, controller: null });
+      state.stepBox.status = null;
+      if (inspection.where.kind === "live" && !inspection.draft) insideFound(inside.inspected(inspection.where.record, answer));
+      boxChange("inspected");
+    },
+    /** The inspection failed (a sentence) or was stopped (null: nothing said), if it is still the box's. */
+    inspectFailed(inspection, message) {
+      if (state.stepBox.inspection !== inspection) return;
+      state.stepBox.inspection = null;
+      state.stepBox.status = message ? { text: message, cls: "error" } : state.stepBox.status;
+      boxChange("inspect-failed");
+    },
+    /** The inspection's Close. */
+    inspectionClosed() {
+      state.stepBox.inspection = null;
+      boxChange("inspection-closed");
+    },
+    /** A branch starts (another id at a step: its token's text, its AbortController); the one
+     * before it is stopped. Its reply streams through tokenArrived. Returns it. */
+    branchStarted(where, step, id, token, controller) {
+      const box = state.stepBox;
+      box.branch?.controller?.abort();
+      box.branch = Object.seal({ where, step, id, token, controller, streaming: replySoFar(), answer: null, error: null });
+      box.status = null;
+      boxChange("branch");
+      return box.branch;
+    },
+    /** The branch ended: {answer} (chatlens.branch's) or {error} (a sentence). One of a live
+     * turn completes what it shows of Look inside. */
+    branchEnded(branch, { answer = null, error = null }) {
+      branch.controller = null;
+      if (state.stepBox.branch !== branch) return;
+      Object.assign(branch, { answer, error });
+      if (answer) {
+        branch.streaming.stop_reason = answer.stop_reason;
+        branch.streaming.progress = null;
+        branch.token = answer.reply_tokens?.[branch.step] ?? branch.token;
+        if (branch.where.kind === "live") insideFound(inside.branched(branch.where.record, answer, state.nearTieGap));
+      }
+      boxChange("branch-ended");
+    },
+    /** The branch is kept (its turn checked by the caller: the conversation's last, its reply
+     * unchanged): its turn's record becomes `record` (page/step.mjs keptRecord's), through the
+     * one transition for a reply that ended; the box says so. */
+    branchKept(branch, record, said) {
+      const turn = branch.where.turn;
+      Object.assign(state.stepBox, { named: null, inspection: null, branch: null, status: { text: said, cls: "kept" } });
+      boxChange("kept");
+      replied(turn, record);
+    },
+    /** The branch is dropped: stopped if it is being written; the conversation is as it was. */
+    branchDropped(branch) {
+      branch.controller?.abort();
+      if (state.stepBox.branch === branch) state.stepBox.branch = null;
+      state.stepBox.status = { text: "Dropped: the conversation is as it was.", cls: "note" };
+      boxChange("dropped");
+    },
+    /** The page's last visit was writing a branch when it went: `said` (a sentence), until a
+     * message is sent or the conversation cleared. */
+    branchReloaded(said) {
+      state.stepBox.reloaded = said;
+      if (said) state.stepBox.status = { text: said, cls: "note" };
+      boxChange("said");
     },
 
     // -- the challenges --------------------------------------------------------------------------

@@ -6,17 +6,19 @@
 // ("the model nearly chose ..."). The rule is views/why.mjs's isNearTie, the one "why this token"
 // marks them by.
 //
-// The branch as the view draws it (the page's state holds it; views/branch.mjs only draws):
+// The branch as the view draws it (the page's state holds it, page/state.mjs stepBox.branch;
+// views/branch.mjs only draws):
 //   step, id       where, and which id was taken by hand
 //   token          that id's token as text (from the step's candidates)
-//   ids, texts     what the model wrote after it so far: ids, and the text each adds (a
-//                  streamed token's `text`; an id of -1 adds text that ends a character)
+//   streaming      what the model wrote after it: a reply so far (state.mjs replySoFar), drawn
+//                  by the one reply view (views/reply.mjs), which appends each token as it comes
 //   answer         chatlens.branch's answer once it has ended (null while it streams)
 //   error          a sentence, when it failed
 // Keep and Drop (and Stop while it streams) are the caller's: callbacks.
 
 import { streamed } from "./bytes.mjs";
 import { count, el } from "./dom.mjs";
+import { replyView } from "./reply.mjs";
 import { visibleToken } from "./tokens.mjs";
 import { isNearTie, percent } from "./why.mjs";
 
@@ -90,7 +92,7 @@ function side(title, cls, partToken, partTitle, rest, { writing = false, end = n
  * button).
  */
 export function branchView(record, branch, { gap, onKeep = null, onDrop = null, onStop = null } = {}) {
-  const { step, id, answer, error } = branch;
+  const { step, id, answer, error, streaming } = branch;
   const writing = !answer && !error;
   const replyIds = record.reply_ids ?? [];
   const special = new Set(record.special_ids ?? []);
@@ -104,12 +106,14 @@ export function branchView(record, branch, { gap, onKeep = null, onDrop = null, 
   const modelToken = record.reply_tokens?.[step] ?? "";
   const modelRest = replyTexts.slice(step + 1, replyEnd ? -1 : undefined).join("");
 
-  // the branch: its own tokens' texts, from the answer's bytes once it ended, as streamed before
-  const branchIds = answer ? answer.reply_ids : [...replyIds.slice(0, step), id, ...branch.ids.filter((i) => i >= 0)];
-  const branchEnd = answer ? endsTurn(answer.reply_ids, answer.stop_reason) : false;
-  const branchRest = answer
-    ? textsOf(answer.reply_bytes).slice(step + 1, branchEnd ? -1 : undefined).join("")
-    : branch.texts.join("");
+  // the branch: the token taken by hand, then what the model wrote after it, as a reply (its view
+  // appends each token as it comes; its title counts the ids kept, the one taken, and the rest)
+  const branchTitle = (rest) => el("div", { class: "fork-title" }, el("b", { text: "The branch" }),
+    ` · ${count(step + 1 + rest.reply_ids.length, "token")}${branch.answer ? `, ${branch.answer.stop_reason}` : branch.error ? "" : ", writing…"}`);
+  const branchSide = replyView(streaming, {
+    title: branchTitle, className: "fork-side fork-branch", textClass: "fork-text", special,
+    lead: () => el("span", { class: "fork-part", title: "the token chosen by hand", text: visibleToken(branch.token) }),
+  });
   const tie = isNearTie(row, gap);
 
   return el(
@@ -131,9 +135,7 @@ export function branchView(record, branch, { gap, onKeep = null, onDrop = null, 
       { class: "branch-fork" },
       side("The model's reply", "fork-model", modelToken, "the token the model chose", modelRest,
            { end: replyEnd ? record.reply_tokens?.at(-1) : null, count: `${count(replyIds.length, "token")}, ${record.stop_reason ?? "writing"}` }),
-      side("The branch", "fork-branch", branch.token, "the token chosen by hand", branchRest,
-           { writing, end: branchEnd ? answer.reply_tokens.at(-1) : null,
-             count: `${count(branchIds.length, "token")}${answer ? `, ${answer.stop_reason}` : writing ? ", writing…" : ""}` }),
+      branchSide,
     ),
     answer ? el("p", { class: "branch-cache" }, cacheSentence(answer, record.prompt_ids.length)) : null,
     error ? el("p", { class: "error", text: error }) : null,

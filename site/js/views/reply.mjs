@@ -63,6 +63,7 @@ const HINT = "Point at a token of the reply (or tap it, or use the arrow keys) t
  *   special    the special ids (a Set or an array): their chips and their text drawn as special
  *   className  more classes for the node; textClass: for the text's element
  *   empty      what the text says when an ended reply wrote none (default: nothing)
+ *   lead(reply) a node before the reply's text, in its line (a branch's: the token taken by hand)
  *   extra(reply) nodes after the chips (the speed, the backend, a term)
  *   onStep(step, reply), onCandidate(step, id, reply): the hooks above
  * Drawing a reply again (another view of it) makes the new node the one replyGrew appends to.
@@ -119,8 +120,10 @@ function textOf(view, reply) {
   const writing = !reply.stop_reason;
   const node = el("div", { class: `reply-text${opts.textClass ? ` ${opts.textClass}` : ""}`, dir: "auto" });
   const text = reply.reply_text ?? "";
-  if (!text && !writing && opts.empty) return fill(node, opts.empty);
-  return textWithSpecials(text, new Set(ids.map((id, i) => (special.has(id) ? reply.reply_tokens?.[i] : null))), node);
+  if (!text && !writing && opts.empty) fill(node, opts.empty);
+  else textWithSpecials(text, new Set(ids.map((id, i) => (special.has(id) ? reply.reply_tokens?.[i] : null))), node);
+  if (opts.lead) node.prepend(opts.lead(reply));
+  return node;
 }
 
 /** A text with its special tokens (the strings of `specials`) drawn as chips in `node`, the rest
