@@ -36,6 +36,7 @@ import { branchRequest, compareCellRequest, draftRequest, inspectRequest, keptRe
 import { branchReloaded, saveBranch } from "../page/prefs.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
+import { cellName } from "../views/compare.mjs";
 import { $, el, fill } from "../views/dom.mjs";
 import { inspectView, knownTokens, readOf } from "../views/inspect.mjs";
 import { replyGrew, replyOf } from "../views/reply.mjs";
@@ -60,9 +61,6 @@ const cellRecord = (prompt, layout, cell) => ({
   ...cell, prompt_ids: prompt[`${layout}_ids`], prompt_tokens: prompt[`${layout}_tokens`], prompt_bytes: prompt[`${layout}_bytes`] ?? null,
   special_ids: prompt.special_ids, system: null, window: null,
 });
-
-const MODEL_NAMES = { instruct: "the instruct model", base: "the base model" };
-const LAYOUT_NAMES = { template: "chat-template", plain: "plain-text" };
 
 /**
  * Where `reply` (a reply view's) lives, and what a step of it can ask:
@@ -111,7 +109,7 @@ export function whereOf(state, reply, { settings, context } = {}) {
   if (found) {
     if (!run.prompt) return { why: "The comparison's prompt is not known yet." };
     const cell = compareCellRequest(run.prompt, found, settings, context);
-    return { kind: "compare", label: `${MODEL_NAMES[found.model]}'s ${LAYOUT_NAMES[found.layout]} cell`, args: cell.args,
+    return { kind: "compare", label: cellName(found.model, found.layout), args: cell.args,
              record: cellRecord(run.prompt, found.layout, reply), keep: "The comparison keeps no conversation: a branch is kept in Live mode.",
              branchWhy: cell.branchWhy };
   }

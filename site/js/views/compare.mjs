@@ -16,7 +16,10 @@ import { replyView, textWithSpecials } from "./reply.mjs";
 import { chips } from "./tokens.mjs";
 import { percent } from "./why.mjs";
 
-export const LAYOUT_NAMES = { plain: "plain text", template: "the chat template" };
+/** Each layout's name: in a sentence ("read with plain text"), and before a noun ("a plain-text cell"). */
+export const LAYOUT_NAMES = { plain: { name: "plain text", cell: "plain-text" }, template: { name: "the chat template", cell: "chat-template" } };
+/** One of the four, in words: "the base model's chat-template cell". */
+export const cellName = (model, layout) => `the ${model} model's ${LAYOUT_NAMES[layout].cell} cell`;
 const LESSON_SIDE = { plain: "plain", template: "chat" }; // lessonfigures.mjs's LESSON_SHARES keys
 const TOP_SHOWN = 5;
 
@@ -169,10 +172,10 @@ export function estimateSentence(e, cap) {
 
 function readBlock(layout, text, ids, tokens, special) {
   const names = new Set(ids.map((id, i) => (special.has(id) ? tokens[i] : null)));
-  const box = el("div", { class: "tokens compare-ids", "aria-label": `The ids read with ${LAYOUT_NAMES[layout]}` });
+  const box = el("div", { class: "tokens compare-ids", "aria-label": `The ids read with ${LAYOUT_NAMES[layout].name}` });
   chips(box, { tokens, ids, lay: null, classOf: (i) => (special.has(ids[i]) ? "special" : "") });
   return el("div", { class: "compare-layout", dataset: { layout } },
-    el("h4", {}, `With ${LAYOUT_NAMES[layout]}: `, el("b", { text: count(ids.length, "token") })),
+    el("h4", {}, `With ${LAYOUT_NAMES[layout].name}: `, el("b", { text: count(ids.length, "token") })),
     textWithSpecials(text, names, el("pre", { class: "prompt-text compare-read", dir: "auto" })), box);
 }
 
@@ -213,7 +216,7 @@ function lessonQuote(q) {
 function cellView(model, layout, slot, ctx) {
   const state = cellState(slot, ctx.running);
   const reply = slot?.answer ?? slot?.streaming;
-  const parts = [el("h3", {}, el("span", { class: `compare-model model-${model}`, text: headingOf(model, ctx.names) }), ` · ${LAYOUT_NAMES[layout]}`)];
+  const parts = [el("h3", {}, el("span", { class: `compare-model model-${model}`, text: headingOf(model, ctx.names) }), ` · ${LAYOUT_NAMES[layout].name}`)];
   if (slot?.notRecorded) {
     parts.push(el("p", { class: "compare-state", dataset: { state: "not-recorded" }, text: slot.notRecorded }), lessonQuote(slot.lesson));
     return el("article", { class: "compare-cell not-recorded", dataset: { model, layout, state: "not-recorded" } }, parts);
