@@ -15,6 +15,7 @@
 // inspection or the branch measured, in numbers taken from it. No DOM: tests/page/inside.test.mjs.
 
 import * as challenges from "./challenges.mjs";
+import { percent, visibleToken } from "./terms.mjs";
 
 export const STORAGE_KEY = "chatlens.inside.v1";
 
@@ -63,8 +64,7 @@ export const CASES = [
   },
 ];
 
-const percent = (p) => `${(100 * p).toFixed(1)}%`;
-const shown = (t) => `“${String(t ?? "").replace(/\s/g, (c) => (c === " " ? "·" : c === "\n" ? "↵" : "⇥"))}”`;
+const shown = (t) => `“${visibleToken(String(t ?? ""))}”`;
 const WHO = /\bwho\s+are\s+you\b/i;
 const NAME = /\bwhat\s+is\s+my\s+name\b/i;
 const STATED_DATE = /\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, (\d{4})\b/;

@@ -28,6 +28,19 @@ export const STOP_REASONS = {
 
 export const stopReasonText = (reason) => STOP_REASONS[reason] || "still writing";
 
+/** A probability as a percentage a reader can compare: 67.2%, 0.93%, <0.01% (the views' and the
+ * lesson's sentences write every share so). */
+export function percent(p) {
+  if (p >= 0.01) return `${(100 * p).toFixed(1)}%`;
+  if (p >= 0.0001) return `${(100 * p).toFixed(2)}%`;
+  return "<0.01%";
+}
+
+/** A token's text made visible: spaces as ·, line breaks as ↵, tabs as →. */
+export function visibleToken(t) {
+  return t.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u2192");
+}
+
 /** What ended a reply, in the few words a chat bubble has room for. */
 export const STOP_SHORT = {
   end_turn: "the model ended it",

@@ -4,6 +4,7 @@
 
 import { fromHex, hex } from "./bytes.mjs";
 import { el } from "./dom.mjs";
+import { visibleToken } from "../lesson/terms.mjs";
 
 /** Which prompt positions hold special tokens, from the record's special_ids. */
 export function specialPositions(record) {
@@ -11,10 +12,8 @@ export function specialPositions(record) {
   return record.prompt_ids.map((id) => ids.has(id));
 }
 
-/** A token's text made visible: spaces as ·, line breaks as ↵, tabs as →. */
-export function visibleToken(t) {
-  return t.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u2192");
-}
+// A token's text made visible (lesson/terms.mjs, where the lesson's sentences write it too).
+export { visibleToken };
 
 /** A chip's visible text: whole characters as they are, parts of a character as hex bytes. */
 function chipText(parts, token) {

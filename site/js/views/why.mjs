@@ -10,6 +10,7 @@
 import { fromHex, hex } from "./bytes.mjs";
 import { visibleToken } from "./tokens.mjs";
 import { el, fill } from "./dom.mjs";
+import { percent } from "../lesson/terms.mjs";
 
 export const NEAR_TIE_NOTE =
   "The two best candidates are nearly tied: another device (another browser, GPU or CPU) rounds the numbers " +
@@ -18,12 +19,8 @@ export const NEAR_TIE_NOTE =
 /** Whether a step's two best candidates are closer than `gap` logits. */
 export const isNearTie = (step, gap) => Boolean(step && step.length > 1 && step[0][1] - step[1][1] < gap);
 
-/** A probability as a percentage a reader can compare: 67.2%, 0.93%, <0.01%. */
-export function percent(p) {
-  if (p >= 0.01) return `${(100 * p).toFixed(1)}%`;
-  if (p >= 0.0001) return `${(100 * p).toFixed(2)}%`;
-  return "<0.01%";
-}
+// A probability as a percentage (lesson/terms.mjs, where the lesson's sentences write it too).
+export { percent };
 
 /** A candidate as the table shows it: a special token as a chip, a token that holds part of a
  * character as its bytes (hex, from the record), any other as its visible text. */
