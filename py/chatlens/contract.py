@@ -487,10 +487,9 @@ class PullAnswer:
     in_flight: int = doc("runs submitted whose bytes are not given yet")
     record: TurnRecord | None = doc("a chat job's start only: the TurnRecord the reply will fill, as a preview "
                                     "answers it, before any step; null otherwise", None)
-    done: object = doc("null, or the job's answer once it has ended: a TurnRecord (chat), a Continuation "
-                       "(text), a Prediction (predict), Counted (count), Compared (compare), Branched (branch), "
-                       "Inspected (inspect), Caused (cause); Stopped (a count, an inspection or a cause "
-                       "stopped)", None)
+    done: object = doc("null, or the job's answer once it has ended: the type its class declares "
+                       "(chatlens.jobs.KINDS: a TurnRecord for chat, Counted for count, ...); Stopped when a job "
+                       "that writes no reply was stopped", None)
     prompt: ComparePrompt | None = doc("a compare job's start only: what both models read, before any step; "
                                        "null otherwise", None)
     model: str = doc("the model whose backend computes the runs (a compare job: the current reply's; its tokens "
