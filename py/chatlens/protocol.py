@@ -26,10 +26,10 @@ import typing
 from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 
 from .contract import (
-    BackendInfo, Branch, Branched, CellToken, Compare, Compared, ComparePrompt, Continuation, Counted, doc,
-    Empty, GpuProgram, GpuProgramAnswer, GpuRun, Inspect, Inspected, LabSource, Load, LoadBase, Loaded,
-    MODELS, Prediction, PullAnswer, PythonRun, READ_CHUNK, Render, Rendered, Reply, RunPython, Start, Step,
-    Stopped, TemplateInfo, Text, Token, Tokenize, Tokenized, Turn, UseGpu, UseNumpy,
+    AttentionFigures, BackendInfo, Branch, Branched, CellEnd, CellToken, Compare, Compared, ComparePrompt,
+    Continuation, Counted, doc, Empty, GpuProgram, GpuProgramAnswer, GpuRun, Inspect, Inspected, LabSource, Load,
+    LoadBase, Loaded, MODELS, Prediction, PullAnswer, PythonRun, READ_CHUNK, Render, Rendered, Reply, RunPython,
+    Start, Step, Stopped, TemplateInfo, Text, Token, Tokenize, Tokenized, Turn, UseGpu, UseNumpy,
 )
 from .errors import ChatlensError
 from .jobs import KINDS
@@ -274,8 +274,8 @@ def _all_types():
     for args, answer in [*REQUESTS.values(), *PAGE_REQUESTS.values()]:
         out.setdefault(args.__name__, args)
         out.setdefault(answer.__name__, answer)
-    for cls in [Reply, ComparePrompt, Token, CellToken, GpuRun, Stopped, Branch, Branched, Inspect, Inspected,
-                *SIGNALS.values(), *EVENTS.values(), Answer]:
+    for cls in [Reply, ComparePrompt, Token, CellToken, CellEnd, GpuRun, Stopped, Branch, Branched, Inspect,
+                Inspected, AttentionFigures, *SIGNALS.values(), *EVENTS.values(), Answer]:
         out.setdefault(cls.__name__, cls)
     return out
 
