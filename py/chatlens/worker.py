@@ -28,14 +28,22 @@ whatever prefix it still holds, so a new worker (after a crash) only recomputes.
 """
 
 import json
+import traceback
+from importlib import resources
 
 from . import defaults, jobs, presets, protocol
 from .cache import PromptCache
 from .chat import check_window
+from .compare import check_same_tokenizer
+from .complete import tokenized
+from .device import emulated
 from .errors import ChatlensError, TemplateError, WindowError
 from .pull import greedy
-from .source import load_text_side
+from .record import token_lists
+from .source import load_model, load_text_side
+from .template import ChatTemplate, assistant_mask
 from .turn import preview
+from .usercode import run_code
 from .window import counting
 
 # Names the render sets itself: as template variables they would collide with its own arguments
@@ -75,8 +83,6 @@ class _Worker:
         return self._loaded_answer(self.text, a.path)
 
     def load_base(self, a: protocol.LoadBase) -> protocol.Loaded:
-        from .compare import check_same_tokenizer
-
         self._loaded()
         text = load_text_side(a.path)
         check_same_tokenizer(self.text.tokenizer, text.tokenizer)  # the comparison needs the same ids
@@ -101,15 +107,12 @@ class _Worker:
         return self._loaded()
 
     def use_numpy(self, a: protocol.UseNumpy) -> protocol.BackendInfo:
-        from .source import load_model
-
         model = load_model(self._path_of(a.model))
         self._use(a.model, model.backend, model.config.n_ctx)
         return protocol.BackendInfo(backend="numpy", n_ctx=model.config.n_ctx)
 
     def gpu_program(self, a: protocol.GpuProgram) -> dict:
-        from .device import emulated
-        from .gpu import build_program, kernels, weight_plan
+        from .gpu import build_program, kernels, weight_plan  # the GPU program's modules: on the GPU path only
 
         path = self._path_of(a.model)
         side = self.sides[a.model]
@@ -118,7 +121,7 @@ class _Worker:
         return side.program
 
     def use_gpu(self, a: protocol.UseGpu) -> protocol.BackendInfo:
-        from .gpu.backend import WebGPUBackend
+        from .gpu.backend import WebGPUBackend  # on the GPU path only
 
         self._path_of(a.model)
         side = self.sides[a.model]
@@ -201,8 +204,6 @@ class _Worker:
         return self._pulled("text", a, on_token, should_stop)
 
     def tokenize(self, a: protocol.Tokenize) -> protocol.Tokenized:
-        from .complete import tokenized
-
         self._loaded()
         return tokenized(self.text.tokenizer, a.text)
 
@@ -213,14 +214,10 @@ class _Worker:
                                      special_tokens=dict(t.special_tokens))
 
     def lab_source(self, a) -> protocol.LabSource:
-        from importlib import resources
-
         source = resources.files(__package__).joinpath("by_hand.py").read_text("utf-8")
         return protocol.LabSource(name="by_hand.py", source=source)
 
     def run_python(self, a: protocol.RunPython) -> protocol.PythonRun:
-        from .usercode import run_code
-
         self._loaded()
         tok = self.text.tokenizer
         if not all(isinstance(n, str) for n in a.results):
@@ -248,9 +245,6 @@ class _Worker:
         return side.cache
 
     def render(self, a: protocol.Render) -> protocol.Rendered:
-        from .record import token_lists
-        from .template import ChatTemplate, assistant_mask
-
         self._loaded()
         template = self.text.template
         source = a.template
@@ -341,8 +335,6 @@ def call(name: str, args_json: str, *extra) -> str:
         return json.dumps({"ok": True, "result": protocol.to_json(handler(parsed, *extra))})
     except Exception as e:  # every failure reaches the page as its type, message and data
         if not isinstance(e, ChatlensError):
-            import traceback
-
             traceback.print_exc()  # a bug, not bad input: the console gets the traceback
         error = {"name": type(e).__name__, "message": str(e) or type(e).__name__}
         if getattr(e, "data", None) is not None:
