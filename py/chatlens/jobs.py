@@ -145,7 +145,7 @@ class Job:
 
 
 class _OneReply(Job):
-    """A job that is one reply (chat, text, predict): pulled, answered and stopped as its reply;
+    """A job that is one reply (chat, text, predict, branch): pulled, answered and stopped as its reply;
     its result built once, when the reply has ended (`_result_of`)."""
 
     writing: Writing
