@@ -26,10 +26,11 @@ import typing
 from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 
 from .contract import (
-    AttentionFigures, BackendInfo, Branch, Branched, CellEnd, CellToken, Compare, Compared, ComparePrompt,
-    Continuation, Counted, doc, Empty, GpuProgram, GpuProgramAnswer, GpuRun, Inspect, Inspected, LabSource, Load,
-    LoadBase, Loaded, MODELS, Prediction, PullAnswer, PythonRun, READ_CHUNK, Render, Rendered, Reply, RunPython,
-    Start, Step, Stopped, TemplateInfo, Text, Token, Tokenize, Tokenized, Turn, UseGpu, UseNumpy,
+    AttentionFigures, BackendInfo, Branch, Branched, Cause, Caused, CausePiece, CellEnd, CellToken, Compare,
+    Compared, ComparePrompt, Continuation, Counted, doc, Empty, GpuProgram, GpuProgramAnswer, GpuRun, Inspect,
+    Inspected, LabSource, Load, LoadBase, Loaded, Measure, MODELS, Prediction, PullAnswer, PythonRun, READ_CHUNK,
+    Render, Rendered, Reply, RunPython, Start, Step, Stopped, TemplateInfo, Text, Token, Tokenize, Tokenized,
+    Turn, UseGpu, UseNumpy,
 )
 from .errors import ChatlensError
 from .jobs import KINDS
@@ -275,7 +276,8 @@ def _all_types():
         out.setdefault(args.__name__, args)
         out.setdefault(answer.__name__, answer)
     for cls in [Reply, ComparePrompt, Token, CellToken, CellEnd, GpuRun, Stopped, Branch, Branched, Inspect,
-                Inspected, AttentionFigures, *SIGNALS.values(), *EVENTS.values(), Answer]:
+                Inspected, AttentionFigures, Cause, Caused, CausePiece, Measure, *SIGNALS.values(), *EVENTS.values(),
+                Answer]:
         out.setdefault(cls.__name__, cls)
     return out
 
