@@ -276,12 +276,6 @@ class Branched(Reply):
     id: int = doc("the id taken there")
     branched_from: list = doc("the reply it branched from (the turn's reply_ids)")
 
-    @property
-    def branch_text(self) -> str:
-        """reply_text by the name it had before Branched was a reply: host/chatcli.py's /branch still
-        reads it."""
-        return self.reply_text
-
 
 @dataclass(frozen=True)
 class AttentionFigures:

@@ -274,7 +274,7 @@ def branch(args) -> int:
     if reply_ids is None:  # the turn's reply first: then the cache holds it, and the branch reuses it
         reply_ids = _replied(model, cache, record)
     job = BranchJob(model, cache, record.prompt_ids, reply_ids, step=request.step, id=request.id,
-                    max_tokens=record.max_tokens, top_k=top_k)
+                    max_tokens=record.max_tokens, top_k=top_k, reply_top_k=request.reply_top_k)
     _write_json(to_json(greedy(job)))
     return 0
 
@@ -472,9 +472,9 @@ def chat(args) -> int:
                     except ValueError:
                         raise ChatlensError("usage: /branch S ID (the step, 0 for the reply's first, and a token id)") from None
                     b = session.branch(step, token, top_k=top_k)
-                    print(f"(step {step}: {tok.token_text(b.reply_ids[step])!r} -> {tok.token_text(token)!r}; "
+                    print(f"(step {step}: {tok.token_text(b.branched_from[step])!r} -> {tok.token_text(token)!r}; "
                           f"{b.reused_tokens} tokens reused, {b.computed_tokens} computed; /keep keeps it)")
-                    print(b.branch_text)
+                    print(b.reply_text)
                 elif cmd == "/keep":
                     session.keep()
                     print("(the branch is the last reply now: the next turn reads it)")
