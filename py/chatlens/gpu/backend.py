@@ -4,7 +4,7 @@ A step is a `Run`: the named sequences of dispatches, the step buffer's bytes an
 back. `plan` makes one (and counts its tokens as cached), `read` turns the bytes it read back
 into a Step. Whoever holds the GPU runs it in between:
 
-- natively, an executor (native.NativeExecutor) with submit(run) -> ticket and collect(ticket)
+- natively, an executor (chatlens.host.native_gpu.NativeExecutor) with submit(run) -> ticket and collect(ticket)
   -> bytes, so steps can be in flight (chatlens.pull), and prefill/decode, which run one step
   and wait for it;
 - in the browser, the worker's JavaScript (site/js/gpu/executor.mjs), which submits each run
