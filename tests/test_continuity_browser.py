@@ -90,14 +90,16 @@ def test_a_reply_shows_its_read_moving_previews_a_draft_and_a_reload_loses_nothi
         send_live(page, "Hi!")
         # The first GPU step reads the whole prompt, in parts on this slow GPU: the line moves.
         reading = "(document.querySelector('#chat .msg.assistant.is-streaming .meta')?.textContent ?? '')"
-        page.wait_for_function(f"() => / part(s)? done/.test({reading})", timeout=TURN_MS)
+        page.wait_for_function(f"() => / · part \\d+ of /.test({reading})", timeout=TURN_MS)
         first = page.evaluate(f"() => {reading}")
-        found = re.fullmatch(r"reading the prompt: 0 of (\d+) tokens · the GPU's step: (\d+) parts? done, \d+ s", first)
+        found = re.fullmatch(r"reading the prompt: 0 of (\d+) tokens · part (\d+) of (\d+) of the GPU's step for the "
+                             r"next (\d+) tokens, \d+ s", first)
         assert found, first
         preview = page.evaluate("m => chatlens.preview({system: 'Be brief.', messages: m, window: 256})",
                                 [{"role": "user", "content": "Hi!"}])
-        assert int(found[1]) == preview["used"]  # the whole prompt, as the preview counts it
-        page.wait_for_function(f"(n) => Number(/step: (\\d+) part/.exec({reading})?.[1]) > n", arg=int(found[2]),
+        assert int(found[1]) == preview["used"] == int(found[4])  # the whole prompt, one step, as the preview counts it
+        assert 1 <= int(found[2]) <= int(found[3])
+        page.wait_for_function(f"(n) => Number(/ · part (\\d+) of /.exec({reading})?.[1]) > n", arg=int(found[2]),
                                timeout=TURN_MS)  # the figure moves while the step is read
         shots(page, "continuity-reading-progress")
 

@@ -177,7 +177,11 @@ class ProgressEvent:
     read: int = doc("tokens read (a count: characters)")
     of: int = doc("of all")
     ms: float = doc("since the job started")
-    parts: int = doc("on the GPU: parts of the step reading the next chunk done so far (gpu/executor.mjs)", 0)
+    parts: int = doc("on the GPU: parts done so far of the step that reads the next chunk (gpu/executor.mjs runs a "
+                     "long step in parts on a slow GPU)", 0)
+    parts_of: int = doc("that step's parts in all (0: no step in parts)", 0)
+    covers: int = doc("the prompt tokens that step reads (0: no step in parts)", 0)
+    doing: str | None = doc("a cause: what it computes now, in words (PullAnswer's doing)", None)
 
 
 @dataclass(frozen=True)

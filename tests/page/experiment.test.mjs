@@ -11,7 +11,7 @@ import { cellsOf, createStore } from "../../site/js/page/state.mjs";
 import { baseNameOf, weightsOf } from "../../site/js/page/weights.mjs";
 import { cellState, estimate, estimateSentence, missingModels, stopSentence, whoseWeights } from "../../site/js/views/compare.mjs";
 import { differenceNote, LESSON_TEXT, recordedKvNote } from "../../site/js/views/lessonfigures.mjs";
-import { READING_PARTS, readingText } from "../../site/js/views/chat.mjs";
+import { readingText, stepParts } from "../../site/js/views/chat.mjs";
 import { NetworkError, IntegrityError, QuotaError } from "../../site/js/store/errors.mjs";
 
 const settings = { compare_limit: 4, compare_top_k: 3, model_keys: ["instruct", "base"], layouts: ["plain", "template"] };
@@ -230,10 +230,10 @@ test("the recording's cache figures beside the lesson's, with why they differ, o
   assert.match(recordedKvNote(drop, 2, windows), /reused 24 tokens and read 101 again; this recording's reuses 24 and reads 126 again/);
 });
 
-test("a GPU step read in parts: the count at 0 is explained, not left to look stuck", () => {
-  const line = readingText({ read: 0, of: 900, ms: 3000, parts: 2 });
-  // the line as test_continuity_browser reads it; its title says why the count stays at 0
-  assert.match(line, /^reading the prompt: 0 of 900 tokens · the GPU's step: 2 parts done, 3 s$/);
-  assert.match(READING_PARTS, /no total/);
-  assert.match(READING_PARTS, /moves as each step ends/);
+test("a GPU step read in parts: the count at 0 is explained in the line, not left to look stuck", () => {
+  const line = readingText({ read: 0, of: 900, ms: 3000, parts: 2, partsOf: 213, covers: 128 });
+  // the line as test_continuity_browser reads it: which part of how many, of the step for which tokens
+  assert.equal(line, "reading the prompt: 0 of 900 tokens · part 2 of 213 of the GPU's step for the next 128 tokens, 3 s");
+  assert.equal(stepParts({ parts: 0, partsOf: 0 }), "");
+  assert.equal(readingText({ read: 16, of: 900, ms: 2000, parts: 0 }), "reading the prompt: 16 of 900 tokens · 8.00 tokens/s");
 });

@@ -11,7 +11,7 @@ test("the reading line: how far the prompt is read, and none once it is", () => 
   const line = readingText({ read: 64, of: 900, ms: 2000 });
   assert.ok(line.includes("64 of 900 tokens") && line.includes(`${(1000 * 64 / 2000).toFixed(0)} tokens/s`), line);
   assert.ok(!readingText({ read: 0, of: 900, ms: 0 }).includes("tokens/s")); // no rate before the first chunk
-  assert.ok(readingText({ read: 0, of: 900, ms: 3000, parts: 2 }).includes("2 parts done, 3 s"));
+  assert.ok(readingText({ read: 0, of: 900, ms: 3000, parts: 2, partsOf: 5, covers: 128 }).includes("part 2 of 5 of the GPU's step for the next 128 tokens, 3 s"));
 });
 
 test("the chat's banner follows the store's replies, and offers a backend only when asked to", () => {

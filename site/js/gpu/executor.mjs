@@ -153,8 +153,9 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
   /**
    * Submit one run of the program: write its step parameters, run its sequences, read back one
    * readback. Returns a promise of the readback's bytes (an empty Uint8Array for none), or null
-   * when `stopped()` said yes between two parts (the rest of the run is not submitted). Runs
-   * may be in flight together; each reads back into a staging buffer of its own.
+   * when `stopped({part, of})` said yes between two parts (the rest of the run is not
+   * submitted; part: the parts done, of: the run's parts, known once it is submitted). Runs may
+   * be in flight together; each reads back into a staging buffer of its own.
    */
   function submit(sequenceNames, params, readback = null, { stopped = () => false } = {}) {
     const done = queued.then(() => submitNow(sequenceNames, params, readback, stopped));
@@ -170,6 +171,7 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
     const parts = msPerDispatch === null ? (dispatches.length > 64 ? Math.ceil(dispatches.length / 4) : 1)
       : Math.ceil((dispatches.length * msPerDispatch) / PART_MS);
     const size = Math.max(1, Math.ceil(dispatches.length / Math.max(1, Math.min(parts, dispatches.length))));
+    const of = Math.max(1, Math.ceil(dispatches.length / size));
     const r = readback === null || readback === undefined ? null : program.readbacks[readback];
     for (let at = 0; at < Math.max(dispatches.length, 1); at += size) {
       const last = at + size >= dispatches.length;
@@ -203,7 +205,7 @@ export async function createExecutor(adapter, program, read, { name = "webgpu" }
         }) };
       }
       await finished(t0, size);
-      if (stopped()) return { submitted: Promise.resolve(), bytes: Promise.resolve(null) };
+      if (stopped({ part: at / size + 1, of })) return { submitted: Promise.resolve(), bytes: Promise.resolve(null) };
     }
   }
 

@@ -13,8 +13,9 @@
 //        rejects with a WindowError before any token); onToken({id, text, token, bytes}) streams
 //        each reply id as it is chosen (text: what it adds to the reply; token and bytes: the id's
 //        token as the record's reply_tokens and reply_bytes write it; id -1: text ending a
-//        character); onProgress({read, of, ms, parts}) while the prompt is read (tokens read of
-//        all, ms since the reply started, parts of a long GPU step done); signal: an AbortSignal
+//        character); onProgress({read, of, ms, parts, partsOf, covers}) while the prompt is read
+//        (tokens read of all, ms since the reply started; a long GPU step run in parts: the part
+//        done, of its parts, and the tokens that step reads); signal: an AbortSignal
 //        that stops the reply: it ends with stop_reason "stopped", keeping what it wrote (aborted
 //        before the call, it rejects with an Error named AbortError); topK: K fills the record's
 //        top_k, each reply token's K best [id, logit, probability]. Replies are written one at a
@@ -46,6 +47,15 @@
 //        "instruct" (default) or "base" (once its weights are in); layout: "template" (default) or
 //        "plain" (the last message's text read as it is: plain text's, the comparison's plain
 //        cells). A signal rejects it with an AbortError
+//   await chatlens.cause({...as inspect, pieces}, {onProgress, signal}) -> which piece of the turn one
+//        step of its reply needed: {prompt_ids, reply_ids, step, position, chosen_id, chosen_token, p,
+//        top_id, top_p, reply_logprob, pieces: [{name, kind, label, start, end, attention_share,
+//        knocked, removed, knocked_why, removed_why}], reused_tokens, computed_tokens, backend}: each
+//        piece knocked out (the reply may not read it) and removed (the turn rendered without it; a
+//        dropped turn put back), each {p, top_id, top_token, top_p, reply_logprob, prompt_ids, what}
+//        or null with a sentence why; pieces: ["system:0", ...] (default: every piece);
+//        onProgress({read, of, ms, doing, ...}): tokens run through of all, and what is computed now
+//        in words. A signal rejects it with an AbortError; the cache holds what it held
 //   await chatlens.compare({text, maxTokens, topK}, {onPrompt, onToken, onCellEnd, onProgress, signal}) -> the
 //        lesson's experiment: the message read as plain text and in the chat template, by the base and the
 //        instruct model: {prompt: {text, plain_ids, plain_tokens, template_text, template_ids,

@@ -38,7 +38,10 @@ export function connect(on) {
     if (data.type === "prompt") return p.on?.prompt?.(data.prompt); // a comparison's, before its tokens
     if (data.type === "token") return p.on?.token?.(data.token);
     if (data.type === "cell_end") return p.on?.cellEnd?.(data.cell); // a comparison's reply ended
-    if (data.type === "progress") return p.on?.progress?.({ read: data.read, of: data.of, ms: data.ms, parts: data.parts ?? 0 });
+    if (data.type === "progress") {
+      return p.on?.progress?.({ read: data.read, of: data.of, ms: data.ms, parts: data.parts ?? 0, partsOf: data.parts_of ?? 0,
+                                covers: data.covers ?? 0, doing: data.doing ?? null });
+    }
     pending.delete(data.id);
     if (data.ok) p.resolve(data.result);
     else {

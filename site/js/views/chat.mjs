@@ -45,19 +45,21 @@ function metaOf(it) {
 
 /** While the prompt is read: how much of it, and how fast (the worker's progress), else null.
  * NumPy reads it a chunk a step, so `read` moves; a GPU reads a chunk of up to 128 tokens in one
- * step, which a slow GPU runs in parts: `parts` says how far that step has got. */
+ * step, which a slow GPU runs in parts: the part done of that step's parts, and the tokens it
+ * reads, say how far it has got (in the line itself: a phone shows no title). */
 export function readingText(p) {
   if (!p || p.read >= p.of) return null;
   const rate = p.ms > 0 && p.read > 0 ? ` · ${(1000 * p.read / p.ms).toFixed(p.read / p.ms < 0.01 ? 2 : 0)} tokens/s` : "";
-  const parts = p.parts > 0 ? ` · the GPU's step: ${count(p.parts, "part")} done, ${Math.round(p.ms / 1000)} s` : "";
-  return `reading the prompt: ${p.read} of ${count(p.of, "token")}${rate}${parts}`;
+  return `reading the prompt: ${p.read} of ${count(p.of, "token")}${rate}${stepParts(p)}`;
 }
 
-/** Beside a line that counts a GPU step's parts (the line's title): a step's parts have no total
- * to say (the executor splits a step as the GPU's speed asks), and the count of tokens read moves
- * only when a step ends, so a count at 0 reads as progress, not as a page stuck. */
-export const READING_PARTS = "The GPU reads up to 128 tokens of the prompt in one step, which this GPU runs in parts, as many as " +
-  "its speed asks: the parts have no total, and the count of tokens read moves as each step ends.";
+/** " · part 90 of 213 of the GPU's step for the next 128 tokens, 102 s" while a step runs in parts, else "". */
+export function stepParts(p) {
+  if (!(p?.parts > 0)) return "";
+  const of = p.partsOf > 0 ? ` of ${p.partsOf}` : "";
+  const covers = p.covers > 0 ? ` for the next ${count(p.covers, "token")}` : "";
+  return ` · part ${p.parts}${of} of the GPU's step${covers}, ${Math.round(p.ms / 1000)} s`;
+}
 
 function makeBubble(it, turn) {
   const b = el(
@@ -79,8 +81,7 @@ function setMeta(node, text, stop) {
   node._meta = text;
   meta.textContent = text;
   meta.hidden = !text;
-  if (/ · the GPU's step: /.test(text)) meta.title = READING_PARTS;
-  else meta.removeAttribute("title");
+  meta.removeAttribute("title");
 }
 
 /** A reply kept from a branch (kept, or kept before a reload: its saved lines) is marked on its bubble. */

@@ -10,6 +10,7 @@
 // The pure parts (the sentences, the names, the lesson's figures against this copy's, the
 // estimate) hold no DOM: node tests play them (tests/page/compare.test.mjs).
 
+import { stepParts } from "./chat.mjs";
 import { count, el, fill } from "./dom.mjs";
 import { differenceNote, LESSON_SHARES } from "./lessonfigures.mjs";
 import { replyView, textWithSpecials } from "./reply.mjs";
@@ -140,7 +141,7 @@ export function stateSentence(state, reply, before) {
   if (state === "waiting") return before ? `Waiting: computed after ${before}.` : "Waiting for the prompt to be read.";
   if (state === "reading") {
     const p = reply.progress;
-    return p?.of ? `Reading the prompt: ${p.read} of ${count(p.of, "token")}${p.parts ? ` (the GPU's step: ${count(p.parts, "part")} done)` : ""}.` : "Reading the prompt.";
+    return p?.of ? `Reading the prompt: ${p.read} of ${count(p.of, "token")}${stepParts(p)}.` : "Reading the prompt.";
   }
   if (state === "writing") return "Writing…";
   if (state === "never-ran") return "Never ran.";

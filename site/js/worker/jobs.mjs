@@ -131,13 +131,14 @@ export function createJobs() {
       return out;
     };
     // The prompt's progress, posted at each pull and, on the GPU, after each part of a step that
-    // reads it (a chunk of 128 tokens on a slow GPU is one step of minutes).
-    let progress = null; // {read, of, parts}, while the prompt is read
+    // reads it (a chunk of 128 tokens on a slow GPU is one step of minutes): the part done of the
+    // step's parts, and the tokens that step reads.
+    let progress = null; // {read, of, parts, parts_of, covers, doing}, while the prompt is read
     const tellProgress = () => {
       if (progress) self.postMessage({ type: "progress", id, ...progress, ms: performance.now() - t0 });
     };
-    const partDone = () => {
-      if (progress) (progress.parts += 1), tellProgress();
+    const partDone = (covers) => ({ part, of }) => {
+      if (progress) Object.assign(progress, { parts: part, parts_of: of, covers }), tellProgress();
       return Boolean(job.ended);
     };
     try {
@@ -173,7 +174,7 @@ export function createJobs() {
         // a comparison's replies that ended in this step, each the moment it ends (after its tokens)
         for (const cell of out.ended ?? []) self.postMessage({ type: "cell_end", id, cell });
         if (out.done) return out.done;
-        progress = out.read < out.of ? { read: out.read, of: out.of, parts: 0 } : null;
+        progress = out.read < out.of ? { read: out.read, of: out.of, parts: 0, parts_of: 0, covers: 0, doing: out.doing ?? null } : null;
         tellProgress();
         if (job.ended) {
           out = ended();
@@ -182,7 +183,7 @@ export function createJobs() {
         if (gpu) {
           for (const r of out.runs) {
             const params = new Uint8Array(new Uint32Array(r.params).buffer); // the step buffer's words
-            flight.push(timed("submit_ms", () => gpu.submit(r.sequences, params, r.readback, { stopped: partDone })));
+            flight.push(timed("submit_ms", () => gpu.submit(r.sequences, params, r.readback, { stopped: partDone(r.tokens) })));
           }
           spent.most_in_flight = Math.max(spent.most_in_flight, out.in_flight);
           const oldest = flight.shift();
