@@ -20,7 +20,7 @@ from chatlens.backend import ranked
 from chatlens.cache import PromptCache
 from chatlens.errors import ChatlensError
 from chatlens.inspection import (LENS_TOP_K_MAX, Inspecting, Inspection, by_piece, figures, mean_weights, reaches,
-                                 settles, step_position, strongest_heads)
+                                 settles, step_position, strongest_heads, wordless)
 from chatlens.pull import greedy
 from test_backend import BACKENDS, PROMPT, TINY, WEIGHTS
 
@@ -389,10 +389,26 @@ def test_look_back_ranks_heads_by_how_far_back_their_weight_lies():
     heads = look_back([[near, far], [parked, tie]], 6)
     assert [(h["layer"], h["head"]) for h in heads] == [(0, 1), (1, 1), (0, 0), (1, 0)]
     assert heads[0] == {"layer": 0, "head": 1, "weight": 0.5, "reach": 8.5, "distance": 17.0,
-                        "reads": [[2, 0.5], [1, 0.0], [3, 0.0]]}
+                        "reads": [[2, 0.5], [1, 0.0], [3, 0.0]], "rests": False}
     assert heads[2]["reach"] == 5.0 and heads[3] == {"layer": 1, "head": 0, "weight": 0, "reach": 0, "distance": 0,
-                                                     "reads": [[1, 0.0], [2, 0.0], [3, 0.0]]}
+                                                     "reads": [[1, 0.0], [2, 0.0], [3, 0.0]], "rests": False}
     assert [(h["layer"], h["head"]) for h in look_back([[near, far], [parked, tie]], 6, layer=1)] == [(1, 1), (1, 0)]
+
+
+def test_heads_that_rest_on_a_wordless_token_are_ranked_apart():
+    """A head that puts at least half its weight (beyond the first token and the last few) on one
+    token that holds no word (position 2 here: a space, say) is listed apart from those that look
+    back, as the first token's weight is said apart: it says nothing about where the words came from."""
+    n = 20
+    on_space, on_word, spread = ([0.0] * n for _ in range(3))
+    on_space[2], on_space[5], on_space[0] = 0.6, 0.1, 0.3  # 6/7 of its weight there on the space
+    on_word[3], on_word[0] = 0.7, 0.3
+    spread[2], spread[3], spread[0] = 0.3, 0.4, 0.3  # the space holds less than half
+    heads = reaches([[on_space, on_word, spread]], wordless=frozenset({2}))
+    assert [h["rests"] for h in heads] == [True, False, False]
+    got = figures([[on_space, on_word, spread]], [], heads=heads)
+    assert sorted(h["head"] for h in got["look_back"]) == [1, 2] and [h["head"] for h in got["parked"]] == [0]
+    assert wordless([" ", "2", ",", "<|im_start|>", "system", "\n", " pirate"]) == {0, 2, 3, 5}
 
 
 @pytest.mark.parametrize("layer", [None, 0, 2])
@@ -426,6 +442,10 @@ def test_where_the_lens_settles_and_the_strongest_head_on_each_piece():
     got = strongest_heads(w.tolist(), PIECES)
     assert [(g["kind"], g["label"]) for g in got] == [("system", "system prompt"), ("user", "turn 1"), ("header", "generation header")]
     assert [(g["layer"], g["head"], g["position"], g["weight"]) for g in got] == [(0, 3, 2, 0.3), (1, 2, 6, 0.8), (0, 0, 9, 0.0)]
+    # a wordless position (a space the heads park on) is no position to name: the next strongest is
+    w[2, 1, 1] = 0.25
+    got = strongest_heads(w.tolist(), PIECES, wordless=frozenset({2}))
+    assert [(g["layer"], g["head"], g["position"], g["weight"]) for g in got][0] == (2, 1, 1, 0.25)
 
 
 # -- the real model -----------------------------------------------------------------------------------

@@ -290,8 +290,11 @@ class AttentionFigures:
     shares_skip_first: list = doc("the same with the first token left out, the shares taken of the rest")
     top: list = doc("[[position, weight], ...]: the 10 positions with the most of that mean weight, most first")
     top_skip_first: list = doc("the same with the first token left out")
-    look_back: list = doc("[{layer, head, weight, reach, distance, reads}]: the 6 heads (of those layers) whose "
-                          "weight lies furthest back (chatlens.inspection.reaches)")
+    look_back: list = doc("[{layer, head, weight, reach, distance, reads, rests}]: the 6 heads (of those layers) "
+                          "whose weight lies furthest back, of those that do not rest it on a wordless token "
+                          "(chatlens.inspection.reaches)")
+    parked: list = doc("the same for the heads that rest at least half that weight on one token holding no word "
+                       "(a space, punctuation, a special token), ranked apart")
 
 
 @dataclass(frozen=True)
@@ -319,8 +322,8 @@ class Inspected:
     recent: int = doc("the last positions left out of a head's reach (look_back): the query's own and the ones just "
                       "before it (chatlens.inspection.RECENT)")
     strongest_heads: list = doc("[{kind, label, layer, head, position, weight}]: for each piece of by_piece, the "
-                                "single head that put the most weight on one of its positions, the first token left "
-                                "out")
+                                "single head that put the most weight on one of its positions that holds a word (the "
+                                "first token, spaces, punctuation and special tokens left out)")
     reused_tokens: int = doc("tokens the cache held already before the position")
     computed_tokens: int = doc("tokens read now: those the cache lacked before the position, and the query")
     backend: str = doc("what computed it")

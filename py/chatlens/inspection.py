@@ -31,13 +31,13 @@ API (all ids and positions are ints; the cache is a chatlens.cache.PromptCache):
     step_position(prompt_len, reply_len, step) -> int
     mean_weights(attention, layer=None) -> [float]
     by_piece(attention, pieces, *, layer=None, skip_first=False) -> [{kind, label, start, end, share}]
-    reaches(attention, *, recent=RECENT, top=3) -> [{layer, head, weight, reach, distance, reads}]:
-        how far back each head's weight lies
+    reaches(attention, *, recent=RECENT, top=3, wordless=()) -> [{layer, head, weight, reach, distance,
+        reads, rests}]: how far back each head's weight lies, and whether it rests on a wordless token
     figures(attention, pieces, *, layer=None, top=10, back=6) -> {layer, mean, shares,
-        shares_skip_first, top, top_skip_first, look_back}: all a view draws, for one choice of
+        shares_skip_first, top, top_skip_first, look_back, parked}: all a view draws, for one choice of
         layers (the page selects among them and computes nothing)
     settles(lens, chosen_id) -> layer or None: where the lens settles on the chosen id
-    strongest_heads(attention, pieces) -> [{kind, label, layer, head, position, weight}]
+    strongest_heads(attention, pieces, wordless=()) -> [{kind, label, layer, head, position, weight}]
 
 Bad input (a position outside ids, an id outside the vocabulary, a lens of no candidates or more
 than LENS_TOP_K_MAX, a position past the cache's capacity) is a ChatlensError, raised before the
@@ -59,6 +59,11 @@ LENS_TOP_K_MAX = 64  # the most a layer lists: what the GPU's top-k holds (gpu/p
 # reaches leaves out the query and the RECENT - 1 positions before it: most heads read the last
 # few tokens, which says nothing about where the reply's words came from
 RECENT = 4
+# A head whose weight beyond the first token and the last few lies, at least this much of it, on
+# one token that holds no word (a space, punctuation, a special token) is ranked apart (parked):
+# on the Today's date turn five of the six heads that reached furthest back rested 66-91% of it on
+# one space of the date, which says nothing about the year it wrote.
+REST = 0.5
 
 
 @dataclass
@@ -296,14 +301,16 @@ def _largest(weights, n, first=0, end=None):
     return [[j, weights[j]] for j in order]
 
 
-def reaches(attention, *, recent: int = RECENT, top: int = 3) -> list:
+def reaches(attention, *, recent: int = RECENT, top: int = 3, wordless=frozenset()) -> list:
     """How far back each head's weight lies, in (layer, head) order: the signal is in single heads
     (the mean over heads sits on the first token and the last few). For each head, over positions
     1 .. P - recent (the first token and the last `recent` positions left out; P the query's):
     {layer, head, weight (its weight there), reach (each weight times how many positions back from
     P it lies, summed), distance (the mean distance of that weight: reach / weight; 0 with none),
-    reads (the `top` positions it reads most there, [[position, weight], ...])}. Computed once, then
-    ranked for each choice of layers (figures' look_back)."""
+    reads (the `top` positions it reads most there, [[position, weight], ...]), rests (True when at
+    least REST of that weight lies on one position of `wordless`: a token that holds no word, such
+    as a space, punctuation or a special token, where heads park weight as they do on the first
+    token)}. Computed once, then ranked for each choice of layers (figures' look_back and parked)."""
     heads = []
     for l, rows in enumerate(attention):
         for h, row in enumerate(rows):
@@ -311,13 +318,15 @@ def reaches(attention, *, recent: int = RECENT, top: int = 3) -> list:
             end = max(1, len(row) - recent)
             weight = math.fsum(row[1:end])
             reach = math.fsum(row[j] * (p - j) for j in range(1, end))
+            reads = _largest(row, top, 1, end)
+            rests = bool(weight) and bool(reads) and reads[0][0] in wordless and reads[0][1] >= REST * weight
             heads.append({"layer": l, "head": h, "weight": weight, "reach": reach,
-                          "distance": reach / weight if weight else 0, "reads": _largest(row, top, 1, end)})
+                          "distance": reach / weight if weight else 0, "reads": reads, "rests": rests})
     return heads
 
 
-def _furthest(heads, n, layer):
-    chosen = [x for x in heads if layer is None or x["layer"] == layer]
+def _furthest(heads, n, layer, rests=False):
+    chosen = [x for x in heads if (layer is None or x["layer"] == layer) and x.get("rests", False) == rests]
     return sorted(chosen, key=lambda x: (-x["reach"], x["layer"], x["head"]))[:max(int(n), 0)]
 
 
@@ -327,13 +336,15 @@ def figures(attention, pieces, *, layer: int | None = None, top: int = 10, back:
     tint, mean[0] the first token's), shares and shares_skip_first (by_piece with the first token
     in, and left out), top and top_skip_first (the `top` positions with the most mean weight, as
     [position, weight], most first, equal weights by lower position), look_back (the `back` heads
-    of that choice with the most reach, most first, equal reach by lower layer, then head)}.
+    of that choice with the most reach that do not rest on a wordless token, most first, equal
+    reach by lower layer, then head), parked (those that do, ranked apart the same way)}.
     heads: reaches(attention), when computed once for every choice."""
     weights = mean_weights(attention, layer)
+    heads = reaches(attention) if heads is None else heads
     return {"layer": layer, "mean": weights,
             "shares": _shares(weights, pieces, False), "shares_skip_first": _shares(weights, pieces, True),
             "top": _largest(weights, top), "top_skip_first": _largest(weights, top, 1),
-            "look_back": _furthest(reaches(attention) if heads is None else heads, back, layer)}
+            "look_back": _furthest(heads, back, layer), "parked": _furthest(heads, back, layer, rests=True)}
 
 
 def settles(lens, chosen_id) -> int | None:
@@ -348,18 +359,26 @@ def settles(lens, chosen_id) -> int | None:
     return at
 
 
-def strongest_heads(attention, pieces) -> list:
+def wordless(texts) -> frozenset:
+    """The positions of `texts` (each token as text) that hold no word: no letter or digit (a
+    space, punctuation), or a special token of the template's (<|im_start|>): reaches' `wordless`."""
+    return frozenset(j for j, t in enumerate(texts)
+                     if (t.startswith("<|") and t.endswith("|>")) or not any(c.isalnum() for c in t))
+
+
+def strongest_heads(attention, pieces, wordless=frozenset()) -> list:
     """For each piece (by_piece's spans), the single head that put the most weight on one of its
-    positions, the first token left out: [{kind, label, layer, head, position, weight}] (equal
-    weights: the lower layer, then head, then position); a piece with no position past the first
-    token is left out. The lesson names it ("block 24 · head 5 put 0.82 on “ pirate”")."""
+    positions that holds a word (the first token and the `wordless` ones left out, where heads
+    park weight): [{kind, label, layer, head, position, weight}] (equal weights: the lower layer,
+    then head, then position); a piece with no such position is left out. The lesson names it
+    ("block 24 · head 5 put 0.82 on “ pirate”")."""
     out = []
     for s in _spans(pieces, len(attention[0][0])):
-        lo, hi = max(1, s["start"]), s["end"]
-        if lo >= hi:
+        where = [j for j in range(max(1, s["start"]), s["end"]) if j not in wordless]
+        if not where:
             continue
         best = max(((row[j], -l, -h, -j) for l, heads in enumerate(attention) for h, row in enumerate(heads)
-                    for j in range(lo, hi)))
+                    for j in where))
         out.append({"kind": s["kind"], "label": s["label"], "layer": -best[1], "head": -best[2], "position": -best[3],
                     "weight": best[0]})
     return out

@@ -39,7 +39,7 @@ from .contract import (AttentionFigures, Branched, CellEnd, CellToken, Compared,
 from .errors import ChatlensError
 from .generate import Generation
 from .cause import Causing, cache_needed, shares, turn_pieces
-from .inspection import (RECENT, TOP_K, Inspecting, by_piece, figures, reaches, settles, step_position,
+from .inspection import (RECENT, TOP_K, Inspecting, by_piece, figures, reaches, settles, step_position, wordless,
                          strongest_heads)
 from .pull import Pull
 from .record import TurnRecord, candidate_bytes, candidate_tokens, token_lists
@@ -423,7 +423,9 @@ class InspectJob(Job):
         if i.prompt_tokens:  # what the cache lacked: the figures, not a guess at why
             note = (f"The model's cache held {i.reused} of the {r.position} tokens before this step, so the "
                     f"inspection read {read} tokens, not one.")
-        pieces, heads = self.record.pieces, reaches(r.attention)
+        ids = list(self.record.prompt_ids) + self.reply_ids[:self.step]
+        blank = wordless([self.tokenizer.token_text(i) for i in ids])
+        pieces, heads = self.record.pieces, reaches(r.attention, wordless=blank)
         each = [AttentionFigures(**figures(r.attention, pieces, layer=layer, heads=heads))
                 for layer in [None, *range(len(r.attention))]]
         return Inspected(prompt_ids=list(self.record.prompt_ids), reply_ids=self.reply_ids, step=self.step,
@@ -431,7 +433,7 @@ class InspectJob(Job):
                          by_piece=by_piece(r.attention, pieces), lens=r.lens,
                          lens_tokens=candidate_tokens(self.tokenizer, r.lens), every_layer=each[0],
                          each_layer=each[1:], settles=settles(r.lens, r.chosen_id), recent=RECENT,
-                         strongest_heads=strongest_heads(r.attention, pieces), reused_tokens=i.reused,
+                         strongest_heads=strongest_heads(r.attention, pieces, blank), reused_tokens=i.reused,
                          computed_tokens=read, backend=self.cache.backend.name, note=note)
 
     def answer(self, tokens, depth=None) -> PullAnswer:
