@@ -163,3 +163,18 @@ def test_a_cause_pulled_through_gpu_runs_equals_the_numpy_path(tiny, replied):
                                               {"role": "user", "content": "And then?"}]}
     again, _, _ = pulled(executor, follow)
     assert again["reused_tokens"] > len(replied.prompt_ids)
+
+
+def test_a_turn_put_back_longer_than_the_window_keeps_the_turn_cached(tiny):
+    """The dropped turn put back needs more than the window's cache: NumPy's grows, and keeps the
+    turn the next message reuses (a window's cache replaced would read it all again)."""
+    call("load", {"path": str(tiny.path)})
+    call("use_numpy", {})
+    turn = {"messages": MESSAGES, "window": 60, "max_tokens": 3, "reserve": 8}
+    record = call("run", turn)
+    follow = {**turn, "messages": MESSAGES + [{"role": "assistant", "content": record.reply_text},
+                                              {"role": "user", "content": "Sure?"}]}
+    before = call("preview", follow).reused_tokens
+    got = caused({**turn, "reply_ids": record.reply_ids, "step": 0, "pieces": ["dropped:0"]})
+    assert len(got.pieces[0].removed.prompt_ids) + 1 > 60  # longer than the window's cache
+    assert call("preview", follow).reused_tokens == before > 0

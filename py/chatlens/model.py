@@ -227,6 +227,21 @@ class NumpyBackend:
             out.append((float(row[target]), log_z_of(row), top, float(row[top])))
         return out
 
+    def grow(self, n_ctx):
+        """Room for n_ctx tokens, what the cache holds kept (a cause whose counterfactual is longer
+        than the window, chatlens.cause: the turn stays cached for the next one)."""
+        if n_ctx > self.cfg.n_ctx:
+            raise ChatlensError(f"a context of {n_ctx} tokens is longer than the model's {self.cfg.n_ctx}")
+        if n_ctx <= self.capacity:
+            return
+        shape = self.k_cache.shape[:-1] + (n_ctx,)
+        for name in ("k_cache", "v_cache"):
+            bigger = np.zeros(shape, np.float32)
+            bigger[..., :self.length] = getattr(self, name)[..., :self.length]
+            setattr(self, name, bigger)
+        self.cos, self.sin = rope_tables(self.cfg, n_ctx)
+        self.capacity = n_ctx
+
     def kept(self, start):
         """A copy of the cache's keys and values from position `start` to its length, for
         put_back: what a run that overwrites them (chatlens.cause's counterfactuals) restores."""

@@ -240,7 +240,9 @@ class _Worker:
                                 "replies need them")
         if n > side.capacity:
             raise ChatlensError(f"{what} is larger than the {side.capacity} the loaded backend was built for")
-        if side.cache is None or n > side.cache.capacity:
+        if side.cache is not None and n > side.cache.capacity and hasattr(side.cache.backend, "grow"):
+            side.cache.backend.grow(n)  # NumPy: what the cache holds stays, for the next turn
+        elif side.cache is None or n > side.cache.capacity:
             side.cache = PromptCache(side.new_backend(n))
         return side.cache
 
