@@ -147,10 +147,13 @@ export function inspectView(answer, read, { tokens = new Map(), onClose = null, 
       readBox(answer, read, weights, view, set),
       topList(answer, read, skipFirst ? figures.top_skip_first : figures.top, skipFirst, set),
       backHeads(read, figures.look_back, layer, answer.recent, view, set),
+      parkedHeads(read, figures.parked ?? [], view, set),
+      pieceHeads(read, answer.strongest_heads ?? [], view, set),
       lensTable(answer, tokens, layer, word),
     );
   }
   draw();
+  root.showHead = (layer, head) => set({ head: [layer, head] }); // a lesson line names a head: tint by it
   return root;
 }
 
@@ -296,6 +299,67 @@ function backHeads(read, back, layer, recent, view, set) {
   );
 }
 
+/** A head's title and its "tint the text by it" button (shown: its tint is on). */
+function headTitle(h, view, set, words) {
+  const shown = view.head?.[0] === h.layer && view.head?.[1] === h.head;
+  return el("div", { class: "back-title" },
+    el("span", {}, el("b", { title: indexTitle(h.layer, h.head), text: headLabel(h.layer, h.head) }), words),
+    el("button", { type: "button", class: `back-show${shown ? " is-shown" : ""}`, dataset: { layer: h.layer, head: h.head },
+                   onclick: () => set({ head: [h.layer, h.head] }), text: "tint the text by it" }));
+}
+
+/** The heads ranked apart: most of their weight beyond the first token and the last few rests on
+ * one token that holds no word, as heads park weight on the first token. */
+function parkedHeads(read, parked, view, set) {
+  const heads = parked.filter((h) => h.weight > 0);
+  if (!heads.length) return null;
+  return el(
+    "div",
+    { class: "inspect-parked" },
+    el("h4", { text: "Heads that rest on one token holding no word" }),
+    term("Left out of the list above: each of these puts at least half of that weight on one space, punctuation mark or " +
+      "special token, as most heads put weight on the first token. Where such weight lies says little about which " +
+      "words the reply drew on."),
+    el("ul", { class: "back-list parked-list" }, heads.map((h) => {
+      const [j, w] = h.reads[0];
+      return el("li", { class: "back-head", dataset: { layer: h.layer, head: h.head, pos: j } },
+        headTitle(h, view, set, `: ${percent(w)} on ${read ? tokenWords(read, j) : `position ${j}`} at position ${j}`));
+    })),
+  );
+}
+
+/** For each piece, the single head that put the most weight on one of its tokens that holds a
+ * word: what the lesson's lines cite, each tintable. */
+function pieceHeads(read, strongest, view, set) {
+  if (!strongest.length) return null;
+  return el(
+    "div",
+    { class: "inspect-strongest" },
+    el("h4", { text: "The head that reads each piece most" }),
+    term("For each piece, the one head of all blocks that put the most weight on one of its tokens (spaces, punctuation " +
+      "and special tokens left out)."),
+    el("ul", { class: "back-list strongest-list" }, strongest.map((h) => el(
+      "li",
+      { class: "back-head", dataset: { layer: h.layer, head: h.head, pos: h.position, kind: h.kind } },
+      headTitle(h, view, set, `: ${percent(h.weight)} on ${read ? tokenWords(read, h.position) : `position ${h.position}`} in ${h.label}`),
+    ))),
+  );
+}
+
+/** The commitment strip: a cell a block, filled where the chosen id is the lens's first choice,
+ * marked from the block where it stays first (the answer's settles) on. */
+function commitStrip(answer) {
+  const { lens, settles } = answer;
+  return el("div", { class: "commit-strip", role: "img",
+                     "aria-label": settles === null ? "The chosen token is not the last block's first choice"
+                       : `The chosen token is the lens's first choice from block ${settles + 1} on` },
+    lens.map((row, l) => el("span", {
+      class: `commit-cell${row[0]?.[0] === answer.chosen_id ? " is-first" : ""}${settles !== null && l >= settles ? " stays" : ""}`,
+      title: `${blockLabel(l)}: ${row[0]?.[0] === answer.chosen_id ? "first choice" : "another token first"}`,
+      dataset: { layer: l },
+    })));
+}
+
 function lensTable(answer, tokens, layer, word) {
   const { lens } = answer;
   const chosen = answer.chosen_id;
@@ -326,6 +390,7 @@ function lensTable(answer, tokens, layer, word) {
     term(LENS_NOTE),
     from !== null ? el("p", { class: "lens-settles" }, el("b", { text: word(chosen) }),
       ` is the lens's first choice from ${blockLabel(from)} on (${percent(lens[from][0][1])} there).`) : null,
+    commitStrip(answer),
     el("div", { class: "lens-scroll" }, el(
       "table",
       { class: "lens-table" },
