@@ -49,6 +49,15 @@ def page(browser, server, tiny, python_snapshot):
     assert not errors, errors
 
 
+def shots(page, name, at="#step-box"):
+    """The page at both sizes (the wide one last: the tests' own size), scrolled to `at`."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for w, h, size in ((390, 844, "390"), (1400, 1000, "1400")):
+        page.set_viewport_size({"width": w, "height": h})
+        page.evaluate("(at) => document.querySelector(at)?.scrollIntoView({block: 'start', behavior: 'instant'})", at)
+        page.screenshot(path=str(SHOTS / f"{name}-{size}.png"))
+
+
 def cli(command, payload, *args, tiny):
     done = cli_in_process(command, "--window", str(WINDOW), "--max-tokens", str(LIMIT), *args, stdin=json.dumps(payload),
                           model=tiny[0])
@@ -97,6 +106,52 @@ def test_a_clicked_token_names_its_step_and_its_inspection_is_the_engines(page, 
     assert kinds == [p["kind"] for p in want["by_piece"]]
     # the text it read: the prompt and the reply's first token, each a chip with its weight
     assert ids_of(page, "#step-box .inspect-read .tok") == first["prompt_ids"] + first["reply_ids"][:1]
+
+
+def causes_drawn(page):
+    """The cause table as drawn: each piece's name, and each cell's measure (its data: p, top id, log-probability)."""
+    return page.eval_on_selector_all("#step-box .cause-row", """rs => rs.map(r => ({piece: r.dataset.piece,
+        cells: [...r.querySelectorAll('.cause-cell')].map(c => ({...c.dataset}))}))""")
+
+
+def assert_cause_drawn(rows, want, key="p"):
+    assert [r["piece"] for r in rows] == [p["name"] for p in want["pieces"]]
+    for row, piece in zip(rows, want["pieces"]):
+        for cell in row["cells"]:
+            m = piece[cell["what"]]
+            if m is None:
+                assert cell[key] == "", (piece["name"], cell)
+                continue
+            # SwiftShader's GPU against CPython's NumPy, the same weights: probabilities within 1e-3
+            tol = 1e-3 if key == "p" else 1e-2
+            assert abs(float(cell[key]) - m["reply_logprob" if key == "logprob" else "p"]) < tol, (piece["name"], cell, m)
+            assert int(cell["top"]) == m["top_id"]
+
+
+def test_which_piece_it_needed_is_the_engines_and_the_whole_reply_too(page, first, tiny):
+    """The step's "Which piece it needed": each piece knocked out and removed, as CPython's `cause`
+    computes it on the same files; then the same for the whole reply so far, behind its switch."""
+    page.locator("#reads .reply-tokens .tok").nth(1).click()
+    page.wait_for_selector("#step-box .step-bar[data-step='1']")
+    page.click("#step-box .step-cause")
+    page.wait_for_selector("#step-box .cause-box .cause[data-step='1']")
+    payload = {"messages": [{"role": "user", "content": FIRST}], "reply_ids": first["reply_ids"]}
+    want = cli("cause", payload, "--step", "1", tiny=tiny)
+    assert_cause_drawn(causes_drawn(page), want)
+    said = page.text_content("#step-box .cause-with")
+    assert f"{100 * want['p']:.1f}%" in said
+    # the template's default system prompt cannot be removed: the cell says why, in a sentence
+    default = page.text_content("#step-box .cause-row[data-piece='default_system:0'] .cause-cell[data-what=removed]")
+    assert "cannot be left out" in default
+    page.click("#step-box .cause-whole button")
+    page.wait_for_selector("#step-box .cause-whole.link")  # the switch back: the whole reply is shown
+    last = cli("cause", payload, "--step", str(len(first["reply_ids"]) - 1), tiny=tiny)
+    assert_cause_drawn(causes_drawn(page), last, key="logprob")
+    shots(page, "cause-tiny-whole", at="#step-box .cause-box")
+    page.click("#step-box .cause-whole.link")
+    assert_cause_drawn(causes_drawn(page), want)
+    page.click("#step-box .cause-close")
+    assert page.locator("#step-box .cause-box").count() == 0
 
 
 def test_a_candidate_picked_branches_there_and_keep_makes_it_the_reply_the_next_turn_reads(page, first, tiny):
@@ -227,16 +282,32 @@ def test_the_drafts_predicted_first_token_is_inspected_from_the_prediction(page,
 
 
 def test_look_inside_runs_the_pirate_case_in_one_click_and_completes_from_its_numbers(page, tiny):
+    """The Pirate case: its preset and the site's default window set, the step it is about (the
+    name's first token; on the tiny model, whose words are random, its first capitalised word)
+    inspected and each piece taken away; its line quotes that step's own figures, as CPython's
+    `cause` and `inspect` give them."""
+    page.select_option("#window", str(WINDOW))  # another window first: the case sets its own
     page.click("#inside-box button.inside-try[data-inside=pirate]")
-    page.wait_for_selector("#step-box .inspect[data-step='0']")
     page.wait_for_selector("#inside-box li[data-inside=pirate].done")
     assert page.input_value("#preset") == "pirate"
+    assert page.input_value("#window") == str(page.evaluate("chatlens.settings.default_window"))
+    step = int(page.get_attribute("#step-box .cause", "data-step"))
+    assert page.get_attribute("#step-box .inspect", "data-step") == str(step)
     line = page.text_content("#inside-box li[data-inside=pirate] .showed")
-    # the head that put the most weight on one token of the system prompt, the first token left out, in CPython
-    want = cli("inspect", {"messages": [{"role": "user", "content": "Who are you?"}]}, "--preset", "pirate", "--step", "0",
-               tiny=tiny)
-    system = next(p for p in want["by_piece"] if p["kind"] == "system")
-    best = max(((w[j], layer, head) for layer, heads in enumerate(want["attention"]) for head, w in enumerate(heads)
-                for j in range(max(1, system["start"]), system["end"])))
-    assert f"block {best[1] + 1} · head {best[2] + 1} put {100 * best[0]:.1f}% of its weight on the system prompt's" in line
+    record = page.evaluate("chatlens.pageState.live.turns.at(-1).record")
+    payload = {"messages": [{"role": "user", "content": "Who are you?"}], "reply_ids": record["reply_ids"],
+               "window": record["window"], "max_tokens": record["max_tokens"]}
+    cause = cli_in_process("cause", "--preset", "pirate", "--step", str(step), stdin=json.dumps(payload), model=tiny[0])
+    inspected = cli_in_process("inspect", "--preset", "pirate", "--step", str(step), stdin=json.dumps(payload), model=tiny[0])
+    cause, inspected = json.loads(cause.stdout), json.loads(inspected.stdout)
+    system = next(p for p in cause["pieces"] if p["kind"] == "system")
+    assert line.startswith(f"Writing “") and f"({100 * cause['p']:.1f}%)" in line
+    for m in (system["removed"], system["knocked"]):
+        assert f"{100 * m['p']:.1f}%" in line or f"{100 * m['p']:.2f}%" in line or "<0.01%" in line, (m, line)
+    head = next(h for h in inspected["strongest_heads"] if h["kind"] == "system")
+    assert f"block {head['layer'] + 1} · head {head['head'] + 1} put {100 * head['weight']:.1f}% of its weight" in line
+    # the head the line names is listed in the inspection, where its tint is a click away
+    page.click(f"#step-box .strongest-list .back-show[data-layer='{head['layer']}'][data-head='{head['head']}']")
+    page.wait_for_selector("#step-box .tint-source")
+    assert page.text_content("#step-box .tint-source") == f"block {head['layer'] + 1} · head {head['head'] + 1}"
     assert page.text_content("#inside-count") == "1 of 4 complete"

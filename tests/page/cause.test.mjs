@@ -33,6 +33,7 @@ test("a piece that cannot be taken away says why; the whole reply says how much 
     "the reply so far is 7,100 times less likely (log-probability -12.48, from -3.61).");
   assert.equal(likelier(-3.0, -3.05), "about as likely");
   assert.equal(likelier(-2.0, -3.0), "2.7 times more likely");
+  assert.equal(likelier(-37.72, -10.58), "about 6 × 10¹¹ times less likely");
 });
 
 test("the reply so far a whole-reply answer measures: its tokens, the chosen one last", () => {

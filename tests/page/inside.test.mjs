@@ -1,61 +1,90 @@
-// lesson/inside.mjs: which step each lesson case looks inside, and what an inspection or a branch
-// completes, in its own numbers. The page runs the cases in tests/test_inspect_browser.py.
+// lesson/inside.mjs: which step each lesson case looks inside, and what "which piece it needed"
+// (a cause) of that step completes, in its own numbers, with where the step looked beside it. The
+// figures below have the shape `python -m chatlens cause` and `inspect` print; the page runs the
+// cases in tests/test_inspect_browser.py.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { add, branched, CASES, caseStep, inspected, statedYear, tieStep } from "../../site/js/lesson/inside.mjs";
+import { add, branched, CASES, caseStep, caused, statedYear, tieStep, yearDigitSteps } from "../../site/js/lesson/inside.mjs";
 
 const GAP = 0.01;
 const byId = Object.fromEntries(CASES.map((c) => [c.id, c]));
 
-/** An answer over `n` positions, with the figures chatlens.inspect computes for it: head (1, 2)
- * puts w on `j` (the rest of every head's weight on position 0), so it is the head that read
- * `j`'s piece most, and that piece holds all the weight beyond the first token. */
-function answerOf(n, step, j, w, pieces) {
-  const at = pieces.find((p) => j >= p.start && j < p.end);
-  const strongest_heads = [{ kind: at.kind, label: at.label, layer: 1, head: 2, position: j, weight: w }];
-  const shares_skip_first = pieces.map((p) => ({ ...p, share: p === at ? 1 : 0 }));
-  return { step, position: n - 1, by_piece: pieces, strongest_heads, every_layer: { shares_skip_first }, lens: [] };
+/** A cause's answer: the chosen token's probability `p`, each piece's {kind: [removed p, knocked p, top token]}. */
+function causeOf(step, chosenToken, p, pieces) {
+  const measure = (q, top) => q === null ? null : { p: q, top_id: top ? 999 : 7, top_token: top ?? chosenToken, top_p: top ? 0.3 : q, reply_logprob: -1 };
+  return {
+    step, chosen_id: 7, chosen_token: chosenToken, p, top_id: 7, top_p: p, reply_logprob: -1,
+    pieces: Object.entries(pieces).map(([kind, [removed, knocked, top]]) => ({
+      name: `${kind}:0`, kind, label: kind, removed: measure(removed, top), knocked: measure(knocked, top),
+    })),
+  };
 }
 
-test("the year case looks inside the year's last digit, where the reply writes the stated year", () => {
+test("each case's step: the name's first token, the year's last digit, and none until the reply says it", () => {
   const record = { preset: "date", system: "Today's date is Thursday, December 3, 2026.", reply_tokens: ["The", " year", " is", " ", "2", "0", "2", "6", "."] };
   assert.equal(statedYear(record), "2026");
   assert.equal(caseStep(byId.year, record), 7);
+  assert.deepEqual(yearDigitSteps(record), [4, 5, 6]);
+  assert.equal(caseStep(byId.year, { ...record, reply_tokens: ["The", " year", " is", " ", "2", "0"] }, { partial: true }), null);
   assert.equal(caseStep(byId.year, { ...record, reply_tokens: ["I", " cannot"] }), null);
-  assert.equal(caseStep(byId.pirate, record), 0);
-  assert.equal(caseStep(byId.dropped, { reply_tokens: ["I", "'m", " Emily", "."] }), 2);
+  const pirate = ["A", "ye", ",", " the", " Captain", "'s", " name", " is", " Captain", " Black", "wood"];
+  assert.equal(caseStep(byId.pirate, { reply_tokens: pirate }), 8); // after "name is", not "the Captain's"
+  assert.equal(caseStep(byId.pirate, { reply_tokens: pirate.slice(0, 8) }, { partial: true }), null); // not written yet
+  assert.equal(caseStep(byId.dropped, { reply_tokens: ["I", "'m", " Emily", "."] }, { partial: true }), 2);
+  assert.equal(caseStep(byId.dropped, { reply_tokens: ["Hello", " Sam", "!"] }), 1); // no "I'm": its first capitalised word
   assert.equal(caseStep(byId.dropped, { reply_tokens: ["I", " cannot", " know"] }), 0);
 });
 
-test("an inspection of Pirate's first reply token completes the case with the head that read the system prompt", () => {
-  const prompt = ["<|im_start|>", "system", "\n", "You", " are", " a", " pirate", ".", "<|im_end|>", "\n", "<|im_start|>", "user", "\n", "Who",
-                  " are", " you", "?", "<|im_end|>", "\n", "<|im_start|>", "assistant", "\n"];
-  const pieces = [{ kind: "system", label: "system prompt", start: 0, end: 10 }, { kind: "new", label: "new message", start: 10, end: 19 },
-                  { kind: "header", label: "generation header", start: 19, end: 22 }];
-  const record = {
-    preset: "pirate", prompt_ids: prompt.map((_, i) => i), prompt_tokens: prompt, reply_tokens: ["Ar", "r"], reply_ids: [90, 91],
-    pieces: [{ kind: "system", text: "" }, { kind: "new", text: "<|im_start|>user\nWho are you?<|im_end|>\n" }], dropped_messages: [],
-  };
-  const found = inspected(record, answerOf(22, 0, 6, 0.82, pieces));
-  assert.deepEqual(Object.keys(found), ["pirate"]);
-  assert.equal(found.pirate, "Writing “Ar”, block 2 · head 3 put 82.0% of its weight on the system prompt's “·pirate”: the name it gives is read from there.");
-  // not the first message of its conversation: the answer could echo an earlier reply
-  const later = { ...record, pieces: [...record.pieces, { kind: "user", text: "Hi" }] };
-  assert.deepEqual(inspected(later, answerOf(22, 0, 6, 0.82, pieces)), {});
+const SYSTEM_PROMPT = ["<|im_start|>", "system", "\n", "You", " are", " a", " pirate", ".", "<|im_end|>", "\n"];
+const PIRATE = {
+  preset: "pirate", prompt_ids: SYSTEM_PROMPT.map((_, i) => i), prompt_tokens: SYSTEM_PROMPT, reply_ids: [], dropped_messages: [],
+  reply_tokens: ["A", "ye", ",", " the", " Captain", "'s", " name", " is", " Captain", " Black"],
+  pieces: [{ kind: "system", text: "" }, { kind: "new", text: "<|im_start|>user\nWho are you?<|im_end|>\n" }],
+};
+
+test("the Pirate case completes from its name's first token without the system prompt, where it looked beside it", () => {
+  const cause = causeOf(8, " Captain", 0.688, { system: [0.158, 0.658, " name"], new: [0.5, 0.6, null] });
+  const inspection = { step: 8, strongest_heads: [{ kind: "system", layer: 23, head: 4, position: 6, weight: 0.82 }] };
+  const { pirate } = caused(PIRATE, cause, { inspection });
+  assert.equal(pirate, "Writing “·Captain”, the first token of the name it gives (68.8%): without the system prompt (the " +
+    "template's default in its place) it falls to 15.8% (from 68.8%), and “·name” leads (30.0%); with the system prompt " +
+    "there but not read by the reply, it stays near 65.8% (from 68.8%), and “·name” leads (30.0%). Not read, it barely " +
+    "moves, yet removed it falls: the system prompt reaches this token through the tokens that read it, which a " +
+    "knockout leaves as they were and a removal does not. Where it looked: block 24 · head 5 put 82.0% of its weight on " +
+    "the system prompt's “·pirate” (“The head that reads each piece most”, in the inspection).");
+  // another step's inspection is not this step's: nothing is said of where it looked
+  assert.ok(!caused(PIRATE, cause, { inspection: { ...inspection, step: 0 } }).pirate.includes("Where it looked"));
+  // another step than the name's, or not the first message of its conversation: not the case
+  assert.deepEqual(caused(PIRATE, { ...cause, step: 1 }), {});
+  assert.deepEqual(caused({ ...PIRATE, pieces: [...PIRATE.pieces, { kind: "user", text: "Hi" }] }, cause), {});
 });
 
-test("the dropped case says each piece's share, as the answer has it, once the first message was dropped", () => {
-  const prompt = ["<|im_start|>", "system", "x", "<|im_end|>", "What", " is", " my", " name", "?", "<|im_start|>", "assistant"];
-  const pieces = [{ kind: "system", label: "system prompt", start: 0, end: 4 }, { kind: "new", label: "new message", start: 4, end: 9 },
-                  { kind: "header", label: "generation header", start: 9, end: 11 }];
+test("the dropped case puts the turn back and says what the model writes then, whatever it is", () => {
+  const prompt = ["<|im_start|>", "system", "\n", "You", " are", " Sm", "ol", "LM", "<|im_end|>", "What", " is", " my", " name", "?"];
   const record = {
-    preset: "brief", prompt_ids: prompt.map((_, i) => i), prompt_tokens: prompt, reply_tokens: ["I"], reply_ids: [5],
-    pieces: [{ kind: "new", text: "What is my name?" }], dropped_messages: [{ message_index: 0, count: 17 }],
+    preset: "none", prompt_ids: prompt.map((_, i) => i), prompt_tokens: prompt, reply_tokens: ["I", "'m", " Emily"], reply_ids: [1, 2, 3],
+    pieces: [{ kind: "new", text: "What is my name?" }], dropped_messages: [{ message_index: 0, count: 13 }],
   };
-  const answer = answerOf(11, 0, 7, 0.5, pieces);
-  const line = inspected(record, answer).dropped;
-  assert.ok(line.startsWith("Writing “I”: the message with your name was dropped (17 tokens)."), line);
-  assert.ok(line.includes("new message 100.0%") && !line.includes("system prompt"), line); // a share under 0.5% is left out
+  const cause = causeOf(2, " Emily", 0.115, { default_system: [null, 0.002, " called"], dropped: [0.032, null, " Sarah"] });
+  const inspection = { step: 2, every_layer: { look_back: [{ layer: 23, head: 5, reads: [[7, 0.4]] }] },
+                       by_piece: [{ label: "system (template default)", start: 0, end: 9 }, { label: "new message", start: 9, end: 14 }] };
+  assert.equal(caused(record, cause, { inspection }).dropped,
+    "Writing “·Emily” (11.5%): the turn with your name was dropped (13 tokens), so nothing the model read holds your " +
+    "name; the head that reads furthest back, block 24 · head 6, reads “LM” in system (template default). Put back, as " +
+    "a larger window would read it, the model would write “·Sarah” there (30.0%), and “·Emily” falls to 3.2% (from 11.5%).");
+});
+
+test("the year case: the last digit needs the date; the digits before it are said as measured", () => {
+  const record = { ...PIRATE, preset: "date", system: "You are a helpful assistant. Today's date is Thursday, December 3, 2026.",
+                   reply_tokens: ["The", " year", " is", " ", "2", "0", "2", "6", "."] };
+  const cause = causeOf(7, "6", 0.379, { system: [0.021, 0.025, "3"] });
+  const digits = [{ token: "2", p: 0.976, removed: 0.978 }, { token: "0", p: 0.993, removed: 0.993 }, { token: "2", p: 0.891, removed: 0.798 }];
+  const { year } = caused(record, cause, { digits });
+  assert.equal(year, "Writing “6”, the last digit of 2026 (37.9%): without the date (the template's default system prompt " +
+    "in its place) it falls to 2.1% (from 37.9%), and “3” leads (30.0%); not read by the reply, it falls to 2.5% (from " +
+    "37.9%), and “3” leads (30.0%). The digits before it, without the date: “2” stays near 97.8% (from 97.6%), “0” stays " +
+    "near 99.3% (from 99.3%), “2” stays near 79.8% (from 89.1%).");
+  assert.deepEqual(caused(record, { ...cause, step: 6 }), {}); // not the last digit
 });
 
 test("the branch case: the first near-tie, else the closest call; completed by taking its runner-up", () => {

@@ -208,22 +208,31 @@ test("the step box: a step named, inspected, branched as a reply is written, kep
   assert.deepEqual(box(), ["named", "inspecting", "inspecting", "inspected", "branch", "branch-ended", "kept", "branch"]);
 });
 
-test("an inspection and a branch of a live turn complete Look inside, in the store", () => {
+test("a cause of a live turn's step completes Look inside, in the store, with its inspection beside it", () => {
   const { store, changes } = recording();
   const turn = store.sent("Who are you?", "key");
   const prompt = ["<|im_start|>", "system", " pirate", "<|im_end|>"];
-  const record = { preset: "pirate", prompt_ids: [1, 2, 3, 4], prompt_tokens: prompt, reply_ids: [9], reply_tokens: ["Arr"], reply_text: "Arr",
-                   stop_reason: "end_turn", pieces: [{ kind: "system", text: "" }, { kind: "new", text: "Who are you?" }], dropped_messages: [] };
+  const record = { preset: "pirate", prompt_ids: [1, 2, 3, 4], prompt_tokens: prompt, reply_ids: [9, 10, 11], reply_text: "my name is Arr",
+                   reply_tokens: [" my name", " is", " Arr"], stop_reason: "end_turn", pieces: [{ kind: "system", text: "" },
+                   { kind: "new", text: "Who are you?" }], dropped_messages: [] };
   store.replied(turn, record);
   const where = { kind: "live", label: "turn 1", record, turn, keep: null };
-  const inspection = store.inspectionAsked(where, 0, { controller: new AbortController(), says: "Inspecting…" });
-  const answer = { step: 0, strongest_heads: [{ kind: "system", label: "system prompt", layer: 23, head: 4, position: 2, weight: 0.82 }],
-                   every_layer: { shares_skip_first: [] } };
-  store.inspected(inspection, answer);
-  assert.match(store.state.insideProgress.pirate, /^Writing “Arr”, block 24 · head 5 put 82\.0% of its weight on the system prompt's “·pirate”/);
+  const inspection = store.inspectionAsked(where, 2, { controller: new AbortController(), says: "Inspecting…" });
+  store.inspected(inspection, { step: 2, strongest_heads: [{ kind: "system", layer: 23, head: 4, position: 2, weight: 0.82 }] });
+  assert.deepEqual(store.state.insideProgress, {}); // an inspection alone completes nothing
+  const cause = store.causeAsked(where, 2, { controller: new AbortController() });
+  assert.equal(store.state.stepBox.inspection, inspection); // the same step: the inspection stays beside it
+  const measure = (p) => ({ p, top_id: 5, top_token: " Cap", top_p: 0.4, reply_logprob: -3 });
+  store.causeProgress(cause, cause, { read: 3, of: 9, doing: "system: knocked out" });
+  assert.equal(store.state.stepBox.cause.progress.doing, "system: knocked out");
+  store.caused(cause, cause, { answer: { step: 2, chosen_id: 11, chosen_token: " Arr", p: 0.6, top_id: 11, top_p: 0.6,
+    pieces: [{ kind: "system", name: "system:0", removed: measure(0.01), knocked: measure(0.02) }] } });
+  assert.match(store.state.insideProgress.pirate, /^Writing “·Arr”, the first token of the name it gives \(60\.0%\): without/);
+  assert.match(store.state.insideProgress.pirate, /Where it looked: block 24 · head 5 put 82\.0% of its weight on the system prompt's “·pirate”/);
   assert.ok(changes.some((c) => c.type === "inside"));
-  const draft = store.inspectionAsked({ args: {}, record, label: "the draft" }, 0, { draft: true, controller: new AbortController(), says: "…" });
-  const before = store.state.insideProgress;
-  store.inspected(draft, answer); // the draft's first token is no live turn's step
-  assert.equal(store.state.insideProgress, before);
+  // another step named: the cause goes, stopped
+  const other = store.causeAsked(where, 1, { controller: new AbortController() });
+  store.stepNamed(where, 0);
+  assert.equal(store.state.stepBox.cause, null);
+  assert.ok(other.controller.signal.aborted);
 });

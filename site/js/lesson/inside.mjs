@@ -1,49 +1,53 @@
 // "Look inside": the lesson's three cases where what the model read explains what it wrote, and
 // a branch at a near-tie, each one click away (modes/inside.mjs runs them), each a challenge that
-// completes from what the learner's own inspection or branch measured. Kept apart from the lab's
+// completes from what the learner's own measures of a live turn showed. Kept apart from the lab's
 // three challenges (lesson/challenges.mjs), which complete from replies alone.
 //
-// The cases, as the lesson tells them:
-//   pirate   Pirate, "Who are you?" first in a conversation: the name comes from the system prompt
-//   dropped  the smallest window, "What is my name?" once the turn with the name was dropped: the name it
-//            gives is made up, since nothing it reads holds one (the lesson tells it with Be brief;
-//            this copy's recording drops the turn with no system prompt, so the case uses that)
-//   year     Today's date, "What year is it?": the year is copied from the date in the system prompt
+// The cases, as the lesson tells them, each completed by "which piece it needed" (chatlens.cause)
+// at the step the sentence is about, its inspection (where that step looked) named beside it:
+//   pirate   Pirate, "Who are you?" first in a conversation: the first token of the name it gives,
+//            with the system prompt removed and knocked out
+//   dropped  the smallest window, "What is my name?" once the turn with the name was dropped: the
+//            name it gives, with the dropped turn put back (what it writes then, whatever it is;
+//            the lesson tells it with Be brief; this copy's recording drops the turn with no
+//            system prompt, so the case uses that)
+//   year     Today's date, "What year is it?": the year's last digit with the date removed and
+//            knocked out, and the digits before it with the date removed
 //   branch   the first near-tie of a reply (or, where there is none, its closest call): the other
 //            token taken, and what the model would have written after it
-// Each completes from a live turn only (as the lab's challenges do), and its line says what the
-// inspection or the branch measured, in numbers taken from it. No DOM: tests/page/inside.test.mjs.
+// Every figure a line quotes comes from the step it names, measured on this page. No DOM:
+// tests/page/inside.test.mjs.
 
 import * as challenges from "./challenges.mjs";
-import { percent, visibleToken } from "./terms.mjs";
+import { moved, percent, visibleToken } from "./terms.mjs";
 
 export const STORAGE_KEY = "chatlens.inside.v1";
 
-// The figures measured with the command line (`chatlens inspect`) on the 4-bit copy of these
-// weights, for the lines that say where to look. Blocks and heads counted from 1, as the page does.
+// What each case asks and sends. `window`: "smallest" (build.json's smallest), else the site's
+// default window, so a case never runs in the window the one before it set.
 export const CASES = [
   {
     id: "pirate",
     title: "The name from the system prompt",
     preset: "pirate",
     message: "Who are you?",
-    step: "first",
-    text: "With Pirate, ask “Who are you?” first in a new conversation, then look inside the reply's first token.",
-    look: "Averaged over all heads, the weight sits on the first token and the last few; single heads reach back. " +
-      "Measured with the command line on the 4-bit copy: block 24 · head 5 put 0.82 of its weight on the system " +
-      "prompt's “ pirate” as the reply began.",
+    step: "name",
+    text: "With Pirate, ask “Who are you?” first in a new conversation. The step that writes the first token of the name " +
+      "it gives opens as soon as that token is written: where it looked, and what it writes without the system prompt.",
+    look: "Attention says where a step read from; taking a piece away says whether the step needed it.",
   },
   {
     id: "dropped",
     title: "A name made up",
     preset: "none",
-    window: "smallest", // the site's smallest window (build.json's windows), as the lesson's drop needs
+    window: "smallest", // as the lesson's drop needs
     history: { preset: "none", turns: 2 }, // the recording's first two turns in that window: Priya's, and a long answer
     message: "What is my name?",
     step: "name",
-    text: "With no system prompt and the smallest window, after the turn with your name and a long answer, ask “What is my name?”, then look inside the name it gives.",
-    look: "In the recording, this turn no longer fits the turn with the name, and the reply was “I'm Emily.”: a name made up. " +
-      "(With Be brief the recorded answers are shorter and the name still fits in that window.) The shares show every piece it could read from.",
+    text: "With no system prompt and the smallest window, after the turn with your name and a long answer, ask “What is my " +
+      "name?”. The step of the name it gives opens, and the dropped turn is put back to see what it writes then.",
+    look: "In the recording, this turn no longer fits the turn with the name, and the reply was “I'm Emily.”. (With Be " +
+      "brief the recorded answers are shorter and the name still fits in that window.)",
   },
   {
     id: "year",
@@ -51,9 +55,9 @@ export const CASES = [
     preset: "date",
     message: "What year is it?",
     step: "year",
-    text: "With Today's date, ask “What year is it?” in a new conversation, then look inside the year's last digit.",
-    look: "Measured with the command line on the 4-bit copy, writing “2026”: block 19 · head 7 put 0.97 of its weight on " +
-      "the date's “2”, block 21 · head 9 0.97 on its “6”, and the logit lens has “6” first from block 25 on.",
+    text: "With Today's date, ask “What year is it?” in a new conversation. The step of the year's last digit opens, and " +
+      "the date is taken away from it and from the digits before it.",
+    look: "The date the app writes into the system prompt is the only place a year can come from.",
   },
   {
     id: "branch",
@@ -68,6 +72,8 @@ const shown = (t) => `“${visibleToken(String(t ?? ""))}”`;
 const WHO = /\bwho\s+are\s+you\b/i;
 const NAME = /\bwhat\s+is\s+my\s+name\b/i;
 const STATED_DATE = /\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, (\d{4})\b/;
+// Where a name follows in a reply: "my name is", "I'm", "call me", ...
+const NAME_BEFORE = /(?:\bname(?:'s| is)|\bI'm|\bI am|\bI be|\bcall me|\bcalled|\bnamed)\s*$/i;
 
 const newMessage = (record) => (record.pieces || []).filter((p) => p.kind === "new").map((p) => p.text).join("");
 const firstMessage = (record) =>
@@ -79,14 +85,29 @@ export function statedYear(record) {
   return m ? m[1] : null;
 }
 
-/** The step a case inspects in `record`'s reply: the first ("first"), the first capitalised word
- * after it ("name": “ Emily” in “I'm Emily.”; the first token where there is none), the last digit
- * of the stated year where the reply writes it ("year"; the year's digits are one token each), or
- * null. */
-export function caseStep(c, record) {
+/** The first token of the name a reply gives: a capitalised word right after "name is", "I'm",
+ * "call me" and the like, or null (so far). */
+function nameStep(tokens) {
+  let text = "";
+  for (let k = 0; k < tokens.length; k++) {
+    if (k > 0 && /^ [A-Z]/.test(tokens[k]) && NAME_BEFORE.test(text)) return k;
+    text += tokens[k];
+  }
+  return null;
+}
+
+/**
+ * The step a case looks inside in `record`'s reply, or null: the first token of the name it gives
+ * ("name"; once the reply has ended without one, its first capitalised word after the first
+ * token, else its first token), the last digit of the stated year where the reply writes it
+ * ("year": the year's digits are one token each). `partial`: the reply is still being written,
+ * so only a step that is certain now is named (Look inside opens it at once).
+ */
+export function caseStep(c, record, { partial = false } = {}) {
   const tokens = record.reply_tokens ?? [];
-  if (c.step === "first") return tokens.length ? 0 : null;
   if (c.step === "name") {
+    const found = nameStep(tokens);
+    if (found !== null || partial) return found;
     const i = tokens.findIndex((t, k) => k > 0 && /^ [A-Z][a-z]/.test(t));
     return i >= 0 ? i : tokens.length ? 0 : null;
   }
@@ -99,6 +120,13 @@ export function caseStep(c, record) {
     return null;
   }
   return null;
+}
+
+/** The steps of the stated year's digits before its last one, in the reply (the year case takes
+ * the date away from each), or []. */
+export function yearDigitSteps(record) {
+  const last = caseStep(CASES.find((c) => c.id === "year"), record);
+  return last === null ? [] : Array.from({ length: statedYear(record).length - 1 }, (_, k) => last - statedYear(record).length + 1 + k);
 }
 
 /** The step a branch is offered at: the first near-tie, else the closest call (the smallest gap
@@ -114,31 +142,67 @@ export function tieStep(record, gap) {
   return best;
 }
 
-/**
- * What an inspection of a live turn's step completes: {id: line} for the cases it shows, each
- * line in the inspection's own numbers. record: the turn's record; answer: chatlens.inspect's.
- */
-export function inspected(record, answer) {
-  const found = {};
-  // the head that put the most weight on one position of the system prompt, as the answer has it
-  const system = answer.strongest_heads.find((h) => h.kind === "system");
+/** " it would write “ You” instead (24.8%)", or "" when the chosen token still leads. */
+const instead = (cause, m) => (m.top_id === cause.chosen_id ? "" : `, and ${shown(m.top_token)} leads (${percent(m.top_p)})`);
+const head = (h) => `block ${h.layer + 1} · head ${h.head + 1}`;
+const pieceOf = (cause, kind) => cause.pieces.find((p) => p.kind === kind);
+
+/** Where the step looked, from its inspection (null: none of this step): the head that read the
+ * piece of `kind` most, on which of its tokens. */
+function lookedAt(record, inspection, kind, what) {
+  const h = inspection?.strongest_heads?.find((s) => s.kind === kind);
+  if (!h) return "";
   const tokens = [...record.prompt_tokens, ...(record.reply_tokens ?? [])];
-  const chosen = tokens[record.prompt_ids.length + answer.step];
-  const head = (h) => `block ${h.layer + 1} · head ${h.head + 1}`;
-  if (record.preset === "pirate" && system && WHO.test(newMessage(record)) && firstMessage(record)) {
-    found.pirate = `Writing ${shown(chosen)}, ${head(system)} put ${percent(system.weight)} of its weight on the system prompt's ` +
-      `${shown(tokens[system.position])}: the name it gives is read from there.`;
+  return ` Where it looked: ${head(h)} put ${percent(h.weight)} of its weight on ${what}'s ${shown(tokens[h.position])}` +
+    " (“The head that reads each piece most”, in the inspection).";
+}
+
+/**
+ * What "which piece it needed" (chatlens.cause's answer) of a live turn's step completes: {id:
+ * line} for the case it shows, each line in its own figures. record: the turn's record; context:
+ * {inspection: chatlens.inspect's answer of the same step, or null; digits: the year's earlier
+ * digits, [{token, p, removed}] (Look inside measures them with the date removed)}.
+ */
+export function caused(record, cause, { inspection = null, digits = [] } = {}) {
+  const found = {};
+  if (inspection && inspection.step !== cause.step) inspection = null;
+  const chosen = shown(cause.chosen_token);
+  const system = pieceOf(cause, "system");
+  const pirateCase = CASES.find((c) => c.id === "pirate");
+  if (record.preset === "pirate" && WHO.test(newMessage(record)) && firstMessage(record) && system?.removed && system.knocked &&
+      caseStep(pirateCase, record) === cause.step) {
+    const { removed, knocked } = system;
+    const through = knocked.p >= cause.p / 2 && removed.p < cause.p / 2
+      ? " Not read, it barely moves, yet removed it falls: the system prompt reaches this token through the tokens that " +
+        "read it, which a knockout leaves as they were and a removal does not."
+      : "";
+    found.pirate = `Writing ${chosen}, the first token of the name it gives (${percent(cause.p)}): without the system ` +
+      `prompt (the template's default in its place) it ${moved(removed.p, cause.p)}${instead(cause, removed)}; with the ` +
+      `system prompt there but not read by the reply, it ${moved(knocked.p, cause.p)}${instead(cause, knocked)}.${through}` +
+      lookedAt(record, inspection, "system", "the system prompt");
   }
-  if ((record.dropped_messages || []).some((d) => d.message_index === 0) && NAME.test(newMessage(record))) {
-    const parts = answer.every_layer.shares_skip_first.filter((p) => p.share >= 0.005).map((p) => `${p.label} ${percent(p.share)}`).join(", ");
-    found.dropped = `Writing ${shown(chosen)}: the message with your name was dropped (${record.dropped_messages[0].count} tokens). Of the weight ` +
-      `beyond the first token, averaged over all heads: ${parts}. None of what it read holds a name, so the one it ` +
-      `gives is made up.`;
+  const back = pieceOf(cause, "dropped");
+  if ((record.dropped_messages || []).some((d) => d.message_index === 0) && NAME.test(newMessage(record)) && back?.removed) {
+    const m = back.removed;
+    const far = inspection?.every_layer?.look_back?.[0];
+    const tokens = [...record.prompt_tokens, ...(record.reply_tokens ?? [])];
+    const where = far?.reads?.length ? inspection.by_piece.find((p) => far.reads[0][0] >= p.start && far.reads[0][0] < p.end) : null;
+    const reads = where ? `; the head that reads furthest back, ${head(far)}, reads ${shown(tokens[far.reads[0][0]])} in ${where.label}` : "";
+    found.dropped = `Writing ${chosen} (${percent(cause.p)}): the turn with your name was dropped ` +
+      `(${record.dropped_messages[0].count} tokens), so nothing the model read holds your name${reads}. Put back, as a ` +
+      `larger window would read it, the model would write ${shown(m.top_token)} there (${percent(m.top_p)})` +
+      (m.top_id === cause.chosen_id ? "." : `, and ${chosen} ${moved(m.p, cause.p)}.`);
   }
   const year = statedYear(record);
-  if (year && system && /^\d$/.test(chosen ?? "") && year.includes(chosen)) {
-    found.year = `Writing ${shown(chosen)} of ${year}, ${head(system)} put ${percent(system.weight)} of its weight on the system ` +
-      `prompt's ${shown(tokens[system.position])}: the year is copied from the date the app wrote there.`;
+  if (year && system?.removed && system.knocked && caseStep(CASES.find((c) => c.id === "year"), record) === cause.step) {
+    const { removed, knocked } = system;
+    const before = digits.length
+      ? ` The digits before it, without the date: ${digits.map((d) => `${shown(d.token)} ${moved(d.removed, d.p)}`).join(", ")}.`
+      : "";
+    found.year = `Writing ${chosen}, the last digit of ${year} (${percent(cause.p)}): without the date (the template's ` +
+      `default system prompt in its place) it ${moved(removed.p, cause.p)}${instead(cause, removed)}; not read by the ` +
+      `reply, it ${moved(knocked.p, cause.p)}${instead(cause, knocked)}.${before}` +
+      lookedAt(record, inspection, "system", "the date in the system prompt");
   }
   return found;
 }
@@ -148,7 +212,15 @@ export function inspected(record, answer) {
 export function branched(record, answer, gap) {
   const t = tieStep(record, gap);
   if (!t || t.step !== answer.step || t.id !== answer.id) return {};
-  const from = (tokens) => tokens.slice(t.step).join("").slice(0, 60);
+  // about 60 characters, whole tokens only: a special token is never cut to "<|i"
+  const from = (tokens) => {
+    let text = "";
+    for (const token of tokens.slice(t.step)) {
+      if (text && text.length + token.length > 60) break;
+      text += token;
+    }
+    return text;
+  };
   const call = t.tie ? `a near-tie, ${t.gap.toFixed(4)} logits apart` : `its closest call, ${t.gap.toFixed(4)} logits apart (no near-tie)`;
   return {
     branch: `At token ${t.step + 1}, ${call}, the model wrote ${shown(record.reply_tokens[t.step])}; taking ` +

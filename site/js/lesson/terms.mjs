@@ -36,6 +36,14 @@ export function percent(p) {
   return "<0.01%";
 }
 
+/** How a probability moved, in words: "falls to 0.19% (from 12.6%)" (a cause's figures: the
+ * chosen token's probability with a piece taken away, against every piece read). */
+export function moved(p, from) {
+  const ratio = p / from;
+  const how = ratio < 0.5 ? "falls to" : ratio > 2 ? "rises to" : "stays near";
+  return `${how} ${percent(p)} (from ${percent(from)})`;
+}
+
 /** A token's text made visible: spaces as ·, line breaks as ↵, tabs as →. */
 export function visibleToken(t) {
   return t.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u2192");

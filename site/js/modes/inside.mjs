@@ -1,19 +1,22 @@
 // "Look inside" run (lesson/inside.mjs): one click sets the lesson's case up in Live mode (its
 // preset and window, a new conversation, the recording's first turns where the case needs a
-// history), sends its message as the learner would, and once the reply has ended names the step
-// to look at and inspects it (modes/steps.mjs). The branch case takes the reply shown and branches
-// at its first near-tie, or its closest call. It calls the store's transitions and the step
-// box's actions; the cases complete in the store, from the page's own inspections and branches
-// of live turns (page/state.mjs `inspected` and `branchEnded`), whoever asked for them, and
-// app.mjs's subscriber draws the box of cases (drawInside) as it draws the challenges.
+// history) and sends its message as the learner would. The step the case is about opens as soon
+// as its token is written: the reply is stopped there (the box says so), that step is inspected
+// and then each piece of what it read is taken away (which piece it needed), the year's earlier
+// digits with the date taken away first. The branch case takes the reply shown and branches at
+// its first near-tie, or its closest call. It calls the store's transitions and the step box's
+// actions; the cases complete in the store, from the page's own causes and branches of live
+// turns (page/state.mjs `caused` and `branchEnded`), whoever asked for them, and app.mjs's
+// subscriber draws the box of cases (drawInside) as it draws the challenges.
 
 import * as inside from "../lesson/inside.mjs";
 import { readControls } from "../page/controls.mjs";
 import { drawInside } from "../views/challenges.mjs";
 import { $ } from "../views/dom.mjs";
-import { send } from "./live.mjs";
+import { causeRequest } from "../page/step.mjs";
+import { send, stop } from "./live.mjs";
 import { findConversation, loadRecorded, userMessage } from "./recorded.mjs";
-import { branchStep, inspectStep, nameStep, refusal, whereOf } from "./steps.mjs";
+import { branchStep, causeStep, inspectStep, nameStep, refusal, stepWords, whereOf } from "./steps.mjs";
 
 /** The box of cases, drawn from the store's progress (app.mjs's subscriber, on "inside"). */
 export function drawLookInside(page) {
@@ -34,8 +37,8 @@ async function run(page, c) {
   if (state.mode !== "live") store.modeChosen("live", { chosen: true });
   // the case's controls set as the learner would set them: the turn is read again under them
   $("preset").value = c.preset;
-  const window = c.window === "smallest" ? Math.min(...api.settings.windows) : c.window;
-  if (window) $("window").value = String(window);
+  const window = c.window === "smallest" ? Math.min(...api.settings.windows) : api.settings.default_window;
+  $("window").value = String(window);
   store.settingChanged();
   store.cleared();
   if (c.history) {
@@ -45,8 +48,13 @@ async function run(page, c) {
   }
   $("draft").value = c.message;
   say(page, `Sent “${c.message}” with ${$("preset").selectedOptions[0]?.textContent ?? c.preset} and ${readControls().window} tokens: ` +
-      "the step to look at opens here once the reply has ended.");
-  await send(page, readControls());
+      "the step to look at opens here as soon as its token is written.");
+  const watching = stopAtStep(page, c);
+  try {
+    await send(page, readControls());
+  } finally {
+    watching.off();
+  }
   const turn = state.live.turns.at(-1);
   if (!turn?.record?.reply_ids?.length || turn.user !== c.message) return say(page, "No reply came, so there is nothing to look inside: the chat says why.", "error");
   const where = whereOf(state, turn.record, { settings: api.settings, context: api.model?.n_ctx });
@@ -57,7 +65,52 @@ async function run(page, c) {
     return say(page, `This reply does not write the year ${inside.statedYear(turn.record) ?? ""}: click any of its tokens to look inside it.`);
   }
   nameStep(page, where, step);
-  return inspectStep(page, where, step);
+  if (watching.stopped) {
+    say(page, `The reply was stopped at token ${step + 1}, ${stepWords(where, step).split(", ").at(-1)}, to look inside it now: ` +
+        "send the message again for the whole reply.");
+  }
+  await inspectStep(page, where, step);
+  const digits = c.step === "year" ? await earlierDigits(page, where, turn.record) : [];
+  if (digits === null) return undefined; // refused or stopped: the box says why
+  return causeStep(page, where, step, { context: { digits } });
+}
+
+/** Watch the reply Look inside sent: once the case's step is written, stop the reply there
+ * (what the GPU computed past it comes too). {off(), stopped}. */
+function stopAtStep(page, c) {
+  const { state, store } = page;
+  const watching = { stopped: false, off: () => {} };
+  watching.off = store.subscribe((change) => {
+    if (change.type !== "token" || change.mode !== "live" || watching.stopped) return;
+    const turn = state.live.turns.at(-1);
+    if (change.turn !== turn || !turn.record) return;
+    if (inside.caseStep(c, { ...turn.record, reply_tokens: change.reply.reply_tokens }, { partial: true }) !== null) {
+      watching.stopped = true;
+      stop(page);
+    }
+  });
+  return watching;
+}
+
+/** The year's digits before its last, each with the date taken away (chatlens.cause, the system
+ * prompt alone): [{token, p, removed}], said in the box as they come; null when one could not be
+ * had (the box says why). */
+async function earlierDigits(page, where, record) {
+  const { api, store } = page;
+  const steps = inside.yearDigitSteps(record);
+  const out = [];
+  for (const [k, step] of steps.entries()) {
+    store.stepSaid(`Taking the date away from the year's digit ${k + 1} of ${steps.length + 1}, “${record.reply_tokens[step]}”…`);
+    try {
+      const answer = await api.cause(causeRequest(where.args, record.reply_ids, step, { pieces: ["system:0"] }));
+      const removed = answer.pieces[0].removed;
+      out.push({ token: answer.chosen_token, p: answer.p, removed: removed.p });
+    } catch (e) {
+      store.stepSaid(`No figures for the year's digit ${k + 1}: ${e.message}`, "error");
+      return null;
+    }
+  }
+  return out;
 }
 
 /** The branch case: the reply the panel shows, at its first near-tie or its closest call. */

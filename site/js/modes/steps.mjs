@@ -32,12 +32,14 @@
 // the box's state in tests/page/state.test.mjs; tests/test_inspect_browser.py plays the rest on
 // the page.
 
-import { branchRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../page/step.mjs";
+import { branchRequest, causeRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../page/step.mjs";
 import { branchReloaded, saveBranch } from "../page/prefs.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
+import { causeView } from "../views/cause.mjs";
 import { cellName } from "../views/compare.mjs";
-import { $, el, fill } from "../views/dom.mjs";
+import { stepParts } from "../views/chat.mjs";
+import { $, count, el, fill } from "../views/dom.mjs";
 import { inspectView, knownTokens, readOf } from "../views/inspect.mjs";
 import { replyGrew, replyOf } from "../views/reply.mjs";
 import { visibleToken } from "../views/tokens.mjs";
@@ -140,7 +142,7 @@ export const inRange = (record, step) => Number.isInteger(step) && step >= 0 && 
 
 // -- the page --------------------------------------------------------------------------------------
 
-const STYLES = ["inspect.css", "branch.css"];
+const STYLES = ["inspect.css", "branch.css", "cause.css"];
 const inspectionNodes = new WeakMap(); // an inspection (state.stepBox's) -> its view: drawn once, its controls its own
 
 const context = (api) => ({ settings: api.settings, context: api.model?.n_ctx });
@@ -218,6 +220,49 @@ export async function inspectStep(page, where, step, { draft = false } = {}) {
   }
 }
 
+/** Which piece of what the model read `step` needed: each piece knocked out and removed
+ * (chatlens.cause), its progress piece by piece in the box, a Stop. Resolves with the answer,
+ * or null (refused, stopped or failed: the box says why). */
+export async function causeStep(page, where, step, { context = {} } = {}) {
+  const { api, state, store } = page;
+  const why = refusal(api, state, "Taking a piece away") ?? (where.args.layout === "plain" ? PLAIN_CAUSE : null);
+  if (why) return store.stepSaid(why, "error"), null;
+  if (!inRange(where.record, step)) return store.stepSaid(`There is no token ${step + 1} in ${where.label}'s reply.`, "error"), null;
+  const controller = new AbortController();
+  const cause = store.causeAsked(where, step, { controller, context });
+  $("step-box")?.scrollIntoView?.({ block: "nearest" });
+  return askCause(page, cause, cause, step);
+}
+
+/** The same for the whole reply so far: the cause asked again at the reply's last step (its
+ * answer's reply_logprob is the whole reply's), or shown again once it is known. */
+export async function wholeReply(page, cause) {
+  const { api, state, store } = page;
+  if (cause.whole?.answer) return store.wholeShown(cause, true), cause.whole.answer;
+  const why = refusal(api, state, "Taking a piece away");
+  if (why) return store.stepSaid(why, "error"), null;
+  const part = store.wholeAsked(cause, { controller: new AbortController() });
+  return part ? askCause(page, cause, part, cause.where.record.reply_ids.length - 1) : null;
+}
+
+async function askCause(page, cause, part, step) {
+  const { api, store } = page;
+  const { where } = cause;
+  try {
+    const answer = await api.cause(causeRequest(where.args, where.record.reply_ids, step), {
+      signal: part.controller.signal,
+      onProgress: (p) => store.causeProgress(cause, part, p),
+    });
+    store.caused(cause, part, { answer });
+    return answer;
+  } catch (e) {
+    store.caused(cause, part, { error: e.name === "AbortError" ? "Stopped: no figures." : `No figures: ${e.message}` });
+    return null;
+  }
+}
+
+const PLAIN_CAUSE = "Plain text is one piece with nothing around it: there is no piece to take away and keep the rest.";
+
 /** Branch at `step` with `id` (token: its text, when the step's candidates do not say it). */
 export async function branchStep(page, where, step, id, token = undefined) {
   const { api, state, store } = page;
@@ -286,6 +331,7 @@ export function drawSteps(page) {
     }) : null,
     branch?.answer && branch.where.keep ? el("p", { class: "term branch-no-keep", text: branch.where.keep }) : null,
     inspection?.answer ? inspectionNode(page, inspection) : null,
+    state.stepBox.cause ? causeNode(page, state.stepBox.cause) : null,
     idle(page),
   );
 }
@@ -299,6 +345,39 @@ function inspectionNode(page, inspection) {
     inspectionNodes.set(inspection, inspectView(answer, readOf(answer, where.record), { tokens, title, onClose: () => page.store.inspectionClosed() }));
   }
   return inspectionNodes.get(inspection);
+}
+
+/** Which piece the box's step needed: the figures once known, else how far they have got, with
+ * a Stop; the whole reply so far behind a switch. */
+function causeNode(page, cause) {
+  const { store } = page;
+  const { where, step, answer, error, whole } = cause;
+  const computing = (part) => part && !part.answer && !part.error;
+  const progress = (part, what) => el("div", { class: "cause-progress" },
+    el("p", { class: "note", text: `${what}: ${progressWords(part.progress)}` }),
+    el("button", { type: "button", class: "cause-stop stop", onclick: () => part.controller?.abort(), text: "Stop" }));
+  const wholeState = !whole ? "none" : whole.error ? whole.error : computing(whole) ? "computing" : cause.showWhole ? "shown" : "none";
+  return el(
+    "div",
+    { class: "cause-box", dataset: { step } },
+    el("div", { class: "inspect-head" },
+      el("h3", { text: `Which piece ${stepWords(where, step)} needed` }),
+      el("button", { type: "button", class: "cause-close", onclick: () => store.causeClosed(), text: "Close" })),
+    computing(cause) ? progress(cause, "Taking each piece away, one pass each") : null,
+    error ? el("p", { class: "error", text: error }) : null,
+    answer ? causeView(answer, whole?.answer ?? null, {
+      wholeState, replyTokens: where.record.reply_tokens,
+      onWhole: (show) => (show ? wholeReply(page, cause) : store.wholeShown(cause, false)),
+    }) : null,
+    computing(whole) ? progress(whole, "The whole reply so far, each piece away") : null,
+  );
+}
+
+/** "system: knocked out · 44 of 95 tokens run through" (the worker's progress of a cause). */
+export function progressWords(p) {
+  if (!p) return "starting…";
+  const doing = p.doing ? `${p.doing} · ` : "";
+  return `${doing}${p.read} of ${count(p.of, "token")} run through${stepParts(p)}`;
 }
 
 /** The step a click named: what it is, and what can be done with it. */
@@ -322,6 +401,8 @@ function stepBar(page) {
       "div",
       { class: "step-actions" },
       el("button", { type: "button", class: "step-inspect", onclick: () => inspectStep(page, where, step), text: "Where it looked, and how it chose" }),
+      where.args.layout === "plain" ? null
+        : el("button", { type: "button", class: "step-cause", onclick: () => causeStep(page, where, step), text: "Which piece it needed" }),
       offer ? el("button", { type: "button", class: "branch-offer", dataset: { step, id: offer.id }, onclick: () => branchStep(page, where, step, offer.id),
                               text: `Take “${visibleToken(offer.token)}”, which it nearly chose` }) : null,
       lensChoices.map(([id, p]) => el("button", { type: "button", class: "branch-lens", dataset: { step, id }, onclick: () => branchStep(page, where, step, id, tokens.get(id)),

@@ -31,7 +31,7 @@ function initial(progress, insideProgress) {
     // given back when Recorded mode is left (modes/recorded.mjs).
     windowAside: null,
     progress, // the challenges: lesson/challenges.mjs
-    insideProgress, // "Look inside": lesson/inside.mjs's cases, each completed by an inspection or a branch of a live turn
+    insideProgress, // "Look inside": lesson/inside.mjs's cases, each completed by a cause or a branch of a live turn
     // Whether live replies can be had, for the chat's banner (views/chat.mjs liveBanner):
     // state "unknown" (no run has answered yet), "none" (runs fail: `why` says why, e.g. the
     // weights are not downloaded; one banner says so and messages are marked "no reply"), or
@@ -71,11 +71,17 @@ function initial(progress, insideProgress) {
     //               after the id taken (a reply so far, tokenArrived's), kept once it ends with
     //               its stop_reason; answer chatlens.branch's (the branch as a reply); error why
     //               there is none (a sentence)
+    //   cause       {where, step, controller, context, progress, answer, error, whole, showWhole}:
+    //               which piece the step needed (chatlens.cause's answer; context: what Look
+    //               inside measured beside it, for its line), asked (answer null; progress
+    //               the worker's {read, of, doing}), then answered or failed (error a sentence);
+    //               whole: the same at the reply's last step {controller, progress, answer, error}
+    //               once asked (the whole reply so far), showWhole whether the view shows it
     //   reloaded    a sentence: a branch the last visit was writing when it went, said until a
     //               message is sent or the conversation cleared
     // A new message, a new conversation, another mode or a restored conversation closes it: what
     // it computes is stopped (the transitions below abort its controllers).
-    stepBox: record({ named: null, status: null, inspection: null, branch: null, reloaded: null }),
+    stepBox: record({ named: null, status: null, inspection: null, branch: null, cause: null, reloaded: null }),
   };
 }
 
@@ -196,7 +202,20 @@ export function createStore(progress = {}, insideProgress = {}) {
     const box = state.stepBox;
     box.inspection?.controller?.abort();
     box.branch?.controller?.abort();
+    causeEnded();
     Object.assign(box, { named: null, status: box.reloaded ? { text: box.reloaded, cls: "note" } : null, inspection: null, branch: null });
+  };
+  /** The box's cause goes (another step named or inspected, the box closed): what it computes is stopped. */
+  const causeEnded = () => {
+    const cause = state.stepBox.cause;
+    cause?.controller?.abort();
+    cause?.whole?.controller?.abort();
+    state.stepBox.cause = null;
+  };
+  /** Whether the box's cause is of another step than `where`'s `step`. */
+  const causeElsewhere = (where, step) => {
+    const cause = state.stepBox.cause;
+    return cause !== null && (cause.where.record !== where.record || cause.step !== step);
   };
   /** The reply ended (end_turn, max_tokens or stopped): the turn's full record. Another turn's
    * reply ending closes a branch the step box holds: it was never that turn's. */
@@ -209,7 +228,7 @@ export function createStore(progress = {}, insideProgress = {}) {
     if (branch && branch.where.turn !== turn) boxClosed(), boxChange("closed");
     turnChange("replied", turn, { stopped: record.stop_reason === "stopped" });
   }
-  /** What an inspection or a branch of a live turn completes of Look inside (lesson/inside.mjs). */
+  /** What a cause or a branch of a live turn completes of Look inside (lesson/inside.mjs). */
   const insideFound = (found) => {
     const next = inside.add(state.insideProgress, found);
     if (next === state.insideProgress) return;
@@ -400,6 +419,7 @@ export function createStore(progress = {}, insideProgress = {}) {
     // -- the step box: one step of a reply, inspected or branched (modes/steps.mjs) ------------------
     /** A click named a step of a reply (where: steps.mjs whereOf's). */
     stepNamed(where, step) {
+      if (causeElsewhere(where, step)) causeEnded();
       Object.assign(state.stepBox, { named: { where, step }, status: null });
       boxChange("named");
     },
@@ -413,18 +433,18 @@ export function createStore(progress = {}, insideProgress = {}) {
     inspectionAsked(where, step, { draft = false, controller, says }) {
       const box = state.stepBox;
       box.inspection?.controller?.abort();
+      if (causeElsewhere(where, step)) causeEnded();
       box.inspection = Object.seal({ where, step, draft, controller, answer: null });
       box.status = { text: says, cls: "note" };
       boxChange("inspecting");
       return box.inspection;
     },
-    /** The inspection answered (chatlens.inspect's), if it is still the box's: shown; an
-     * inspection of a live turn's step completes what it shows of Look inside. */
+    /** The inspection answered (chatlens.inspect's), if it is still the box's: shown (a cause of
+     * the same step names where it looked in its Look inside line). */
     inspected(inspection, answer) {
       if (state.stepBox.inspection !== inspection) return;
       Object.assign(inspection, { answer, controller: null });
       state.stepBox.status = null;
-      if (inspection.where.kind === "live" && !inspection.draft) insideFound(inside.inspected(inspection.where.record, answer));
       boxChange("inspected");
     },
     /** The inspection failed (a sentence) or was stopped (null: nothing said), if it is still the box's. */
@@ -438,6 +458,56 @@ export function createStore(progress = {}, insideProgress = {}) {
     inspectionClosed() {
       state.stepBox.inspection = null;
       boxChange("inspection-closed");
+    },
+    /** Which piece a step needed is asked (its AbortController): the cause before it is stopped.
+     * Returns it, for causeProgress, caused and causeFailed. */
+    causeAsked(where, step, { controller, context = {} }) {
+      causeEnded();
+      const box = state.stepBox;
+      box.cause = Object.seal({ where, step, controller, context, progress: null, answer: null, error: null, whole: null,
+                                showWhole: false });
+      box.status = null;
+      boxChange("causing");
+      return box.cause;
+    },
+    /** The whole reply so far is asked for the box's cause: the same at the reply's last step. */
+    wholeAsked(cause, { controller }) {
+      if (state.stepBox.cause !== cause) return null;
+      cause.whole?.controller?.abort();
+      cause.whole = Object.seal({ controller, progress: null, answer: null, error: null });
+      cause.showWhole = true;
+      boxChange("causing");
+      return cause.whole;
+    },
+    /** How far a cause (or its whole reply's) has got: the worker's progress. */
+    causeProgress(cause, part, progress) {
+      if (state.stepBox.cause !== cause) return;
+      part.progress = progress;
+      boxChange("cause-progress");
+    },
+    /** A cause (or its whole reply's: part) answered, or failed (a sentence; null: stopped, nothing
+     * said). A live turn's completes what it shows of Look inside. */
+    caused(cause, part, { answer = null, error = null }) {
+      part.controller = null;
+      if (state.stepBox.cause !== cause) return;
+      Object.assign(part, { answer, error, progress: null });
+      if (answer && part === cause && cause.where.kind === "live") {
+        const seen = state.stepBox.inspection;
+        const inspection = seen?.where.record === cause.where.record && seen.step === cause.step ? seen.answer : null;
+        insideFound(inside.caused(cause.where.record, answer, { inspection, ...cause.context }));
+      }
+      boxChange("caused");
+    },
+    /** The view shows the cause's whole reply so far (show), or its step. */
+    wholeShown(cause, show) {
+      if (state.stepBox.cause !== cause) return;
+      cause.showWhole = show;
+      boxChange("cause-shown");
+    },
+    /** The cause's Close (and Stop: what it computes is stopped). */
+    causeClosed() {
+      causeEnded();
+      boxChange("cause-closed");
     },
     /** A branch starts (another id at a step: its token's text, its AbortController); the one
      * before it is stopped. Its reply streams through tokenArrived. Returns it. */

@@ -1,5 +1,5 @@
-// One step of a reply, as a request: what the page asks chatlens.inspect and chatlens.branch for
-// a step of which reply. Both read a Turn, the request the turn's reply was written from (its
+// One step of a reply, as a request: what the page asks chatlens.inspect, chatlens.cause and
+// chatlens.branch for a step of which reply. Both read a Turn, the request the turn's reply was written from (its
 // messages, system prompt, window and reply limit: the worker renders the same prompt from it),
 // with the reply and the step beside it. Where that request comes from:
 //   a live turn        the request it was sent with (modes/live.mjs)
@@ -24,6 +24,12 @@ function stepOf(turn, replyIds, step) {
  * layer (undefined: the engine's, 5). */
 export function inspectRequest(turn, replyIds, step, { topK } = {}) {
   return { ...stepOf(turn, replyIds, step), topK };
+}
+
+/** chatlens.cause's arguments: which piece of the turn the step that chose replyIds[step] needed
+ * (pieces: ["system:0", ...]; undefined: every piece). */
+export function causeRequest(turn, replyIds, step, { pieces } = {}) {
+  return { ...stepOf(turn, replyIds, step), pieces };
 }
 
 /** chatlens.inspect's arguments for the first token of a reply to the draft `preview` (the

@@ -8,9 +8,10 @@
 // sentences are pure functions, played in node (tests/page/cause.test.mjs). All text goes in as
 // text nodes.
 
+import { moved, percent, visibleToken } from "../lesson/terms.mjs";
 import { count, el, term } from "./dom.mjs";
-import { visibleToken } from "./tokens.mjs";
-import { percent } from "./why.mjs";
+
+export { moved };
 
 /** What each measure is and is not, one sentence each (the view says them once, above the table). */
 export const MEASURES = {
@@ -24,13 +25,6 @@ export const MEASURES = {
 
 /** A token in a sentence: quoted, whitespace made visible. */
 export const quoted = (t) => `“${visibleToken(t ?? "")}”`;
-
-/** How a probability moved, in words: "falls to 0.19% (from 12.6%)". */
-export function moved(p, from) {
-  const ratio = p / from;
-  const how = ratio < 0.5 ? "falls to" : ratio > 2 ? "rises to" : "stays near";
-  return `${how} ${percent(p)} (from ${percent(from)})`;
-}
 
 /** One measure of the step, in a sentence: the chosen token's probability under it, and what the
  * model would write instead when another token leads. */
@@ -47,8 +41,19 @@ export function likelier(logprob, base) {
   const d = logprob - base;
   const factor = Math.exp(Math.abs(d));
   if (factor < 1.1) return "about as likely";
-  const shown = factor < 10 ? factor.toFixed(1) : Number(factor.toPrecision(2)).toLocaleString("en-US");
-  return `${shown} times ${d < 0 ? "less" : "more"} likely`;
+  return `${timesWords(factor)} times ${d < 0 ? "less" : "more"} likely`;
+}
+
+const SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹";
+
+/** A factor as a reader takes it in: "2.7", "7,100", past a million "about 6 × 10¹¹". */
+function timesWords(factor) {
+  if (factor < 10) return factor.toFixed(1);
+  if (factor < 1e6) return Number(factor.toPrecision(2)).toLocaleString("en-US");
+  const power = Math.floor(Math.log10(factor));
+  const lead = Math.round(factor / 10 ** power);
+  const [m, p] = lead === 10 ? [1, power + 1] : [lead, power];
+  return `about ${m} × 10${String(p).split("").map((d) => SUPERSCRIPT[Number(d)]).join("")}`;
 }
 
 /** One measure of the whole reply so far, in a sentence. */
@@ -96,7 +101,6 @@ export function causeView(answer, whole, { wholeState = "none", onWhole = null, 
   return el(
     "section",
     { class: "cause", "aria-label": "Which piece the step needed", dataset: { step: answer.step } },
-    el("h4", { text: "Which piece it needed" }),
     el("p", { class: "cause-with", text: heading }),
     term(MEASURES.attention), term(MEASURES.knocked), term(MEASURES.removed),
     el("div", { class: "cause-scroll" }, el(
@@ -111,11 +115,15 @@ export function causeView(answer, whole, { wholeState = "none", onWhole = null, 
   );
 }
 
+const COLUMNS = { knocked: "not read", removed: "without it" };
+
 function cell(answer, piece, what, whole) {
   const m = piece[what];
   const fell = m && !whole ? m.p / answer.p : m ? Math.exp(m.reply_logprob - answer.reply_logprob) : null;
   const cls = fell === null ? "cause-none" : fell < 0.5 ? "cause-falls" : fell > 2 ? "cause-rises" : "cause-stays";
-  return el("td", { class: `cause-cell ${cls}`, dataset: { what, p: m?.p ?? "", top: m?.top_id ?? "" } },
+  const column = piece.kind === "dropped" && what === "removed" ? "put back" : COLUMNS[what];
+  return el("td", { class: `cause-cell ${cls}`, dataset: { what, p: m?.p ?? "", top: m?.top_id ?? "", logprob: m?.reply_logprob ?? "" } },
+    el("span", { class: "cause-label", text: `${column}: ` }), // the column's name, where the table has no head (a phone)
     pieceWords(answer, piece, what, whole), m?.what ? el("span", { class: "cause-what", text: ` ${m.what}` }) : null);
 }
 
