@@ -50,7 +50,7 @@ def main():
 def card(model, messages, record, reply, cache, args):
     tok, tpl = model.tokenizer, model.template
     read = read_of(record, messages)
-    pieces = pieces_of(read, record.pieces, prompt_len=len(record.prompt_ids))
+    pieces = pieces_of(read, record.pieces)
     for p in pieces:
         if p.removed_why is None:
             p.removed_ids, p.removed_what = removed_prompt(tok, tpl, read, p)

@@ -110,7 +110,7 @@ def test_knocked_and_removed_equal_transformers(make, tiny_reference, step):
     assert_measure(vars(got), hf_measure(tiny_reference, PROMPT, REPLY, step, chosen))
     for piece in tiny_pieces():
         m = got.measures[piece.name]
-        assert_measure(m["knocked"], hf_measure(tiny_reference, PROMPT, REPLY, step, chosen, (piece.start, piece.end)))
+        assert_measure(m["knocked"], hf_measure(tiny_reference, PROMPT, REPLY, step, chosen, piece.hidden))
         assert_measure(m["removed"], hf_measure(tiny_reference, piece.removed_ids, REPLY, step, chosen))
         assert m["removed"]["prompt_ids"] == piece.removed_ids
     assert cache.ids == held  # the cache holds the turn again: the next turn reuses it
@@ -197,7 +197,7 @@ def turn(model, messages, *, system, window, reserve, max_tokens):
 
 def every_piece(model, record, messages):
     read = read_of(record, messages)
-    pieces = pieces_of(read, record.pieces, prompt_len=len(record.prompt_ids))
+    pieces = pieces_of(read, record.pieces)
     for p in pieces:
         if p.removed_why is None:
             p.removed_ids, p.removed_what = removed_prompt(model.tokenizer, model.template, read, p)
@@ -205,10 +205,11 @@ def every_piece(model, record, messages):
 
 
 def test_the_pirate_s_name_needs_the_system_prompt_as_transformers_says(model, reference, hf_chat):
-    """Pirate, "Who are you?": its "ye" of "Aye" (step 1) and first " Captain" (step 4), every piece
-    knocked out and removed, against transformers; each removal's ids are apply_chat_template's."""
+    """Pirate, "Who are you?": its "ye" of "Aye" (step 1), first " Captain" (step 4) and the second,
+    the name's ("... name is Captain", step 8), every piece knocked out and removed, against
+    transformers; each removal's ids are apply_chat_template's."""
     messages = [{"role": "user", "content": "Who are you?"}]
-    record, reply, cache = turn(model, messages, system=PIRATE, window=256, reserve=96, max_tokens=8)
+    record, reply, cache = turn(model, messages, system=PIRATE, window=256, reserve=96, max_tokens=10)
     pieces = every_piece(model, record, messages)
     assert [p.name for p in pieces] == ["system:0", "new:0", "header:0"]
     full = [{"role": "system", "content": PIRATE}] + messages
@@ -219,18 +220,20 @@ def test_the_pirate_s_name_needs_the_system_prompt_as_transformers_says(model, r
         assert p.removed_ids == removals[p.name], p.name
     assert "You are a helpful AI assistant named SmolLM" in pieces[0].removed_what  # says what stands in
     held = list(cache.ids)
-    for step in (1, 4):
+    for step in (1, 4, 8):
         got = pulled(Causing(cache, record.prompt_ids, reply, pieces, step=step))
         assert got.chosen_id == reply[step]
         assert_measure(vars(got), hf_measure(reference, record.prompt_ids, reply, step, reply[step]))
         for p in pieces:
             m = got.measures[p.name]
             assert_measure(m["knocked"], hf_measure(reference, record.prompt_ids, reply, step, reply[step],
-                                                    (p.start, p.end)))
+                                                    p.hidden))
             assert_measure(m["removed"], hf_measure(reference, p.removed_ids, reply, step, reply[step]))
-        # the name needs the system prompt: without it, or not read, its token is far less likely
-        assert got.measures["system:0"]["knocked"]["p"] < got.p / 10
-        assert got.measures["system:0"]["removed"]["p"] < got.p / 10
+        m = got.measures["system:0"]
+        if step < 8:  # the name's first words need the system prompt: without it, or not read, far less likely
+            assert m["knocked"]["p"] < got.p / 10 and m["removed"]["p"] < got.p / 10
+        else:  # "... name is Captain": not read, it holds; removed, it falls (the reply's words carry it)
+            assert m["knocked"]["p"] > got.p / 2 > m["removed"]["p"]
         assert cache.ids == held
 
 
@@ -258,7 +261,7 @@ def test_a_dropped_turn_put_back_is_the_whole_conversation_as_transformers_reads
     assert_measure(got.measures["dropped:0"]["removed"], hf_measure(reference, back.removed_ids, reply, step, reply[step]))
     assert got.measures["dropped:0"]["knocked"] is None
     assert_measure(got.measures["user:0"]["knocked"], hf_measure(reference, record.prompt_ids, reply, step, reply[step],
-                                                                 (pieces[1].start, pieces[1].end)))
+                                                                 pieces[1].hidden))
 
 
 def test_real_model_gpu_equals_transformers(model, reference, hf_chat, real_gpu):
@@ -269,7 +272,7 @@ def test_real_model_gpu_equals_transformers(model, reference, hf_chat, real_gpu)
 
     messages = [{"role": "user", "content": "Who are you?"}]
     record, reply, _ = turn(model, messages, system=PIRATE, window=160, reserve=96, max_tokens=3)
-    [system] = pieces_of(read_of(record, messages), record.pieces, ["system:0"], prompt_len=len(record.prompt_ids))
+    [system] = pieces_of(read_of(record, messages), record.pieces, ["system:0"])
     system.removed_ids, system.removed_what = removed_prompt(model.tokenizer, model.template,
                                                              read_of(record, messages), system)
     cache = PromptCache(real_gpu())
@@ -279,6 +282,6 @@ def test_real_model_gpu_equals_transformers(model, reference, hf_chat, real_gpu)
     assert got.chosen_id == reply[1]
     assert_measure(vars(got), hf_measure(reference, record.prompt_ids, reply, 1, reply[1]))
     m = got.measures["system:0"]
-    assert_measure(m["knocked"], hf_measure(reference, record.prompt_ids, reply, 1, reply[1], (system.start, system.end)))
+    assert_measure(m["knocked"], hf_measure(reference, record.prompt_ids, reply, 1, reply[1], system.hidden))
     assert_measure(m["removed"], hf_measure(reference, system.removed_ids, reply, 1, reply[1]))
     assert cache.ids == record.prompt_ids + reply[:1]  # the inspection's, read again after the removal

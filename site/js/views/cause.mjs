@@ -17,8 +17,9 @@ export { moved };
 export const MEASURES = {
   attention: "Attention: where the step read from, the mean weight of every block's heads on the piece. It says " +
     "where the model looked, not what its choice needed.",
-  knocked: "Not read: the reply's positions may not read the piece, in any block; everything before the reply is " +
-    "read as it was. It says whether reading the piece directly mattered.",
+  knocked: "Not read: the reply's positions may not read the piece, in any block (its first token excepted, where " +
+    "most heads rest their weight); everything before the reply is read as it was. It says whether reading the piece " +
+    "directly mattered.",
   removed: "Without it: the conversation written again through the template without the piece, the reply so far " +
     "kept. It says whether the piece mattered at all, directly or through the tokens written after it.",
 };
