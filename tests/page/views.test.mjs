@@ -36,5 +36,8 @@ test("the tokens' helpers: special positions from the record's ids, whitespace m
   assert.deepEqual(specialPositions(record), record.prompt_ids.map((id) => record.special_ids.includes(id)));
   assert.equal(visibleToken(" a\tb\n").length, " a\tb\n".length); // one mark a character
   assert.ok(!/[ \t\n]/.test(visibleToken(" a\tb\n")));
+  // a no-break space (the lens once showed it as an empty cell), a zero-width space, a carriage return: their code points
+  assert.equal(visibleToken("\u00a0a\u200bb\r\n"), "\u27e8U+00A0\u27e9a\u27e8U+200B\u27e9b\u27e8U+000D\u27e9\u21b5");
+  assert.equal(visibleToken("caf\u00e9 \u6771"), "caf\u00e9\u00b7\u6771"); // what shows stays as it is
   assert.deepEqual(droppedOf({ dropped_messages: [{ message_index: 0 }, { message_index: 3 }] }), new Set([0, 3]));
 });

@@ -44,9 +44,15 @@ export function moved(p, from) {
   return `${how} ${percent(p)} (from ${percent(from)})`;
 }
 
-/** A token's text made visible: spaces as ·, line breaks as ↵, tabs as →. */
+// What a reader would not see: the other spaces (no-break U+00A0, thin, ideographic, ...), line and
+// paragraph separators, controls (a carriage return) and format characters (zero-width, U+FEFF).
+const UNSEEN = /[\p{Zs}\p{Zl}\p{Zp}\p{Cc}\p{Cf}]/gu;
+const codePoint = (c) => `\u27e8U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}\u27e9`;
+
+/** A token's text made visible: spaces as ·, line breaks as ↵, tabs as →, and any other character
+ * that shows nothing (a no-break space, a zero-width one) as its code point, ⟨U+00A0⟩. */
 export function visibleToken(t) {
-  return t.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u2192");
+  return t.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u2192").replace(UNSEEN, codePoint);
 }
 
 /** What ended a reply, in the few words a chat bubble has room for. */

@@ -14,7 +14,7 @@ import { stepParts } from "./chat.mjs";
 import { count, el, fill } from "./dom.mjs";
 import { differenceNote, LESSON_SHARES } from "./lessonfigures.mjs";
 import { replyView, textWithSpecials } from "./reply.mjs";
-import { chips } from "./tokens.mjs";
+import { chips, visibleToken } from "./tokens.mjs";
 import { percent } from "./why.mjs";
 
 /** Each layout's name: in a sentence ("read with plain text"), and before a noun ("a plain-text cell"). */
@@ -196,7 +196,7 @@ function candidates(rows) {
   return el("table", { class: "compare-first" },
     el("caption", { text: "Its first token: the top candidates" }),
     el("tbody", {}, rows.map((r) => el("tr", { dataset: { id: r.id } },
-      el("td", {}, el("span", { class: r.special ? "cand special" : "cand", text: r.token.replace(/\n/g, "\u21b5").replace(/ /g, "\u00b7") })),
+      el("td", {}, el("span", { class: r.special ? "cand special" : "cand", text: visibleToken(r.token) })),
       el("td", { class: "num", text: r.percent })))));
 }
 
