@@ -42,6 +42,10 @@ test("the cache's sentence says the answer's figures, and names the parts only w
   const reused = { step: 2, reused_tokens: 32, computed_tokens: 1 };
   assert.equal(cacheSentence(reused, 30), "From the cache: 32 tokens, the prompt's 30 and the reply's first 2. " +
     "Computed: 1 token, the one chosen by hand, before the branch's own first choice.");
+  // at the reply's first step the cache holds the prompt alone; at its second, one token of the reply
+  assert.equal(cacheSentence({ step: 0, reused_tokens: 34, computed_tokens: 1 }, 34), "From the cache: 34 tokens, the whole prompt. " +
+    "Computed: 1 token, the one chosen by hand, before the branch's own first choice.");
+  assert.ok(cacheSentence({ step: 1, reused_tokens: 35, computed_tokens: 1 }, 34).startsWith("From the cache: 35 tokens, the prompt's 34 and the reply's first token. "));
   // a cache that held something else: only the figures
   assert.equal(cacheSentence({ step: 2, reused_tokens: 0, computed_tokens: 33 }, 30),
     "From the cache: 0 tokens. Computed before the branch's own first choice: 33 tokens.");

@@ -63,7 +63,8 @@ const textsOf = (bytes) => (bytes?.length ? streamed(bytes) : []);
 export function cacheSentence(answer, promptLength) {
   const { reused_tokens: reused, computed_tokens: computed, step } = answer;
   if (reused === promptLength + step && computed === 1) {
-    return `From the cache: ${count(reused, "token")}, the prompt's ${promptLength} and the reply's first ${step}. ` +
+    const parts = step === 0 ? "the whole prompt" : `the prompt's ${promptLength} and the reply's first ${step === 1 ? "token" : step}`;
+    return `From the cache: ${count(reused, "token")}, ${parts}. ` +
       "Computed: 1 token, the one chosen by hand, before the branch's own first choice.";
   }
   return `From the cache: ${count(reused, "token")}. Computed before the branch's own first choice: ${count(computed, "token")}.`;
