@@ -31,9 +31,22 @@ test("in Live the control's preset is saved, and the mode only once chosen", () 
   const store = createStore();
   const controls = { preset: "pirate", custom: "", window: 256, specialInText: true };
   assert.deepEqual(conversationToSave(store.state, controls),
-                   { mode: undefined, preset: "pirate", custom: "", window: 256, specialInText: true });
+                   { mode: undefined, preset: "pirate", custom: "", window: 256, specialInText: true, why: false });
   store.modeChosen("live", { chosen: true });
   assert.equal(conversationToSave(store.state, controls).mode, "live");
+});
+
+test("“Why this token” survives a reload: it was once off at every visit", () => {
+  const storage = memory();
+  const store = createStore();
+  const controls = { preset: "none", custom: "", window: 256, specialInText: true };
+  store.whyChosen(true);
+  saveConversationPrefs(conversationToSave(store.state, controls), storage);
+  assert.equal(conversationPrefs(settings, { location: nowhere, storage }).why, true);
+  store.whyChosen(false);
+  saveConversationPrefs(conversationToSave(store.state, controls), storage);
+  assert.equal(conversationPrefs(settings, { location: nowhere, storage }).why, false);
+  assert.equal(conversationPrefs(settings, { location: nowhere, storage: memory() }).why, undefined); // never chosen: off, the default
 });
 
 test("every mode the page has a tab for survives a reload once chosen", () => {

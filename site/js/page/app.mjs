@@ -143,6 +143,7 @@ function drawChange(change, controls) {
     case "view":
       return state.drawn && page.draw(...state.drawn);
     case "why":
+      remember(controls); // "why this token" survives a reload, as the other settings do
       if (state.mode === "live") return showLive(page, controls);
       if (state.mode === "plain") return drawPlain(page);
       if (state.mode === "compare") return drawCompare(page);
@@ -249,7 +250,7 @@ for (const m of prefs.MODES) {
   }, m === state.mode ? `you pressed ${MODE_NAMES[m]} again while it ran` : `you left ${MODE_NAMES[state.mode]} while it ran`));
 }
 $("special-in-text").addEventListener("change", settingChanged);
-$("why").checked = state.why; // off at every visit: a form the browser restores would say otherwise
+$("why").checked = state.why; // as saved (set again once the settings are read), not as a form the browser restores says
 $("why").addEventListener("change", () => store.whyChosen($("why").checked));
 $("rec-prev").addEventListener("click", () => store.stepped(state.step - 1));
 $("rec-next").addEventListener("click", () => store.stepped(state.step + 1));
@@ -327,6 +328,8 @@ api.settingsReady.then(() => {
   showNotes([...api.notes, ...state.start.notes]);
   if (p.specialInText !== undefined) $("special-in-text").checked = p.specialInText;
   store.restored(prefs.loadLive());
+  if (p.why !== undefined) $("why").checked = p.why;
+  if (p.why) store.whyChosen(true); // after the conversation is back: a setting changed saves it
   // A message a reload cut off before its reply began: back in the box, to send again.
   const cut = state.live.turns.at(-1);
   if (cut?.saved?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;

@@ -3,7 +3,7 @@
 // live conversation. A value that is not valid is ignored, with a note the page shows: a bad
 // setting never stops the page.
 
-export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText}
+export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText, why}
 export const LIVE_KEY = "chatlens.live"; // [{user, reply, settings, line}]: the live conversation
 export const SOURCE_URL_KEY = "chatlens.model"; // the model source's URL (source.mjs): the key's name is the saved one
 export const BACKEND_KEY = "chatlens.backend";
@@ -56,7 +56,7 @@ export function modelPref({ location = globalThis.location, storage = globalThis
 }
 
 /**
- * The conversation settings to start with: {mode, preset, custom, window, specialInText} (undefined where the
+ * The conversation settings to start with: {mode, preset, custom, window, specialInText, why} (undefined where the
  * default applies) and notes for what was ignored. `settings` is build.json's; a window that is
  * not offered yet (the model's whole context, offered once the model is read) is kept as
  * `pendingWindow` for checkWindow().
@@ -84,6 +84,7 @@ export function conversationPrefs(settings, { location = globalThis.location, st
     preset: pick("preset", (v) => (names.includes(v) ? v : undefined), `the system prompts are ${names.join(", ")}`),
     custom: typeof stored.custom === "string" ? stored.custom : undefined,
     specialInText: typeof stored.specialInText === "boolean" ? stored.specialInText : undefined,
+    why: typeof stored.why === "boolean" ? stored.why : undefined, // "why this token"
     window: undefined,
     pendingWindow: undefined,
     notes,
@@ -107,13 +108,13 @@ export function checkWindow(pending, nCtx) {
 }
 
 /** What saveConversationPrefs keeps, from the page's state and its controls ({preset, custom,
- * window, specialInText}): the mode only once the learner picked one (until then the landing mode
+ * window, specialInText}), and "why this token" (state.why): the mode only once the learner picked one (until then the landing mode
  * follows the store: app.mjs landingMode), and the custom preset while Recorded mode has set it
  * aside (`customKept`), though the control shows the recording's preset. */
 export function conversationToSave(state, controls) {
   return { mode: state.modeChosen ? state.mode : undefined,
            preset: state.customKept ? "custom" : controls.preset,
-           custom: controls.custom, window: controls.window, specialInText: controls.specialInText };
+           custom: controls.custom, window: controls.window, specialInText: controls.specialInText, why: state.why };
 }
 
 export function saveConversationPrefs(prefs, storage = globalThis.localStorage) {
