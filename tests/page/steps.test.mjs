@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { inRange, recordRequest, refusal, stepWords, whereOf } from "../../site/js/modes/steps.mjs";
+import { inRange, noCandidates, recordRequest, refusal, stepWords, whereOf } from "../../site/js/modes/steps.mjs";
 import { branchRequest, inspectRequest, recordedRequest } from "../../site/js/page/step.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 import { toWire } from "../../site/js/page/protocol.mjs";
@@ -124,4 +124,14 @@ test("nothing is computed without the weights, or while a reply is written", () 
 test("a step is within the reply: 0 up to its last token", () => {
   const record = recordOf(null, [1, 2, 3]);
   assert.deepEqual([-1, 0, 2, 3, 1.5].map((s) => inRange(record, s)), [false, true, true, false, false]);
+});
+
+test("a reply without candidates says why it has none: “Why this token” was off, or it was recorded so", () => {
+  const store = createStore();
+  const turn = store.sent("Who are you?", "{}");
+  store.replied(turn, recordOf(null, [5, 6], { top_k: null })); // sent with "why this token" off (Look inside's, say)
+  const where = whereOf(store.state, turn.record, { settings });
+  assert.equal(noCandidates(where), "This reply has no candidates: “Why this token” was off when it was written; " +
+    "once a step is inspected, its last block's candidates are offered to branch with.");
+  assert.match(noCandidates({ kind: "recorded", record: {} }), /^This reply was recorded without its candidates: /);
 });

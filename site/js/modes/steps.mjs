@@ -136,6 +136,15 @@ export function stepWords(where, step) {
   return `token ${step + 1} of ${where.label}'s reply${t === undefined ? "" : `, “${visibleToken(t)}”`}`;
 }
 
+/** Why a step's reply has no candidates to branch with (a sentence): the lens offers its last
+ * block's once the step is inspected. */
+export function noCandidates(where) {
+  const then = "once a step is inspected, its last block's candidates are offered to branch with.";
+  if (where.kind === "live" || where.kind === "plain") return `This reply has no candidates: “Why this token” was off when it was written; ${then}`;
+  if (where.kind === "recorded") return `This reply was recorded without its candidates: ${then}`;
+  return `This reply has no candidates: ${then}`;
+}
+
 /** A step of a reply the page can ask about: between 0 and the reply's length (the step after the
  * reply so far is len). */
 export const inRange = (record, step) => Number.isInteger(step) && step >= 0 && step < (record.reply_ids?.length ?? 0);
@@ -411,7 +420,7 @@ function stepBar(page) {
     where.branchWhy ? el("p", { class: "term", text: where.branchWhy })
       : where.record.top_k
       ? el("p", { class: "term", text: "Another of this step's candidates, picked in the table of candidates, starts a branch: what the model would have written after it." })
-      : el("p", { class: "term", text: "This reply was recorded without its candidates: once inspected, the last block's are offered to branch with." }),
+      : el("p", { class: "term", text: noCandidates(where) }),
   );
 }
 
