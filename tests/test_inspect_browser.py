@@ -194,6 +194,52 @@ def test_a_candidate_picked_branches_there_and_keep_makes_it_the_reply_the_next_
     page.click("#reads-tab-text")
 
 
+def test_after_a_reload_the_last_reply_is_inspected_and_branched_as_before(page, tiny):
+    """A reload (another tab of the same profile) brings the conversation back with its replies' records,
+    read again (issue 43.3): "why this token" still ticked, the last reply's chips with their candidates,
+    an inspection and a branch of it equal to the command line's on the same turn."""
+    messages = [{"role": "user", "content": FIRST},
+                {"role": "assistant", "content": page.text_content("#chat .msg.assistant >> nth=0 >> .content")},
+                {"role": "user", "content": SECOND}]
+    reply = ids_of(page, "#reads .reply-tokens .tok")  # the last turn's, before the reload
+    tab = page.context.new_page()
+    tab.set_default_timeout(STEP_MS)
+    try:
+        tab.goto(page.url)
+        tab.wait_for_function("() => chatlens.settings")
+        tab.evaluate(f"chatlens.settings.reply_limit = {LIMIT}")  # the module's limit: the turn's settings again
+        tab.wait_for_function("() => chatlens.pageState.live.turns.at(-1)?.record?.reply_ids")  # read again by Python
+        tab.dispatch_event("#window", "change")  # drawn under the module's limit
+        tab.wait_for_selector("#reads .reply-tokens .tok[data-step]")
+        assert tab.is_checked("#why")
+        assert tab.text_content("#reads-caption") == "Turn 2: what the model read when you sent it"
+        assert ids_of(tab, "#reads .reply-tokens .tok") == reply
+        tab.wait_for_function("() => chatlens.status.state === 'ready'")
+        tab.locator("#reads .reply-tokens .tok").nth(0).click()
+        tab.click("#step-box .step-inspect")
+        view = tab.wait_for_selector("#step-box .inspect[data-step='0']")
+        want = cli("inspect", {"messages": messages, "reply_ids": reply}, "--step", "0", tiny=tiny)
+        assert int(view.get_attribute("data-position")) == want["position"]
+        last = tab.eval_on_selector_all("#step-box .lens-table tr.is-last td", "cs => cs.map(c => Number(c.dataset.id))")
+        assert last == [i for i, _ in want["lens"][-1]] and last[0] == reply[0]
+        tab.set_viewport_size({"width": 1400, "height": 1000})
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        tab.screenshot(path=str(SHOTS / "reload-inspect-tiny-1400.png"), full_page=True)
+        # a candidate of the step branches there, as before the reload
+        tab.locator("#reads .reply-tokens .tok").nth(0).hover()
+        other = tab.eval_on_selector("#reads .reply .why-table tbody tr:not(.chosen)", "r => Number(r.dataset.id)")
+        tab.click(f"#reads .reply .why-table tbody tr[data-id='{other}']")
+        tab.wait_for_selector(f"#step-box .branch[data-step='0'][data-id='{other}'] .branch-keep")
+        got = tab.evaluate("chatlens.pageState.stepBox.branch.answer")
+        want = cli("branch", {"messages": messages, "reply_ids": reply}, "--step", "0", "--id", str(other), tiny=tiny)
+        assert got["reply_ids"] == want["reply_ids"]
+        tab.set_viewport_size({"width": 390, "height": 844})
+        tab.locator("#step-box").screenshot(path=str(SHOTS / "reload-branch-tiny-390.png"))
+        tab.click("#step-box .branch-drop")
+    finally:
+        tab.close()
+
+
 def test_drop_leaves_the_conversation_as_it_was(page, first):
     before = page.text_content("#chat .msg.assistant:last-of-type .content")
     row = page.eval_on_selector("#reads .reply-tokens .tok[data-step='0']", "c => c.dataset.id")

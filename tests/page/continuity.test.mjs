@@ -1,8 +1,10 @@
-// What survives a reload in the middle of a reply (site/js/page/prefs.mjs saveLive / loadLive), and
-// a message that got no reply sent again in its own place (state.mjs), in node.
+// What survives a reload in the middle of a reply (site/js/page/prefs.mjs saveLive / loadLive), a
+// reply's record read again after it (its steps inspected and branched as before), and a message
+// that got no reply sent again in its own place (state.mjs), in node.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { branchReloaded, loadLive, RELOADED, saveBranch, saveLive } from "../../site/js/page/prefs.mjs";
+import { noCandidates, whereOf } from "../../site/js/modes/steps.mjs";
+import { branchReloaded, CANDIDATES_KEY, LIVE_KEY, loadLive, previewOf, printOf, recordAgain, RELOADED, saveBranch, saveLive } from "../../site/js/page/prefs.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 
 function memory() {
@@ -80,4 +82,98 @@ test("a branch being written when the page goes is said to be gone, once; one th
   saveBranch({ label: "turn 1", step: 1, token: "·ship" }, storage);
   saveBranch(null, storage); // it ended (kept, dropped, stopped or failed)
   assert.equal(branchReloaded(storage), null);
+});
+
+// A turn as the worker answers it: its prompt, and a reply with its tokens, bytes and, with "why
+// this token" on, its candidates.
+const full = (extra = {}) => ({
+  prompt_ids: [1, 520, 198, 57, 2, 198, 1, 520, 198], pieces: [{ kind: "new", count: 9 }], system: null, preset: "none",
+  window: 256, reserve: 4, max_tokens: 4, special_in_text: true, reused_tokens: 0, computed_tokens: 9, backend: "numpy",
+  timings: { prefill_ms: 12 }, reply_ids: [19556, 2], reply_text: "Hello", reply_tokens: ["Hello", "<|im_end|>"],
+  reply_vocab: ["Hello", "<|im_end|>"], reply_bytes: ["48656c6c6f", "3c7c696d5f656e647c3e"], stop_reason: "end_turn",
+  top_k: [[[19556, 9, 0.8], [2, 8, 0.1]], [[2, 9, 0.9], [13, 7, 0.05]]], top_k_tokens: [["Hello", "<|im_end|>"], ["<|im_end|>", "."]],
+  top_k_bytes: [["48656c6c6f", "3c7c696d5f656e647c3e"], ["3c7c696d5f656e647c3e", "2e"]], branched: null, ...extra,
+});
+
+/** The record a preview of the same request answers: the prompt, no reply, the cache's figures of now. */
+const previewOfRecord = (r) => ({ ...r, reply_ids: null, reply_text: null, reply_tokens: null, reply_vocab: null, reply_bytes: null,
+                                  stop_reason: null, top_k: null, top_k_tokens: null, top_k_bytes: null, timings: null, backend: null,
+                                  preset: null, reused_tokens: 0, computed_tokens: r.prompt_ids.length });
+
+test("a reply comes back from a reload with its tokens and candidates: its record read again is the one it had", () => {
+  const storage = memory();
+  const store = createStore();
+  const turn = store.sent("Hi!", "key");
+  const record = full();
+  store.replied(turn, record);
+  saveLive(store.state.live.turns, storage);
+  // the conversation's key holds the reply and the prompt's print, not the prompt nor the candidates
+  const [entry] = JSON.parse(storage.getItem(LIVE_KEY));
+  assert.deepEqual(entry.kept.reply_ids, record.reply_ids);
+  assert.equal(entry.kept.prompt, printOf(record.prompt_ids));
+  assert.ok(!("top_k" in entry.kept) && !("prompt_ids" in entry.kept) && entry.kept.candidates === true);
+  // read again after the reload: the request the reply was written from, and the same record
+  const [back] = loadLive(storage);
+  const args = previewOf(back.saved.record, [{ role: "user", content: "Hi!" }]);
+  assert.deepEqual(args, { messages: [{ role: "user", content: "Hi!" }], system: undefined, window: 256, reserve: 4, maxTokens: 4 });
+  const again = recordAgain(previewOfRecord(record), back.saved.record);
+  for (const k of Object.keys(record)) assert.deepEqual(again[k], record[k], k);
+  // another prompt (another tokenizer or template since): not this reply's record
+  assert.equal(recordAgain({ ...previewOfRecord(record), prompt_ids: [1, 520, 198, 58, 2, 198, 1, 520, 198] }, back.saved.record), null);
+  // in the store: the turn gets its record again, and a step of it is the same request as before the reload
+  const before = whereOf(store.state, turn.record, {});
+  const restored = createStore();
+  restored.restored([back]);
+  const t = restored.state.live.turns[0];
+  assert.match(whereOf(restored.state, t.streaming ?? t.record, {}).why ?? "", /no longer on the page|not one/); // no record yet
+  restored.recordRestored(t, { record: again });
+  const after = whereOf(restored.state, t.record, {});
+  assert.deepEqual([after.kind, after.args, after.keep], [before.kind, before.args, before.keep]);
+  // saved again (at each token of the next reply): the same, and the candidates' key not written again
+  let writes = 0;
+  const counting = { ...storage, setItem: (k, v) => { if (k === CANDIDATES_KEY) writes++; storage.setItem(k, v); } };
+  saveLive(restored.state.live.turns, counting);
+  saveLive(restored.state.live.turns, counting);
+  assert.ok(writes <= 1, writes);
+  assert.deepEqual(loadLive(storage)[0].saved.record, back.saved.record);
+});
+
+test("with no room for the candidates the reply comes back without them, and says why", () => {
+  const items = memory();
+  const full_ = { ...items, setItem: (k, v) => { if (k === CANDIDATES_KEY) throw new DOMException("full", "QuotaExceededError"); items.setItem(k, v); } };
+  const store = createStore();
+  const turn = store.sent("Hi!", "key");
+  store.replied(turn, full());
+  saveLive(store.state.live.turns, full_);
+  const [back] = loadLive(items);
+  assert.equal(back.reply, "Hello");
+  assert.equal(back.saved.record.candidates, "lost");
+  assert.equal(back.saved.record.top_k, undefined);
+  const restored = createStore();
+  restored.restored([back]);
+  const t = restored.state.live.turns[0];
+  restored.recordRestored(t, { record: recordAgain(previewOfRecord(full()), back.saved.record) });
+  assert.equal(t.record.top_k, null);
+  assert.match(noCandidates(whereOf(restored.state, t.record, {})), /^This reply's candidates were not kept across the reload/);
+  saveLive(restored.state.live.turns, items); // saved again: still lost, not "why this token was off"
+  assert.equal(loadLive(items)[0].saved.record.candidates, "lost");
+});
+
+test("a reply cut off by a reload keeps its tokens as far as it got; one whose prompt cannot be read says why", () => {
+  const storage = memory();
+  const store = createStore();
+  const turn = store.sent("Hi!", "key");
+  store.read(turn, previewOfRecord(full()));
+  store.tokenArrived(turn, { id: 19556, text: "Hello", token: "Hello", bytes: "48656c6c6f" });
+  saveLive(store.state.live.turns, storage);
+  const [back] = loadLive(storage);
+  assert.deepEqual([back.saved.cut, back.saved.record.reply_ids, back.saved.record.stop_reason], [true, [19556], "stopped"]);
+  const restored = createStore();
+  restored.restored([back]);
+  const t = restored.state.live.turns[0];
+  restored.recordRestored(t, { why: "the prompt Python reads now is not the one it was written after" });
+  assert.equal(t.record, null);
+  assert.equal(t.saved.why, "the prompt Python reads now is not the one it was written after");
+  saveLive(restored.state.live.turns, storage); // still what the reload stopped, its record tried again at the next visit
+  assert.deepEqual(loadLive(storage)[0].saved, back.saved);
 });

@@ -10,6 +10,7 @@
 
 import { callArgs } from "../page/controls.mjs";
 import { hostNote } from "../page/hosts.mjs";
+import { previewOf, recordAgain } from "../page/prefs.mjs";
 import { liveMessages, sentAgain, unanswered } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
@@ -86,6 +87,34 @@ async function predictNewest(page) {
   if (!current) predictNewest(page); // a newer draft came while this one was computed: it is next
 }
 
+// -- a conversation a reload brought back -------------------------------------------------------------
+
+const restoring = new WeakSet(); // the restored turns whose record was asked for again
+
+/** The records of the turns a reload brought back with their replies (prefs.mjs loadLive:
+ * saved.record), read again once Python can read (a preview: no weights needed), the last turn's
+ * first (the panel shows it): their steps can then be inspected and branched as before the
+ * reload. Where the prompt read now is not the one the reply was written after, the turn says why. */
+export async function restoreRecords(page) {
+  const { api, state, store } = page;
+  if (!canPreview(api)) return;
+  const todo = state.live.turns.filter((t) => t.saved?.record && !t.record && !restoring.has(t)).reverse();
+  for (const turn of todo) restoring.add(turn);
+  for (const turn of todo) {
+    const i = state.live.turns.indexOf(turn);
+    if (i < 0) continue; // a new conversation since
+    const kept = turn.saved.record;
+    const messages = liveMessages({ live: { turns: state.live.turns.slice(0, i) } }, turn.user);
+    try {
+      const record = recordAgain(await api.preview(previewOf(kept, messages)), kept);
+      store.recordRestored(turn, record ? { record } : { why: "the prompt Python reads now is not the one it was written after " +
+        "(the model's tokenizer or chat template changed since)" });
+    } catch (e) {
+      store.recordRestored(turn, { why: `its prompt could not be read again: ${e.message}` });
+    }
+  }
+}
+
 /** Draw Live mode: the chat, and in the panel the draft's preview or the last turn; `controls`: the
  * snapshot of the controls (page/controls.mjs readControls). */
 export async function showLive(page, controls) {
@@ -143,8 +172,9 @@ export async function showLive(page, controls) {
       drawLiveChat(page);
       renderMessage(reads, "Waiting for Python to start before the preview…");
     }
+    const why = last.saved?.why ? ` Its reply's steps cannot be inspected or branched: ${last.saved.why}.` : "";
     const caption = last.settings === settingsKey(again)
-      ? `Turn ${n} as you sent it: the same text, read again after the page reloaded (nothing is in the cache yet)`
+      ? `Turn ${n} as you sent it: the same text, read again after the page reloaded (nothing is in the cache yet)${why && `.${why}`}`
       : `Turn ${n} again, under the settings chosen now: what the model would read if you sent it now`;
     return previewLive(page, again, seq, caption);
   }
@@ -307,6 +337,7 @@ export function liveChanged(page, change, controls) {
     case "read":
     case "replied":
     case "failed":
+    case "record-restored":
       if (change.current) showLive(page, controls);
       return;
     case "progress":

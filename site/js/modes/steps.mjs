@@ -140,6 +140,9 @@ export function stepWords(where, step) {
  * block's once the step is inspected. */
 export function noCandidates(where) {
   const then = "once a step is inspected, its last block's candidates are offered to branch with.";
+  if (where.kind === "live" && where.turn?.saved?.record?.candidates === "lost" && where.record.reply_ids === where.turn.saved.record.reply_ids) {
+    return `This reply's candidates were not kept across the reload (the browser's storage had no room for them): ${then}`;
+  }
   if (where.kind === "live" || where.kind === "plain") return `This reply has no candidates: “Why this token” was off when it was written; ${then}`;
   if (where.kind === "recorded") return `This reply was recorded without its candidates: ${then}`;
   return `This reply has no candidates: ${then}`;

@@ -8,7 +8,7 @@ import * as inside from "../lesson/inside.mjs";
 import { addFullContext, buildControls, readControls } from "./controls.mjs";
 import { setUpByHand } from "../modes/byhand.mjs";
 import { compareChanged, drawAsk, drawCompare, setUpCompare, showCompare, stopCompare } from "../modes/compare.mjs";
-import { liveChanged, send, showLive, stop, whyOf } from "../modes/live.mjs";
+import { liveChanged, restoreRecords, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
 import { drawPlain, setUpPlain, stopPlain, tokenizePlain } from "../modes/plain.mjs";
@@ -201,6 +201,7 @@ api.onStatus(({ state: s }) => {
   else if (s === "text") store.repliesKnown({ state: "none", why: "replies need the model's weights: the box above downloads them" });
   else store.repliesKnown({ state: "unknown", why: "" });
   if (s === "error") showLive(page, readControls());
+  restoreRecords(page); // a conversation a reload brought back: its replies' records, once Python can read
   if (state.mode === "plain" && !state.plain?.tokens) tokenizePlain(page); // Python is up: the text's tokens
   // The model came in (downloaded now) on a visit that landed in Recorded mode: Live has replies.
   if (api.model?.backend && !state.modeChosen && state.mode === "recorded" && state.start.landed) setMode("live");
@@ -328,6 +329,7 @@ api.settingsReady.then(() => {
   showNotes([...api.notes, ...state.start.notes]);
   if (p.specialInText !== undefined) $("special-in-text").checked = p.specialInText;
   store.restored(prefs.loadLive());
+  restoreRecords(page);
   if (p.why !== undefined) $("why").checked = p.why;
   if (p.why) store.whyChosen(true); // after the conversation is back: a setting changed saves it
   // A message a reload cut off before its reply began: back in the box, to send again.

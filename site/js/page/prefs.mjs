@@ -4,7 +4,8 @@
 // setting never stops the page.
 
 export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText, why}
-export const LIVE_KEY = "chatlens.live"; // [{user, reply, settings, line}]: the live conversation
+export const LIVE_KEY = "chatlens.live"; // [{user, reply, settings, line, kept}]: the live conversation
+export const CANDIDATES_KEY = "chatlens.live.candidates"; // {reply's print: {top_k, top_k_tokens, top_k_bytes}} (keptOf)
 export const SOURCE_URL_KEY = "chatlens.model"; // the model source's URL (source.mjs): the key's name is the saved one
 export const BACKEND_KEY = "chatlens.backend";
 export const BACKENDS = ["auto", "webgpu", "numpy"];
@@ -19,12 +20,14 @@ function read(storage, key, json = true) {
   }
 }
 
+/** Whether it was written: storage full or disabled, the setting lasts for this page only. */
 function write(storage, key, value) {
   try {
     if (value == null) storage?.removeItem(key);
     else storage?.setItem(key, typeof value === "string" ? value : JSON.stringify(value));
+    return true;
   } catch {
-    // storage full or disabled: the setting lasts for this page only
+    return false;
   }
 }
 
@@ -128,6 +131,8 @@ export function saveConversationPrefs(prefs, storage = globalThis.localStorage) 
 export function loadLive(storage = globalThis.localStorage) {
   const v = read(storage, LIVE_KEY);
   if (!Array.isArray(v)) return [];
+  const c = read(storage, CANDIDATES_KEY);
+  const candidates = c && typeof c === "object" ? c : {};
   const number = (n) => (Number.isInteger(n) && n >= 0 ? n : undefined);
   return v.filter((t) => t && typeof t.user === "string" && (t.reply === undefined || typeof t.reply === "string"))
     .map((t) => {
@@ -139,6 +144,8 @@ export function loadLive(storage = globalThis.localStorage) {
       // a reply kept from a branch (TurnRecord.branched) stays marked as chosen by hand
       const b = l.branched;
       if (b && Number.isInteger(b.step) && b.step >= 0 && Number.isInteger(b.id)) saved.branched = { step: b.step, id: b.id };
+      const kept = keptFrom(t.kept, t.reply, candidates);
+      if (kept) saved.record = kept;
       if (Object.values(saved).some((x) => x !== undefined)) turn.saved = saved;
       if (t.reply === undefined && (t.cut === true || typeof t.noReply === "string")) {
         turn.note = t.cut === true ? RELOADED : t.noReply;
@@ -156,21 +163,127 @@ export const RELOADED = "No reply: the page was reloaded while the model read th
  * lines: a stopped reply still says so. Saved as each message is sent and each token comes, so a
  * reload loses nothing: a reply being written is saved as far as it has got, marked cut. */
 export function saveLive(turns, storage = globalThis.localStorage) {
-  write(storage, LIVE_KEY, turns.map((t) => {
+  const candidates = new Map(); // a kept reply's key (candidatesKey) -> its candidates
+  const keep = (r, was) => {
+    const kept = keptOf(r, was);
+    if (kept?.candidates === true) candidates.set(candidatesKey(kept), Object.fromEntries(CANDIDATES.map((k) => [k, r[k]])));
+    return kept;
+  };
+  const entries = turns.map((t) => {
     const r = t.record;
     const count = r?.pieces?.find((p) => p.kind === "new")?.count;
     if (t.streaming || (!r && t.reply === undefined && !t.note)) { // being read or written now
       const s = t.streaming; // a reply so far (state.mjs replySoFar)
       if (!s?.reply_ids.length) return { user: t.user, settings: t.settings, line: { count }, cut: true };
-      return { user: t.user, reply: s.reply_text, settings: t.settings, line: { count, wrote: s.reply_ids.length, stop: "stopped" }, cut: true };
+      const kept = r ? keptOf({ ...r, ...s, stop_reason: "stopped", timings: null, backend: null }) : null;
+      return { user: t.user, reply: s.reply_text, settings: t.settings, line: { count, wrote: s.reply_ids.length, stop: "stopped" },
+               cut: true, ...(kept ? { kept } : {}) };
     }
-    const line = r ? { count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined } : t.saved;
+    // as a reload brought it back: its record not read again yet, or read again with the same reply
+    const restored = !r || sameReply(r, t.saved?.record);
+    const line = r && !(restored && t.saved?.cut) ? { count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined }
+      : { ...t.saved, record: undefined };
     if (r?.branched) line.branched = { step: r.branched.step, id: r.branched.id };
     const out = { user: t.user, reply: t.reply, settings: t.settings, line };
-    if (t.saved?.cut && !r) out.cut = true; // restored from a reload's cut, still as it was
+    const kept = t.reply === undefined ? null : keep(r ?? t.saved?.record ?? {}, restored ? t.saved?.record : null);
+    if (kept) out.kept = kept;
+    if (t.saved?.cut && restored) out.cut = true; // restored from a reload's cut, still as it was
     else if (t.reply === undefined && t.note) out.noReply = t.note; // why it got none
     return out;
-  }));
+  });
+  // the conversation first: where the candidates leave it no room, they go (loadLive says so)
+  if (!write(storage, LIVE_KEY, entries) && write(storage, CANDIDATES_KEY, null)) write(storage, LIVE_KEY, entries);
+  saveCandidates(candidates, storage);
+}
+
+// -- a reply's record across a reload ------------------------------------------------------------------
+// The reply's ids, tokens and bytes come back with its text, so its steps can be inspected and
+// branched after a reload as before: the prompt is not saved but read again by Python from the same
+// request (the turn's system text, window, reserve and reply limit: previewOf), and recordAgain
+// checks it is the prompt the reply was written after (its print: its length and a hash of its
+// ids). The figures of the run (the cache's, the timings, the backend) are the run's, as saved.
+// The candidates ("why this token") are saved under their own key, written only when the replies
+// that have them change (not at each token); where the browser's storage has no room for them, the
+// replies come back without them, and say so (candidates: "lost").
+
+const KEPT = ["reply_ids", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "reused_tokens", "computed_tokens",
+              "timings", "backend", "system", "preset", "window", "reserve", "max_tokens", "special_in_text", "branched"];
+const CANDIDATES = ["top_k", "top_k_tokens", "top_k_bytes"];
+
+/** The print of a list of ids: its length and its FNV-1a hash, "34:1a2b3c4d". */
+export function printOf(ids) {
+  let h = 0x811c9dc5;
+  for (const id of ids) {
+    for (let k = 0; k < 4; k++) h = Math.imul(h ^ ((id >>> (8 * k)) & 0xff), 0x01000193) >>> 0;
+  }
+  return `${ids.length}:${h.toString(16).padStart(8, "0")}`;
+}
+
+const sameReply = (r, kept) => Boolean(kept && r.reply_ids?.length === kept.reply_ids.length && r.reply_ids.every((id, i) => id === kept.reply_ids[i]));
+const isIds = (a) => Array.isArray(a) && a.every((x) => Number.isInteger(x) && x >= 0);
+const isTexts = (a, n) => Array.isArray(a) && a.length === n && a.every((x) => typeof x === "string");
+
+/**
+ * What a reload keeps of a turn's record `r` (a reply that ended, or one cut off as far as it
+ * got; or a kept record a reload brought back, not read again yet): KEPT's fields and the prompt's
+ * print; `candidates`: true when the reply has them (saved apart: saveCandidates), "lost" carried
+ * on from `was` (the same reply, brought back by a reload without them), else absent (it was
+ * written with "why this token" off). null when the record cannot be read again: no prompt, or a
+ * reply without its tokens and bytes.
+ */
+export function keptOf(r, was = null) {
+  const n = r.reply_ids?.length ?? 0;
+  const prompt = isIds(r.prompt_ids) ? printOf(r.prompt_ids) : r.prompt;
+  if (typeof prompt !== "string" || !isIds(r.reply_ids) || !isTexts(r.reply_tokens, n) || !isTexts(r.reply_bytes, n)) return null;
+  const kept = { prompt };
+  for (const k of KEPT) if (r[k] !== undefined && r[k] !== null) kept[k] = r[k];
+  if (r.top_k?.length === n) kept.candidates = true;
+  else if (was?.candidates === "lost" && sameReply(r, was)) kept.candidates = "lost";
+  return kept;
+}
+
+/** The key a reply's candidates are saved under: its prompt's print and its own. */
+const candidatesKey = (kept) => `${kept.prompt}/${printOf(kept.reply_ids)}`;
+
+const candidatesSaved = new WeakMap(); // storage -> the keys its candidates were last written for
+
+/** The candidates of the saved replies (key -> {top_k, top_k_tokens, top_k_bytes}), under their
+ * own key, written when the replies that have them change; with no room, none (loadLive says so). */
+function saveCandidates(candidates, storage) {
+  const keys = [...candidates.keys()].join(" ");
+  if (!storage || candidatesSaved.get(storage) === keys) return;
+  candidatesSaved.set(storage, keys);
+  if (!write(storage, CANDIDATES_KEY, candidates.size ? Object.fromEntries(candidates) : null)) write(storage, CANDIDATES_KEY, null);
+}
+
+/** A kept record as saved (keptOf's, read back) with the reply's text and its candidates (from
+ * `candidates`, the key's: "lost" when they should be there and are not), or null when it is not one. */
+function keptFrom(k, reply, candidates) {
+  if (!k || typeof k !== "object" || typeof reply !== "string" || typeof k.prompt !== "string") return null;
+  const n = Array.isArray(k.reply_ids) ? k.reply_ids.length : -1;
+  if (!isIds(k.reply_ids) || !isTexts(k.reply_tokens, n) || !isTexts(k.reply_bytes, n)) return null;
+  const kept = { ...k, reply_text: reply };
+  if (k.candidates === true) {
+    const c = candidates[candidatesKey(k)];
+    if (c && Array.isArray(c.top_k) && c.top_k.length === n) Object.assign(kept, { top_k: c.top_k, top_k_tokens: c.top_k_tokens ?? null, top_k_bytes: c.top_k_bytes ?? null });
+    else kept.candidates = "lost";
+  }
+  return kept;
+}
+
+/** The request that reads a kept reply's prompt again (chatlens.preview's): its messages, and the
+ * turn's own system text, window, reserve and reply limit. */
+export const previewOf = (kept, messages) => ({
+  messages, system: kept.system ?? undefined, window: kept.window, reserve: kept.reserve, maxTokens: kept.max_tokens,
+  ...(kept.special_in_text === false ? { specialInText: false } : {}),
+});
+
+/** The turn's record again: the prompt Python read now (a preview's record) with the reply kept,
+ * or null when that prompt is not the one the reply was written after. */
+export function recordAgain(preview, kept) {
+  if (printOf(preview.prompt_ids) !== kept.prompt) return null;
+  const { prompt, candidates, ...reply } = kept;
+  return { top_k: null, top_k_tokens: null, top_k_bytes: null, branched: null, ...preview, ...reply };
 }
 
 export function saveChoice(key, value, storage = globalThis.localStorage) {

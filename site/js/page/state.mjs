@@ -256,6 +256,13 @@ export function createStore(progress = {}, insideProgress = {}) {
       boxClosed();
       emit("restored");
     },
+    /** A restored turn's record read again (modes/live.mjs restoreRecords: the prompt read anew,
+     * the reply as saved), or why it cannot be (a sentence, kept in its saved lines). */
+    recordRestored(turn, { record = null, why = null }) {
+      if (record) turn.record = record;
+      else turn.saved = { ...turn.saved, why }; // kept: the next visit tries again
+      turnChange("record-restored", turn);
+    },
     /** A mode shown; chosen: the learner picked it (it is then remembered). */
     modeChosen(mode, { chosen = false } = {}) {
       if (chosen) state.modeChosen = true;

@@ -28,7 +28,9 @@ function messageCount(record) {
 }
 
 function metaOf(it) {
-  const saved = it.record ? null : it.saved; // a turn that came back from a reload
+  // a turn that came back from a reload: its saved lines, also once its record is read again when
+  // the reload cut its reply off (prefs.mjs recordAgain keeps the saved reply's ids)
+  const saved = !it.record || (it.saved?.cut && it.record.reply_ids === it.saved.record?.reply_ids) ? it.saved : null;
   if (it.role === "user") {
     const n = saved ? saved.count ?? null : messageCount(it.record);
     const parts = [];
