@@ -126,6 +126,11 @@ def test_a_reply_shows_its_read_moving_previews_a_draft_and_a_reload_loses_nothi
         assert partial and json.loads(whole.stdout)["reply_text"].startswith(partial)  # the reply as far as it got
         assert metas(page)[1].endswith("stopped: the page was reloaded while it was written")
         shots(page, "continuity-reloaded-mid-reply")
+        # its tokens as far as it got, read again: the panel draws them, to inspect (issue 43.3)
+        page.fill("#draft", "")
+        page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.endsWith('(the reload stopped it)')")
+        chips = page.eval_on_selector_all("#reads .reply-tokens .tok", "cs => cs.map((c) => c.querySelector('.t').textContent)")
+        assert chips and "".join(chips).replace("\u00b7", " ") == partial, (chips, partial)
 
         # A reload while the prompt is read: the message comes back with no reply, in the box to send again.
         slow_gpu(page)

@@ -163,7 +163,8 @@ export async function showLive(page, controls) {
     if (last.record && last.settings === settingsKey(again)) {
       drawLiveChat(page, droppedOf(last.record));
       return page.draw(last.record, last.note ? `Turn ${n}: what the model would have read; it read nothing, since no reply ` +
-        `could be had${inARow(state.live.turns.slice(0, -1))}` : `Turn ${n}: what the model read when you sent it`);
+        `could be had${inARow(state.live.turns.slice(0, -1))}` : `Turn ${n}: what the model read when you sent it${cutByReload(last)
+        ? ", and its reply as far as it got when the page was reloaded (the reload stopped it)" : ""}`);
     }
     // The settings changed since the last message was sent: show its turn again under the
     // settings chosen now, what sending it now would read. After a reload under the same
@@ -190,6 +191,9 @@ export async function showLive(page, controls) {
       : turns !== state.live.turns ? "Preview: what the model would read if you sent this again now, in the place of the same message that got no reply"
         : `Preview: what the model would read if you sent this now${inARow(turns)}`);
 }
+
+/** Whether the turn's reply is the one a reload cut off, brought back (prefs.mjs recordAgain keeps its ids). */
+const cutByReload = (turn) => Boolean(turn.saved?.cut && turn.record?.reply_ids && turn.record.reply_ids === turn.saved.record?.reply_ids);
 
 /** The turns a draft is sent after: a message sent again takes the place of the one that got no
  * reply (state.mjs sentAgain). */
