@@ -131,6 +131,12 @@ def test_before_any_download_a_recorded_comparison_with_its_weights_and_the_less
     other = page.input_value("#compare-text")
     assert other != LESSON and other in recorded["prompts"]
     assert page.text_content("#compare-both .compare-layout[data-layout=plain] .compare-read") == other
+    # picked, it is kept as a message typed there is: a reload shows the same (issue 43.4)
+    draft_saved(page, other)
+    page.reload()
+    first_visit.wait_ready()
+    assert page.input_value("#compare-text") == other
+    page.wait_for_function("t => document.querySelector('#compare-both .compare-read')?.textContent === t", arg=other)
     page.fill("#compare-text", LESSON)
     page.wait_for_function("t => document.querySelector('#compare-both .compare-read')?.textContent === t", arg=LESSON)
     shots(page, "before-download", "#compare-recorded")

@@ -163,6 +163,7 @@ export function compareView(page) {
   const pick = (text) => {
     const box = globalThis.document?.getElementById("compare-text");
     if (box) box.value = text;
+    box?.dispatchEvent(new Event("input")); // kept for the next visit, as a message typed there is
     drawCompare(page);
   };
   return {
