@@ -312,6 +312,15 @@ def test_the_comparison_survives_a_reload_and_says_when_leaving_the_mode_stopped
     reload(both)
     page.wait_for_selector("#compare-restored")
     assert page.input_value("#compare-text") == LESSON
+    # named as before the reload once the store and the source have said: the stand-in, not “Base”;
+    # the instruct's weights by its source, never “an address you gave” (issue 43.4)
+    until(page, "() => document.querySelector('.compare-cell[data-model=base] h3')?.textContent.startsWith('Stand-in base')",
+          "the base named after the reload")
+    assert "a stand-in for the base model" in page.text_content(".compare-about")
+    until(page, "() => chatlens.source && /These weights \\(/.test(document.getElementById('reads').textContent)",
+          "the instruct's weights named after the reload")
+    assert "an address you gave" not in page.text_content("#reads")
+    shots(page, "reloaded", "#compare-grid")
     again = states(page)
     assert {c: (again[c]["stop"], again[c]["text"]) for c in CELLS} == {c: (before[c]["stop"], before[c]["text"]) for c in CELLS}
 

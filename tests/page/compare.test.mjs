@@ -138,6 +138,19 @@ test("the lesson's figures beside this copy's: said only for the lesson's text, 
   assert.match(lessonFigure("base", "plain", cell, { lesson: true, weights: standIn, cap: 48 }).differs, /stand-in.*not SmolLM2-135M's weights/);
 });
 
+test("before the store and the source have said (a reload's first draw), nothing is named wrongly", () => {
+  // the instruct's source not known yet: no sentence on its weights, not “an address you gave”
+  const unknown = whoseWeights("instruct", { instruct: null });
+  assert.equal(unknown.says, null);
+  const cell = { reply_ids: [2], stop_reason: "end_turn", top_k: [[[2, 9, 0.61]]], top_k_tokens: [[LESSON_SHARES.plain.token]] };
+  assert.equal(lessonFigure("instruct", "plain", cell, { lesson: true, weights: unknown, cap: 48 }).differs, null);
+  const store = createStore();
+  store.settingsRead(settings);
+  const view = compareView({ api: { settings, source: null }, state: store.state });
+  assert.equal(view.weights.instruct.says, null);
+  assert.equal(view.names.base.kind, "unknown"); // drawn again once the store names it (modes/compare.mjs drawAsk)
+});
+
 test("a missing model is asked for, and nothing is run without it", async () => {
   assert.deepEqual(missingModels({ instruct: true, base: true }), []);
   assert.deepEqual(missingModels({ instruct: null, base: null }), []); // unknown: tried, its error shown

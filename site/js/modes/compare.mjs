@@ -172,7 +172,8 @@ export function compareView(page) {
     missing: missingModels(state.compare.stored, base),
     limit: settings.compare_limit,
     lesson: (run?.text ?? "").trim() === LESSON_TEXT,
-    weights: { instruct: whoseWeights("instruct", { instruct: weightsOf(api.source) }), base: whoseWeights("base", { base }) },
+    // the instruct's weights once its source is known (until then nothing is said of them)
+    weights: { instruct: whoseWeights("instruct", { instruct: api.source ? weightsOf(api.source) : null }), base: whoseWeights("base", { base }) },
     names: { base },
     eosId: run?.answer?.eos_id,
     why: state.why ? { gap: state.nearTieGap } : null,
@@ -225,19 +226,28 @@ function drawControls(page) {
   $("compare-base-name").textContent = base.kind === "unknown" ? "SmolLM2-135M (the base model, pretraining only)" : base.says;
 }
 
+/** What the 2x2 names: the base (from what its files are) and whose weights each model's are.
+ * Known only once the store and the source have said (after a reload, after the first draw). */
+const namesOf = (view) => JSON.stringify([view.names.base, view.weights]);
+
 /** Draw the comparison's panel and its ask (the subscriber calls it on "compare"). */
 export function drawCompare(page) {
   if (page.state.mode !== "compare") return;
-  renderCompare($("reads"), compareView(page));
+  const view = compareView(page);
+  renderCompare($("reads"), view);
+  $("reads").dataset.compareNames = namesOf(view);
   drawAsk(page);
   drawControls(page);
 }
 
-/** Only the ask for a missing model (on "compare-stored": the store was read again, and the 2x2
- * streaming below is left as it is). */
+/** The ask for a missing model (on "compare-stored": the store was read again); the 2x2 below
+ * is drawn again only when what it names changed (the base's name, whose weights: known once
+ * the store and the source have said), else left streaming as it is. */
 export function drawAsk(page) {
   if (page.state.mode !== "compare") return;
   const view = compareView(page);
+  const drawn = $("reads").dataset.compareNames;
+  if (drawn !== undefined && drawn !== namesOf(view)) return drawCompare(page);
   renderMissing($("compare-ask"), view.missing, getModel);
   drawControls(page);
 }
@@ -271,6 +281,7 @@ export function compareChanged(page, change) {
 export function showCompare(page) {
   drawCompare(page);
   loadRecordedComparison(page);
+  if (!page.api.source) page.api.sourceReady?.then(() => drawAsk(page), () => {}); // the instruct's weights named
   return checkStored(page);
 }
 

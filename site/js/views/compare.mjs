@@ -75,8 +75,9 @@ export function whoseWeights(model, { instruct = null, base = null } = {}) {
     if (base.kind === "original") return { kind: "original", says: "These are the base model's original weights: only the arithmetic differs here (its order and rounding on this device)." };
     return { kind: "other", says: `The base here is ${base.says}: whether its replies are the real base model's cannot be told from here.` };
   }
-  const w = instruct || { kind: "unknown" };
-  return { kind: w.kind === "copy" || w.kind === "original" ? w.kind : "other", weights: w, says: differenceNote(w, "chat") };
+  if (!instruct) return { kind: "other", weights: null, says: null }; // its source not known yet (a reload's first draw): nothing said
+  return { kind: instruct.kind === "copy" || instruct.kind === "original" ? instruct.kind : "other", weights: instruct,
+           says: differenceNote(instruct, "chat") };
 }
 
 /**
