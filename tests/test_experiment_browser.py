@@ -230,7 +230,8 @@ def test_each_cell_shows_its_own_state_and_its_result_the_moment_it_ends(both):
     # the 2x2 brought into view on a phone, and how long the rest takes said while they are written
     writing = [s for s in seen if "writing" in s["s"].values()]
     assert writing and any(s["inView"] for s in writing), seen
-    assert any(re.match(r"At most about .* more: \d+ tokens? written in", s["estimate"]) for s in writing), seen
+    assert any(re.match(r"(About \d+ s more \(so far|Between about .* more: the most if no reply ends before the cap of)", s["estimate"])
+               for s in writing), seen
     end = states(page)
     assert all(end[c]["state"] == "ended" and end[c]["stop"] for c in CELLS), end
     assert page.is_hidden("#compare-estimate")
@@ -242,7 +243,7 @@ def test_each_cell_shows_its_own_state_and_its_result_the_moment_it_ends(both):
     until(page, "() => !document.getElementById('compare-restored') && "
                 "document.querySelector('.compare-cell[data-model=instruct][data-layout=plain] [data-stop]') && "
                 "document.querySelector('.compare-cell[data-model=instruct][data-layout=template]')?.dataset.state === 'writing' && "
-                "/^At most/.test(document.getElementById('compare-estimate')?.textContent)", "the second reply under way")
+                "/^(About|Between about)/.test(document.getElementById('compare-estimate')?.textContent)", "the second reply under way")
     assert page.get_attribute('.compare-cell[data-model="base"][data-layout="template"]', "data-state") == "waiting"
     assert page.evaluate("getComputedStyle(document.getElementById('compare-stop')).backgroundColor") == "rgb(185, 28, 28)"  # red, as Live's Stop
     shots(page, "mid-run", "#compare-estimate")

@@ -95,23 +95,38 @@ test("each cell shows its own state, and its result the moment it ends, while th
   assert.deepEqual(states(run), ["instruct/plain:ended", "instruct/template:ended", "base/plain:ended", "base/template:ended"]);
 });
 
-test("how long the four will take, from the speed measured so far: an upper bound, in a sentence", () => {
-  assert.equal(estimate({ written: 0, elapsed: 3000, left: 192 }), null); // nothing measured yet
-  const e = estimate({ written: 10, elapsed: 5000, left: 86 });
-  assert.equal(e.seconds, 43); // 86 tokens at 2 tokens a second
+test("how long the four will take: each prompt's reading and each token's step measured apart, the worst case named", () => {
+  // issue 43.5: a run that ended in 112 s was said to take "at most about 29 min": its first token's
+  // wait (the GPU's first steps) was divided among one or two tokens. The lesson's message on the
+  // real model: the instruct's plain reply ends at its first token after 20 s, its template reply
+  // begins at 20 s, its first token at 25 s, then one a second.
+  const cells = [
+    { written: 1, ended: true, begun: 0, first: 20_000, last: 20_000 },
+    { written: 4, ended: false, begun: 20_000, first: 25_000, last: 28_000 },
+    { written: 0, ended: false, begun: null, first: null, last: null },
+    { written: 0, ended: false, begun: null, first: null, last: null },
+  ];
+  assert.equal(estimate({ cells: cells.map((c, i) => (i ? { ...c, written: 0, first: null, last: null } : c)), now: 21_000, cap: 48 }), null);
+  const e = estimate({ cells, now: 28_500, cap: 48 });
+  assert.equal(e.perToken, 1); // 3 steps in 3 s: the reading of the prompts not among them
+  assert.equal(e.read, 12.5); // the two prompts read so far: 20 s and 5 s
+  assert.equal(e.most, 44 + 2 * (12.5 + 47)); // the one under way to the cap, then two prompts and their replies to the cap
+  assert.equal(e.least, 1 + 2 * 12.5); // each ends at its next token
   const line = estimateSentence(e, 48);
-  assert.match(line, /^At most about 43 s more: 10 tokens written in 5 s so far/);
-  assert.match(line, /up to 86 tokens still to write/);
-  assert.match(estimateSentence(null, 48), /Timing the first tokens/);
-  // the page's: from the run's own clock
-  const page = pageOf(fakeApi());
-  const run = page.store.compareStarted("Hi", new AbortController());
-  page.store.comparePrompt(run, PROMPT);
-  page.store.cellBegun(run, run.cells.instruct.plain);
-  page.store.tokenArrived(run.cells.instruct.plain, tok(5, "A"));
-  const said = estimateOf(page, run.started + 2000);
-  assert.match(said, /1 token written in 2 s/);
-  assert.match(said, /up to 15 tokens still to write/); // 4 + 4 + 4 + 3: the cap of 4 each, one written
+  assert.equal(line, "Between about 26 s and 3 min more: the most if no reply ends before the cap of 48 tokens, the least if each " +
+    "ends at its next token (so far 1.0 s a token, 13 s to read a prompt).");
+  assert.equal(estimateSentence({ ...e, least: 3, most: 3.2 }, 48), "About 3 s more (so far 1.0 s a token, 13 s to read a prompt).");
+  assert.match(estimateSentence(null, 48), /^Timing the first tokens/);
+  assert.equal(estimateSentence({ ...e, least: 0, most: 0 }, 48), null); // nothing left to write
+});
+
+test("the page's estimate comes from each reply's own clock, as its tokens come", async () => {
+  let said = null;
+  let page;
+  page = pageOf(fakeApi({ at: (model, layout, i) => model === "base" && layout === "plain" && i === 3 && (said = estimateOf(page)) }));
+  await compareMessage(page, "Hi");
+  assert.match(said, /^(About \d+ s more \(so far|Between about \d+ s and \d+ s more: the most if no reply ends before the cap of 4 tokens)/);
+  assert.equal(estimateOf(page), null); // ended: nothing runs
 });
 
 test("the base is named from what its files are, wherever it is named", () => {

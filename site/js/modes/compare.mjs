@@ -50,11 +50,29 @@ export async function checkStored(page) {
 /** The reply under way: the first of the four, in the order they are computed, that has not ended. */
 const underWay = (run) => cellsOf(run).find(({ cell }) => !cell.answer && !cell.streaming?.stop_reason) ?? null;
 
+// Each of the four's clock, for the estimate (performance.now(): when its prompt began to be read,
+// when its first and its last token came), beside the run's cells, which the clock outlives not.
+const clocks = new WeakMap(); // a run's cell -> {begun, first, last}
+const now = () => globalThis.performance?.now() ?? Date.now();
+function clockOf(cell) {
+  if (!clocks.has(cell)) clocks.set(cell, { begun: null, first: null, last: null });
+  return clocks.get(cell);
+}
+
+/** A cell begins: its prompt is read from now. */
+function begin(page, run, cell) {
+  clockOf(cell).begun ??= now();
+  page.store.cellBegun(run, cell);
+}
+
 /** A token of one of the four. */
 function cellToken(page, run, { model, layout, token }) {
   const cell = run.cells[model]?.[layout];
   if (!cell) return;
-  page.store.cellBegun(run, cell);
+  begin(page, run, cell);
+  const clock = clockOf(cell);
+  clock.last = now();
+  clock.first ??= clock.last;
   page.store.tokenArrived(cell, token);
 }
 
@@ -68,7 +86,7 @@ function cellEnd(page, run, { model, layout, stop_reason }) {
 function cellProgress(page, run, progress) {
   const at = underWay(run);
   if (!at) return;
-  page.store.cellBegun(run, at.cell);
+  begin(page, run, at.cell);
   page.store.progressed(at.cell, progress);
 }
 
@@ -96,7 +114,7 @@ export async function compareMessage(page, text) {
       signal: controller.signal,
       onPrompt: (prompt) => {
         store.comparePrompt(run, prompt);
-        if (underWay(run)) store.cellBegun(run, underWay(run).cell); // the first reply reads it now
+        if (underWay(run)) begin(page, run, underWay(run).cell); // the first reply reads it now
       },
       onToken: (t) => cellToken(page, run, t),
       onCellEnd: (c) => cellEnd(page, run, c),
@@ -182,20 +200,17 @@ export function compareView(page) {
   };
 }
 
-/** How long the rest of the run takes at most, from the speed measured so far (a sentence), or
- * null when nothing runs. */
-export function estimateOf(page, now = globalThis.performance?.now() ?? Date.now()) {
+/** How long the rest of the run takes, from what each reply took so far (a sentence: views/compare.mjs
+ * estimate), or null when nothing runs. */
+export function estimateOf(page, at = now()) {
   const run = page.state.compare.run;
   if (!run?.controller) return null;
   const cap = page.api.settings?.compare_limit ?? 48;
-  let written = 0;
-  let left = 0;
-  for (const { cell } of cellsOf(run)) {
+  const cells = cellsOf(run).map(({ cell }) => {
     const reply = cell.answer ?? cell.streaming;
-    written += reply?.reply_ids.length ?? 0;
-    if (!reply?.stop_reason) left += cap - (reply?.reply_ids.length ?? 0);
-  }
-  return estimateSentence(run.started == null ? null : estimate({ written, elapsed: now - run.started, left }), cap);
+    return { written: reply?.reply_ids.length ?? 0, ended: Boolean(reply?.stop_reason), ...(clocks.get(cell) ?? { begun: null, first: null, last: null }) };
+  });
+  return estimateSentence(estimate({ cells, now: at, cap }), cap);
 }
 
 // -- the DOM -------------------------------------------------------------------------------------------

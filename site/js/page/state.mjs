@@ -138,10 +138,9 @@ export function newTurn({ user, settings, record = null, reply = undefined, note
 /** A comparison run: its message, the prompt both read (once onPrompt answers), its four cells
  * (slots keyed model then layout, the answer's shape, from `shape`: build.json's model_keys and
  * layouts), how it ended (`answer`; `error`, a sentence; `stopped`, why the page stopped it, a
- * sentence, when it did), `started` (performance.now() once its prompt came: the estimate's
- * clock) and `restored` (shown again after a reload, not computed now). */
+ * sentence, when it did) and `restored` (shown again after a reload, not computed now). */
 const compareRunOf = (seq, text, controller, { model_keys: keys, layouts }) => Object.seal({
-  seq, text, controller, prompt: null, answer: null, error: null, stopped: null, started: null, restored: false,
+  seq, text, controller, prompt: null, answer: null, error: null, stopped: null, restored: false,
   cells: Object.fromEntries(keys.map((m) => [m, Object.fromEntries(layouts.map((l) => [l, slotOf()]))])),
 });
 
@@ -667,10 +666,9 @@ export function createStore(progress = {}, insideProgress = {}) {
       state.compare.recordedError = error;
       emit("compare", { run: state.compare.run, current: true, what: "recorded" });
     },
-    /** What both models read came back (before any token): the clock of the estimate starts. */
+    /** What both models read came back (before any token). */
     comparePrompt(run, prompt) {
       run.prompt = prompt;
-      run.started ??= globalThis.performance?.now() ?? Date.now();
       emit("compare", { run, current: state.compare.run === run, what: "prompt" });
     },
     /** One of the four begins its reply (known from its first progress or token: the four are

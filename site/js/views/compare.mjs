@@ -150,24 +150,58 @@ export function stateSentence(state, reply, before) {
 }
 
 /**
- * How long the rest of a run will take at most, from the speed measured so far: {seconds, tokens,
- * left} or null before a token has come. written: tokens written so far (the four together);
- * elapsed: ms since the prompt came (the reading of each prompt included); left: tokens the
- * unfinished replies may still write (each at most the cap).
+ * How long the rest of a run takes, from what each reply took so far: {least, most, perToken,
+ * read, written} (seconds; written: tokens the four wrote), or null until a reply has written a
+ * few tokens after its first. cells: the four in the order they are computed, each {written, ended
+ * (it has stopped), begun, first, last} (ms: when its prompt began to be read, when its first and
+ * its last token came; null before). A reply costs the reading of its prompt (up to its first
+ * token: the GPU's first steps, their compiling and upload included, so never divided among the
+ * tokens) and then a step a token: both are measured apart. Where each reply still to write will
+ * end is not known before it does: `most` is the worst case, every one running to the cap;
+ * `least`, every one ending at its next token.
  */
-export function estimate({ written, elapsed, left }) {
-  if (!written || elapsed <= 0) return null;
-  return { seconds: (left * elapsed) / written / 1000, written, left, elapsedSeconds: elapsed / 1000 };
+export function estimate({ cells, now, cap }) {
+  let steps = 0;
+  let stepMs = 0;
+  let written = 0;
+  const reads = [];
+  for (const c of cells) {
+    written += c.written;
+    if (c.first == null) continue;
+    if (c.begun != null) reads.push(c.first - c.begun);
+    if (c.written > 1 && c.last != null) (steps += c.written - 1), (stepMs += c.last - c.first);
+  }
+  if (steps < 2 || !reads.length) return null;
+  const perToken = stepMs / steps;
+  const read = reads.reduce((a, b) => a + b, 0) / reads.length;
+  let least = 0;
+  let most = 0;
+  for (const c of cells) {
+    if (c.ended) continue;
+    if (!c.written) { // still to read its prompt (or reading it): then its first token
+      const reading = Math.max(0, read - (c.begun != null ? now - c.begun : 0));
+      least += reading;
+      most += reading + (cap - 1) * perToken;
+    } else {
+      least += perToken;
+      most += (cap - c.written) * perToken;
+    }
+  }
+  return { least: least / 1000, most: most / 1000, perToken: perToken / 1000, read: read / 1000, written };
 }
 
 const duration = (s) => (s < 90 ? `${Math.max(1, Math.round(s))} s` : `${Math.round(s / 60)} min`);
+const stepTime = (s) => `${s < 1 ? s.toFixed(2) : s.toFixed(1)} s`;
 
-/** The estimate in a sentence. cap: the cap each reply has. */
+/** The estimate in a sentence (null once nothing is left to write). cap: the cap each reply has. */
 export function estimateSentence(e, cap) {
-  if (!e) return "Timing the first tokens: the estimate of how long the four take comes with them.";
-  if (!e.left) return null;
-  return `At most about ${duration(e.seconds)} more: ${count(e.written, "token")} written in ${duration(e.elapsedSeconds)} so far ` +
-    `(reading each prompt included), and up to ${count(e.left, "token")} still to write (each reply stops at <|im_end|> or at ${cap}).`;
+  if (!e) return "Timing the first tokens: how long the four take is estimated once a reply has written a few.";
+  if (!(e.most > 0)) return null;
+  const [least, most] = [duration(e.least), duration(e.most)];
+  const so = `so far ${stepTime(e.perToken)} a token, ${duration(e.read)} to read a prompt`;
+  if (least === most) return `About ${most} more (${so}).`;
+  return `Between about ${least} and ${most} more: the most if no reply ends before the cap of ${cap} tokens, ` +
+    `the least if each ends at its next token (${so}).`;
 }
 
 // -- the DOM -----------------------------------------------------------------------------------------
