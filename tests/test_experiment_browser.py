@@ -200,7 +200,9 @@ WATCH = """() => {
         const s = Object.fromEntries(cells.map((c) => [`${c.dataset.model}/${c.dataset.layout}`, c.dataset.state +
             (c.querySelector('[data-stop]') ? ':' + c.querySelector('[data-stop]').dataset.stop : '')]));
         const r = document.getElementById('compare-grid').getBoundingClientRect();
-        const seen = {s, inView: r.top < innerHeight && r.bottom > 0, estimate: document.getElementById('compare-estimate')?.textContent ?? ''};
+        const seen = {s, inView: r.top < innerHeight && r.bottom > 0, estimate: document.getElementById('compare-estimate')?.textContent ?? '',
+                      // a count shown under "Reading the prompt"
+                      countWhileReading: cells.some((c) => c.dataset.state === 'reading' && c.querySelector('.compare-count:not([hidden])'))};
         const key = JSON.stringify(seen);
         if (window.__seen.at(-1)?.key !== key) window.__seen.push({key, ...seen});
     };
@@ -232,6 +234,8 @@ def test_each_cell_shows_its_own_state_and_its_result_the_moment_it_ends(both):
     assert writing and any(s["inView"] for s in writing), seen
     assert any(re.match(r"(About \d+ s more \(so far|Between about .* more: the most if no reply ends before the cap of)", s["estimate"])
                for s in writing), seen
+    # a cell reading its prompt shows no count of tokens under it (issue 43.5)
+    assert not any(s["countWhileReading"] for s in seen), seen
     end = states(page)
     assert all(end[c]["state"] == "ended" and end[c]["stop"] for c in CELLS), end
     assert page.is_hidden("#compare-estimate")

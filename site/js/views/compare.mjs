@@ -133,8 +133,8 @@ export function cellState(slot, running) {
   const reply = slot?.answer ?? slot?.streaming;
   if (!reply) return running ? "waiting" : "never-ran";
   if (reply.stop_reason) return slot.answer && neverRan(slot.answer) ? "never-ran" : "ended";
-  if (!reply.reply_ids.length && reply.progress) return "reading";
-  return running ? "writing" : "ended";
+  if (!running) return "ended";
+  return reply.reply_ids.length ? "writing" : "reading"; // begun, no token yet: its prompt is read first
 }
 
 /** A cell's state in words: what it is doing now. */
@@ -235,7 +235,8 @@ function candidates(rows) {
       el("td", { class: "num", text: r.percent })))));
 }
 
-const countLine = (reply, state) => el("p", { class: "compare-count", dataset: { n: reply.reply_ids.length } },
+/** The reply's count, the reply view's title: none while its prompt is read (the state line says so). */
+const countLine = (reply, state) => el("p", { class: "compare-count", dataset: { n: reply.reply_ids.length }, hidden: state === "reading" },
   count(reply.reply_ids.length, "token"), state === "writing" ? ", writing…" : "");
 
 /** The lesson's own words on what the base model does, quoted and attributed (a recorded base
