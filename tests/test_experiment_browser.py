@@ -201,7 +201,8 @@ WATCH = """() => {
             (c.querySelector('[data-stop]') ? ':' + c.querySelector('[data-stop]').dataset.stop : '')]));
         const r = document.getElementById('compare-grid').getBoundingClientRect();
         const seen = {s, inView: r.top < innerHeight && r.bottom > 0, estimate: document.getElementById('compare-estimate')?.textContent ?? '',
-                      // a count shown under "Reading the prompt"
+                      // where the 2x2 sits on the page, whether what both read is drawn, a count shown under "Reading the prompt"
+                      top: Math.round(r.top + scrollY), both: Boolean(document.getElementById('compare-both')),
                       countWhileReading: cells.some((c) => c.dataset.state === 'reading' && c.querySelector('.compare-count:not([hidden])'))};
         const key = JSON.stringify(seen);
         if (window.__seen.at(-1)?.key !== key) window.__seen.push({key, ...seen});
@@ -234,6 +235,9 @@ def test_each_cell_shows_its_own_state_and_its_result_the_moment_it_ends(both):
     assert writing and any(s["inView"] for s in writing), seen
     assert any(re.match(r"(About \d+ s more \(so far|Between about .* more: the most if no reply ends before the cap of)", s["estimate"])
                for s in writing), seen
+    # what both read comes below the 2x2: the cells stay where they are when it comes (issue 43.9)
+    came = next(i for i, s in enumerate(seen) if s["both"])
+    assert came > 0 and seen[came]["top"] == seen[came - 1]["top"], seen[came - 1:came + 1]
     # a cell reading its prompt shows no count of tokens under it (issue 43.5)
     assert not any(s["countWhileReading"] for s in seen), seen
     end = states(page)

@@ -269,7 +269,7 @@ export function drawAsk(page) {
 
 /** What a change of the store redraws of the comparison: a token appends to its cell's reply
  * view and moves its state line and the estimate; a cell begun or ended is drawn again alone;
- * the prompt goes above the 2x2; anything else draws it all. */
+ * the prompt goes below the 2x2; anything else draws it all. */
 export function compareChanged(page, change) {
   if (page.state.mode !== "compare" || change.current === false) return;
   const reads = $("reads");

@@ -1,5 +1,5 @@
 // The comparison's panel: one message, read by the base model and the instruct model, each in two
-// layouts (the text as it is, and the chat template around it). Above the 2x2, once, the exact
+// layouts (the text as it is, and the chat template around it). Below the 2x2, once, the exact
 // text and ids both read; in each cell its state (waiting, reading the prompt, writing, ended),
 // the reply as the reply view draws it (views/reply.mjs: a chip a token, appended as it comes),
 // why it stopped the moment it ends, and once the four have ended the first step's candidates
@@ -309,13 +309,12 @@ const cellNode = (root, model, layout) => root.querySelector(`#compare-grid .com
  */
 export function renderCompare(root, view) {
   const { run } = view;
-  const parts = [el("p", { class: "about compare-about", text: `One message, two models, two layouts: ${view.names?.base?.says ?? "the base model"} and SmolLM2-135M-Instruct read exactly the same ids, first the text as it is, then inside the chat template. Each writes greedily (the most likely token at every step), ` +
+  const parts = [el("p", { class: "about compare-about", text: `One message, two models, two layouts: ${view.names?.base?.says ?? "the base model"} and SmolLM2-135M-Instruct read exactly the same ids (shown below the four), first the text as it is, then inside the chat template. Each writes greedily (the most likely token at every step), ` +
     `and stops at <|im_end|> or at the cap of ${view.limit ?? "the site's"} tokens. The four are computed one after another.` })];
   if (!run && view.recorded) return fill(root, ...parts, ...recordedParts(view));
   if (run?.error) parts.push(el("p", { class: "error", id: "compare-error", role: "alert", text: `No comparison: ${run.error}` }));
   if (run?.restored) parts.push(el("p", { class: "note compare-restored", id: "compare-restored", text: run.answer ? "The comparison you ran before the page was reloaded, as it ended." : "The comparison that was running when the page was reloaded: what it had written, stopped there." }));
   else if (run?.stopped && !run.controller) parts.push(el("p", { class: "note compare-stopped", id: "compare-stopped", role: "status", text: `Stopped: ${run.stopped}.` }));
-  if (run?.prompt) parts.push(bothRead(run.prompt));
   if (run && !run.error) {
     const ctx = runContext(view);
     const cells = view.order.map(({ model, layout }, i) => cellView(model, layout, run.cells[model]?.[layout], { ...ctx, before: beforeOf(view.order, i) }));
@@ -323,6 +322,9 @@ export function renderCompare(root, view) {
     parts.push(el("p", { class: "about compare-estimate", id: "compare-estimate", role: "status", hidden: true }));
     parts.push(el("div", { class: "compare-grid", id: "compare-grid" }, placed(view.order, cells)));
   }
+  // below the 2x2: it comes a few seconds after Send (Python reads the message first), and above
+  // the cells it pushed them out of view as they began
+  if (run?.prompt) parts.push(bothRead(run.prompt));
   fill(root, ...parts);
 }
 
@@ -354,12 +356,13 @@ export function renderCellState(root, view, model, layout) {
   return true;
 }
 
-/** What both models read, put above the 2x2 as it comes; false when the 2x2 is not drawn. */
+/** What both models read, put below the 2x2 as it comes (the cells stay where they are); false
+ * when the 2x2 is not drawn. */
 export function renderPrompt(root, prompt) {
   const grid = root.querySelector("#compare-grid");
   if (!grid || grid.dataset.recorded) return false;
   root.querySelector("#compare-both")?.remove();
-  (root.querySelector("#compare-estimate") ?? grid).before(bothRead(prompt)); // the estimate stays just above the 2x2
+  grid.after(bothRead(prompt));
   return true;
 }
 
@@ -383,8 +386,8 @@ function recordedParts(view) {
       el("p", { class: "note", text: r.about }),
       r.others.length ? el("p", { class: "compare-recorded-others" }, "Other recorded messages: ",
         ...r.others.map((o) => el("button", { type: "button", class: "compare-recorded-pick", onclick: o.pick, text: o.text }))) : null),
-    r.compared.prompt ? bothRead(r.compared.prompt) : null,
     el("div", { class: "compare-grid", id: "compare-grid", dataset: { recorded: "true" } }, grid),
+    r.compared.prompt ? bothRead(r.compared.prompt) : null, // below the four, as a run's
   ];
 }
 
