@@ -289,6 +289,12 @@ def test_what_cannot_be_done_is_said_in_a_sentence(page, first):
     page.click("#reads .reply .why-table tbody tr:not(.chosen)")
     status = page.text_content("#step-box .step-status.error")
     assert status == "A branch waits for the reply being written: press Stop, or wait until it ends, then ask again."
+    # which piece it needed, asked then too: the same sentence, and no cause begun
+    page.locator("#reads .reply-tokens .tok").nth(0).click()
+    page.click("#step-box .step-cause")
+    status = page.text_content("#step-box .step-status.error")
+    assert status == "Taking a piece away waits for the reply being written: press Stop, or wait until it ends, then ask again."
+    assert page.evaluate("chatlens.pageState.stepBox.cause") is None
     page.evaluate("window.__running")
     # a step out of range, through the page's API
     said = page.evaluate("""(ids) => chatlens.inspect({messages: [{role: 'user', content: 'x'}], window: 256, replyIds: ids,
@@ -296,6 +302,11 @@ def test_what_cannot_be_done_is_said_in_a_sentence(page, first):
                          first["reply_ids"])
     n = len(first["reply_ids"])
     assert said == f"step {n + 3} is out of range: the reply has {n} tokens, so steps 0 to {n}"
+    # a piece that does not exist, through the page's API: a sentence
+    said = page.evaluate("""(ids) => chatlens.cause({messages: [{role: 'user', content: 'x'}], window: 256, replyIds: ids,
+                                                      step: 0, pieces: ['user:4']}).then(() => 'answered', (e) => e.message)""",
+                         first["reply_ids"])
+    assert said.startswith("there is no piece 'user:4': this turn's pieces are default_system:0, new:0, header:0")
 
 
 def test_on_a_phone_the_step_box_fits(page, first):
