@@ -282,8 +282,9 @@ def test_stop_ends_a_branch_with_what_it_wrote_and_the_conversation_as_it_was(pa
 
 def test_what_cannot_be_done_is_said_in_a_sentence(page, first):
     # a branch asked while a reply is written: refused, with what to do
-    page.evaluate("""() => { window.__running = chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 256,
-                                                                 maxTokens: 2}); }""")
+    page.evaluate("""() => { window.__stop = new AbortController();
+                             window.__running = chatlens.run({messages: [{role: 'user', content: 'Hi'}], window: 256,
+                                                              maxTokens: 64}, {signal: window.__stop.signal}); }""")
     assert page.evaluate("chatlens.writing")
     page.locator("#reads .reply-tokens .tok").nth(0).hover()
     page.click("#reads .reply .why-table tbody tr:not(.chosen)")
@@ -295,7 +296,8 @@ def test_what_cannot_be_done_is_said_in_a_sentence(page, first):
     status = page.text_content("#step-box .step-status.error")
     assert status == "Taking a piece away waits for the reply being written: press Stop, or wait until it ends, then ask again."
     assert page.evaluate("chatlens.pageState.stepBox.cause") is None
-    page.evaluate("window.__running")
+    assert page.evaluate("chatlens.writing")  # still being written: the sentences above were refusals
+    page.evaluate("window.__stop.abort(); window.__running")
     # a step out of range, through the page's API
     said = page.evaluate("""(ids) => chatlens.inspect({messages: [{role: 'user', content: 'x'}], window: 256, replyIds: ids,
                                                         step: ids.length + 3}).then(() => 'answered', (e) => e.message)""",
