@@ -67,10 +67,10 @@ test("the dropped case puts the turn back and says what the model writes then, w
   };
   const cause = causeOf(2, " Emily", 0.115, { default_system: [null, 0.002, " called"], dropped: [0.032, null, " Sarah"] });
   const inspection = { step: 2, every_layer: { look_back: [{ layer: 23, head: 5, reads: [[7, 0.4]] }] },
-                       by_piece: [{ label: "system (template default)", start: 0, end: 9 }, { label: "new message", start: 9, end: 14 }] };
+                       by_piece: [{ kind: "default_system", label: "system (template default)", start: 0, end: 9 }, { label: "new message", start: 9, end: 14 }] };
   assert.equal(caused(record, cause, { inspection }).dropped,
     "Writing “·Emily” (11.5%): the turn with your name was dropped (13 tokens), so nothing the model read holds your " +
-    "name; the head that reads furthest back, block 24 · head 6, reads “LM” in system (template default). Put back, as " +
+    "name; the head that reads furthest back, block 24 · head 6, reads “LM” in the template's default system prompt. Put back, as " +
     "a larger window would read it, the model would write “·Sarah” there (30.0%), and “·Emily” falls to 3.2% (from 11.5%).");
 });
 

@@ -57,7 +57,7 @@ export const CASES = [
     step: "year",
     text: "With Today's date, ask “What year is it?” in a new conversation. The step of the year's last digit opens, and " +
       "the date is taken away from it and from the digits before it.",
-    look: "The date the app writes into the system prompt is the only place a year can come from.",
+    look: "Taking the date away, one digit at a time, shows which of the year's digits needed it.",
   },
   {
     id: "branch",
@@ -148,14 +148,15 @@ const head = (h) => `block ${h.layer + 1} · head ${h.head + 1}`;
 const pieceOf = (cause, kind) => cause.pieces.find((p) => p.kind === kind);
 
 /** Where the step looked, from its inspection (null: none of this step): the head that read the
- * piece of `kind` most, on which of its tokens. */
-function lookedAt(record, inspection, kind, what) {
+ * piece of `kind` most, on which of its tokens (`on(token)`: the words for it). */
+function lookedAt(record, inspection, kind, on) {
   const h = inspection?.strongest_heads?.find((s) => s.kind === kind);
   if (!h) return "";
   const tokens = [...record.prompt_tokens, ...(record.reply_tokens ?? [])];
-  return ` Where it looked: ${head(h)} put ${percent(h.weight)} of its weight on ${what}'s ${shown(tokens[h.position])}` +
+  return ` Where it looked: ${head(h)} put ${percent(h.weight)} of its weight on ${on(shown(tokens[h.position]))}` +
     " (“The head that reads each piece most”, in the inspection).";
 }
+const PIECE_WORDS = { default_system: "the template's default system prompt", system: "the system prompt" };
 
 /**
  * What "which piece it needed" (chatlens.cause's answer) of a live turn's step completes: {id:
@@ -179,7 +180,7 @@ export function caused(record, cause, { inspection = null, digits = [] } = {}) {
     found.pirate = `Writing ${chosen}, the first token of the name it gives (${percent(cause.p)}): without the system ` +
       `prompt (the template's default in its place) it ${moved(removed.p, cause.p)}${instead(cause, removed)}; with the ` +
       `system prompt there but not read by the reply, it ${moved(knocked.p, cause.p)}${instead(cause, knocked)}.${through}` +
-      lookedAt(record, inspection, "system", "the system prompt");
+      lookedAt(record, inspection, "system", (t) => `the system prompt's ${t}`);
   }
   const back = pieceOf(cause, "dropped");
   if ((record.dropped_messages || []).some((d) => d.message_index === 0) && NAME.test(newMessage(record)) && back?.removed) {
@@ -187,7 +188,8 @@ export function caused(record, cause, { inspection = null, digits = [] } = {}) {
     const far = inspection?.every_layer?.look_back?.[0];
     const tokens = [...record.prompt_tokens, ...(record.reply_tokens ?? [])];
     const where = far?.reads?.length ? inspection.by_piece.find((p) => far.reads[0][0] >= p.start && far.reads[0][0] < p.end) : null;
-    const reads = where ? `; the head that reads furthest back, ${head(far)}, reads ${shown(tokens[far.reads[0][0]])} in ${where.label}` : "";
+    const reads = where ? `; the head that reads furthest back, ${head(far)}, reads ${shown(tokens[far.reads[0][0]])} in ` +
+      `${PIECE_WORDS[where.kind] ?? where.label}` : "";
     found.dropped = `Writing ${chosen} (${percent(cause.p)}): the turn with your name was dropped ` +
       `(${record.dropped_messages[0].count} tokens), so nothing the model read holds your name${reads}. Put back, as a ` +
       `larger window would read it, the model would write ${shown(m.top_token)} there (${percent(m.top_p)})` +
@@ -202,7 +204,7 @@ export function caused(record, cause, { inspection = null, digits = [] } = {}) {
     found.year = `Writing ${chosen}, the last digit of ${year} (${percent(cause.p)}): without the date (the template's ` +
       `default system prompt in its place) it ${moved(removed.p, cause.p)}${instead(cause, removed)}; not read by the ` +
       `reply, it ${moved(knocked.p, cause.p)}${instead(cause, knocked)}.${before}` +
-      lookedAt(record, inspection, "system", "the date in the system prompt");
+      lookedAt(record, inspection, "system", (t) => `${t} in the system prompt`);
   }
   return found;
 }
