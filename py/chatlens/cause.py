@@ -188,7 +188,7 @@ def removed_prompt(tokenizer, template, read: Read, piece: Piece):
                                    special_in_text=read.special_in_text)
     if piece.kind == "system":
         default = next((p["text"] for p in pieces if p["kind"] == "default_system"), None)
-        what = (f"The template's default system prompt in its place: {default!r}." if default
+        what = (f"The template's default system prompt in its place: “{default.replace(chr(10), '↵')}”." if default
                 else "No system prompt in its place: the template writes none of its own.")
     elif piece.kind == "header":
         what = "The reply follows the new message's end with no assistant header."
