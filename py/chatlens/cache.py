@@ -94,6 +94,12 @@ class PromptCache:
         self.ids += ids
         return rows
 
+    def score_many(self, ids, *, score_from: int, next_id: int, hiddens) -> list:
+        """Several passes over the same ids at once, the b-th hiding hiddens[b] (the backend's
+        score_many): their scored rows, a list a pass. The cache holds what it held."""
+        return self._guarded(self.backend.score_many, [int(i) for i in ids], score_from=score_from, next_id=next_id,
+                             hiddens=list(hiddens))
+
     def plan_score(self, ids, *, score_from: int, next_id: int, hidden=None):
         return self._guarded(self.backend.plan_score, ids, score_from=score_from, next_id=next_id, hidden=hidden)
 

@@ -38,10 +38,17 @@ class MatmulProducts:
     """The forward pass's three kinds of product through matmul: BLAS's sgemm and sgemv."""
 
     name = "matmul"
+    # OpenBLAS's sgemm with a few rows is slower than a matvec a row: the output projection
+    # (49152 x 576) took 24 ms for 2 rows against 8.3 ms for one, a 1536 x 576 weight 0.51 ms
+    # against 0.095 (one thread, this machine). 3 rows and fewer go a matvec each (a cause's
+    # passes over a reply's first tokens); from 4, sgemm (8 rows: 27 ms against 66).
+    FEW_ROWS = 3
 
     @staticmethod
     def linear(x, w):
         """x times the weight w transposed: (T, in), (out, in) -> (T, out)."""
+        if 1 < x.shape[0] <= MatmulProducts.FEW_ROWS:
+            return np.stack([w @ row for row in x])  # (in,) -> (out,) a row
         return x @ w.T
 
     @staticmethod
@@ -242,6 +249,30 @@ class NumpyBackend:
         self.cos, self.sin = rope_tables(self.cfg, n_ctx)
         self.capacity = n_ctx
 
+    def score_many(self, ids, *, score_from, next_id, hiddens):
+        """score() for several passes over the same ids at once, the b-th hiding hiddens[b] (None:
+        nothing): one forward whose projections take every pass's rows (a matrix of weights read
+        once, not once a pass), a list of scored rows a pass. At most PREFILL_CHUNK ids. The cache
+        is left holding what it held (what the passes wrote is not any one reading's)."""
+        ids = [int(i) for i in ids]
+        if not ids or len(ids) > PREFILL_CHUNK or not 0 <= score_from < len(ids):
+            raise ChatlensError(f"a batch of passes takes 1 to {PREFILL_CHUNK} ids and a first scored row among them")
+        start, T = self.length, len(ids)
+        x = self._forward(ids, hiddens=hiddens)  # (B*T, dim)
+        self.length = start
+        rows = np.concatenate([x[b * T + score_from:(b + 1) * T] for b in range(len(hiddens))])  # (B*R, dim)
+        logits = self.products.linear(rms_norm(rows, self.final_norm, self.cfg.norm_eps), self.lm_head)  # (B*R, vocab)
+        targets = ids[score_from + 1:] + [int(next_id)]  # (R,)
+        per = len(targets)
+        out = []
+        for b in range(len(hiddens)):
+            got = []
+            for row, target in zip(logits[b * per:(b + 1) * per], targets):
+                top = int(np.argmax(row))
+                got.append((float(row[target]), log_z_of(row), top, float(row[top])))
+            out.append(got)
+        return out
+
     def kept(self, start):
         """A copy of the cache's keys and values from position `start` to its length, for
         put_back: what a run that overwrites them (chatlens.cause's counterfactuals) restores."""
@@ -279,34 +310,46 @@ class NumpyBackend:
             raise ChatlensError(f"cannot hold {n} tokens again: the cache holds {self.length} of {self.capacity}")
         self.length = n
 
-    def _forward(self, ids, probe=None, hidden=None):
+    def _forward(self, ids, probe=None, hidden=None, hiddens=None):
+        """The ids fed after the cache, (T, dim) out. hiddens: a batch of passes over the same ids,
+        the b-th with keys hiddens[b] hidden (None: none): (B * T, dim) out, pass after pass, each
+        pass's keys and values written over the same slots (the last pass's stay)."""
         start, T = self.length, len(ids)
         if start + T > self.capacity:
             raise ChatlensError(f"the KV cache holds {self.capacity} tokens; {start} + {T} do not fit")
         if max(ids) >= self.cfg.vocab_size or min(ids) < 0:
             raise ChatlensError(f"token id out of range 0..{self.cfg.vocab_size - 1}")
-        x = self.embed[ids]
+        passes = [hidden] if hiddens is None else list(hiddens)
+        x = self.embed[list(ids) * len(passes)]  # (B * T, dim)
         cos, sin = self.cos[start:start + T], self.sin[start:start + T]
         for i, layer in enumerate(self.layers):
-            x = self._block(x, layer, i, start, cos, sin, probe, hidden)
+            x = self._block(x, layer, i, start, cos, sin, probe, passes)
             if probe is not None:
                 probe.blocks.append(x[-1])  # (dim,): the block's output, the logit lens's input
         self.length = start + T
         return x
 
-    def _block(self, x, w, i, start, cos, sin, probe=None, hidden=None):
-        """One decoder layer on x (T, dim): attention over the cache, then the MLP, each added to x."""
+    def _block(self, x, w, i, start, cos, sin, probe=None, passes=(None,)):
+        """One decoder layer on x (B * T, dim), B passes over the same T positions (one, but for a
+        cause's batch: `passes`, the keys each hides): attention over the cache, then the MLP, each
+        added to x. The projections take every pass's rows at once; attention goes a pass at a time."""
         cfg, mm = self.cfg, self.products
-        h = rms_norm(x, w.attn_norm, cfg.norm_eps)  # (T, dim)
-        q = rope(split_heads(mm.linear(h, w.q), cfg.n_heads), cos, sin)  # (T, dim) -> (heads, T, hd)
-        k = rope(split_heads(mm.linear(h, w.k), cfg.n_kv_heads), cos, sin)  # (T, dim) -> (kv_heads, T, hd)
-        v = split_heads(mm.linear(h, w.v), cfg.n_kv_heads)  # (T, dim) -> (kv_heads, T, hd)
-        k, v = self._cached(self.k_cache[i], start, k), self._cached(self.v_cache[i], start, v)  # (kv_heads, start+T, hd)
-        a = attention(q, k, v, start, mm, probe, hidden)  # (T, heads * hd)
-        x = x + mm.linear(a, w.o)  # (T, heads * hd) -> (T, dim)
-        h = rms_norm(x, w.mlp_norm, cfg.norm_eps)  # (T, dim)
-        g = silu(mm.linear(h, w.gate)) * mm.linear(h, w.up)  # (T, dim) -> (T, ffn)
-        return x + mm.linear(g, w.down)  # (T, ffn) -> (T, dim)
+        T = x.shape[0] // len(passes)
+        h = rms_norm(x, w.attn_norm, cfg.norm_eps)  # (B*T, dim)
+        qs, ks, vs = mm.linear(h, w.q), mm.linear(h, w.k), mm.linear(h, w.v)  # (B*T, dim) -> (B*T, heads*hd), (B*T, kv*hd) x2
+        out = []
+        for b, hidden in enumerate(passes):
+            rows = slice(b * T, (b + 1) * T)
+            q = rope(split_heads(qs[rows], cfg.n_heads), cos, sin)  # (T, heads*hd) -> (heads, T, hd)
+            k = rope(split_heads(ks[rows], cfg.n_kv_heads), cos, sin)  # (T, kv*hd) -> (kv_heads, T, hd)
+            v = split_heads(vs[rows], cfg.n_kv_heads)  # (T, kv*hd) -> (kv_heads, T, hd)
+            k, v = self._cached(self.k_cache[i], start, k), self._cached(self.v_cache[i], start, v)  # (kv_heads, start+T, hd)
+            out.append(attention(q, k, v, start, mm, probe, hidden))  # (T, heads * hd)
+        a = out[0] if len(out) == 1 else np.concatenate(out)  # (B*T, heads * hd)
+        x = x + mm.linear(a, w.o)  # (B*T, heads * hd) -> (B*T, dim)
+        h = rms_norm(x, w.mlp_norm, cfg.norm_eps)  # (B*T, dim)
+        g = silu(mm.linear(h, w.gate)) * mm.linear(h, w.up)  # (B*T, dim) -> (B*T, ffn)
+        return x + mm.linear(g, w.down)  # (B*T, ffn) -> (B*T, dim)
 
     @staticmethod
     def _cached(cache, start, new):
