@@ -30,8 +30,9 @@ prompt from where it first differs from what the cache holds (a system prompt's:
 it), then the S + 1. NumPy runs the knockouts and the step with every piece read as one batch
 (score_many: the weights read once, not once a pass): scripts/bench_cause.py measured a Pirate
 turn's card at its second step in 11 decode steps' time (a 34-token prompt), 21 after a kept
-turn (145 tokens, most of it the system prompt's removal reading the prompt again). Afterwards the cache holds what it held after the inspection (what the turn
-reuses next stays reused): NumPy puts its keys and values back as they were (PromptCache.kept);
+turn (145 tokens, most of it the system prompt's removal reading the prompt again).
+Afterwards the cache holds what it held after the inspection (what the turn reuses next stays
+reused): NumPy puts its keys and values back as they were (PromptCache.kept);
 the GPU reads the positions the counterfactuals overwrote again (equal ids; values equal up to
 the float rounding of a prefill chunk against the steps that first wrote them).
 

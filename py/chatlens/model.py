@@ -154,6 +154,16 @@ class Probe:
         self.attention, self.blocks = [], []
 
 
+def scored(logits, targets) -> list:
+    """Each row of logits (R, vocab) against its target id (R,): (target_logit, log_z, top_id,
+    top_logit), p(target) = exp(target_logit - log_z), top the argmax (lowest id among equal maxima)."""
+    out = []
+    for row, target in zip(logits, targets):
+        top = int(np.argmax(row))
+        out.append((float(row[target]), log_z_of(row), top, float(row[top])))
+    return out
+
+
 def silu(x):
     with np.errstate(over="ignore"):
         return x / (np.float32(1.0) + np.exp(-x))
@@ -227,12 +237,7 @@ class NumpyBackend:
         h = rms_norm(np.concatenate(rows), self.final_norm, self.cfg.norm_eps)  # (R, dim)
         logits = self.products.linear(h, self.lm_head)  # (R, dim) -> (R, vocab)
         self.logits = logits[-1]
-        targets = ids[score_from + 1:] + [int(next_id)]  # (R,)
-        out = []
-        for row, target in zip(logits, targets):
-            top = int(np.argmax(row))
-            out.append((float(row[target]), log_z_of(row), top, float(row[top])))
-        return out
+        return scored(logits, ids[score_from + 1:] + [int(next_id)])
 
     def grow(self, n_ctx):
         """Room for n_ctx tokens, what the cache holds kept (a cause whose counterfactual is longer
@@ -264,14 +269,7 @@ class NumpyBackend:
         logits = self.products.linear(rms_norm(rows, self.final_norm, self.cfg.norm_eps), self.lm_head)  # (B*R, vocab)
         targets = ids[score_from + 1:] + [int(next_id)]  # (R,)
         per = len(targets)
-        out = []
-        for b in range(len(hiddens)):
-            got = []
-            for row, target in zip(logits[b * per:(b + 1) * per], targets):
-                top = int(np.argmax(row))
-                got.append((float(row[target]), log_z_of(row), top, float(row[top])))
-            out.append(got)
-        return out
+        return [scored(logits[b * per:(b + 1) * per], targets) for b in range(len(hiddens))]
 
     def kept(self, start):
         """A copy of the cache's keys and values from position `start` to its length, for
