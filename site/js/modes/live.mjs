@@ -10,7 +10,7 @@
 
 import { callArgs } from "../page/controls.mjs";
 import { hostNote } from "../page/hosts.mjs";
-import { previewOf, recordAgain } from "../page/prefs.mjs";
+import { asReloaded, previewOf, recordAgain } from "../page/prefs.mjs";
 import { liveMessages, sentAgain, unanswered } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
@@ -192,8 +192,8 @@ export async function showLive(page, controls) {
         : `Preview: what the model would read if you sent this now${inARow(turns)}`);
 }
 
-/** Whether the turn's reply is the one a reload cut off, brought back (prefs.mjs recordAgain keeps its ids). */
-const cutByReload = (turn) => Boolean(turn.saved?.cut && turn.record?.reply_ids && turn.record.reply_ids === turn.saved.record?.reply_ids);
+/** Whether the turn's reply is the one a reload cut off, brought back. */
+const cutByReload = (turn) => Boolean(turn.saved?.cut && asReloaded(turn));
 
 /** The turns a draft is sent after: a message sent again takes the place of the one that got no
  * reply (state.mjs sentAgain). */

@@ -278,6 +278,10 @@ export const previewOf = (kept, messages) => ({
   ...(kept.special_in_text === false ? { specialInText: false } : {}),
 });
 
+/** Whether the turn's record is the one a reload brought back (recordAgain keeps the saved reply's
+ * ids), not a reply written since. */
+export const asReloaded = (turn) => Boolean(turn?.record?.reply_ids && turn.record.reply_ids === turn.saved?.record?.reply_ids);
+
 /** The turn's record again: the prompt Python read now (a preview's record) with the reply kept,
  * or null when that prompt is not the one the reply was written after. */
 export function recordAgain(preview, kept) {

@@ -7,6 +7,7 @@
 // the learner types. New messages are announced through #chat-announce, a visually hidden live
 // region that gets nothing else.
 
+import { asReloaded } from "../page/prefs.mjs";
 import { streamed } from "./bytes.mjs";
 import { STOP_SHORT } from "../lesson/terms.mjs";
 import { count, el, fill } from "./dom.mjs";
@@ -29,8 +30,8 @@ function messageCount(record) {
 
 function metaOf(it) {
   // a turn that came back from a reload: its saved lines, also once its record is read again when
-  // the reload cut its reply off (prefs.mjs recordAgain keeps the saved reply's ids)
-  const saved = !it.record || (it.saved?.cut && it.record.reply_ids === it.saved.record?.reply_ids) ? it.saved : null;
+  // the reload cut its reply off
+  const saved = !it.record || (it.saved?.cut && asReloaded(it)) ? it.saved : null;
   if (it.role === "user") {
     const n = saved ? saved.count ?? null : messageCount(it.record);
     const parts = [];

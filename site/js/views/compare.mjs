@@ -169,7 +169,10 @@ export function estimate({ cells, now, cap }) {
     written += c.written;
     if (c.first == null) continue;
     if (c.begun != null) reads.push(c.first - c.begun);
-    if (c.written > 1 && c.last != null) (steps += c.written - 1), (stepMs += c.last - c.first);
+    if (c.written > 1 && c.last != null) {
+      steps += c.written - 1;
+      stepMs += c.last - c.first;
+    }
   }
   if (steps < 2 || !reads.length) return null;
   const perToken = stepMs / steps;
