@@ -21,13 +21,9 @@ Who computes it (one job for both, `Inspecting`):
 
 API (all ids and positions are ints; the cache is a chatlens.cache.PromptCache):
     Inspecting(cache, ids, position, top_k=TOP_K, *, lens=True)
-        the inspection as a job a host pulls, as chatlens.pull.Pull is pulled (chatlens.pull.greedy
-        drives it to its end where it is called: NumPy, or natively on a GPU): pull() computes the
-        next step here; on a planned GPU whose host submits the runs itself (the browser's worker),
-        runs(depth) gives the runs to submit now (chatlens.gpu.Run, to_json() as a reply's) and
-        give(raw) takes the bytes the oldest one read back. done, result (the Inspection; None once stopped or failed), stop(), in_flight,
-        prompt_read / prompt_tokens (the prefill's progress) as Pull's. A step that raises ends
-        the job and empties the cache (what the backend holds is then unknown).
+        the inspection as a job a host pulls (chatlens.pulled's protocol: pull, or runs and give
+        on a GPU whose host submits the runs; stop; done, result: the Inspection, None once
+        stopped or failed; prompt_read / prompt_tokens: the prefill's progress)
     step_position(prompt_len, reply_len, step) -> int
     mean_weights(attention, layer=None) -> [float]
     by_piece(attention, pieces, *, layer=None, skip_first=False) -> [{kind, label, start, end, share}]
@@ -48,11 +44,11 @@ imports this module without NumPy.
 import heapq
 import math
 from collections import deque
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from .cache import common_prefix
 from .errors import ChatlensError
+from .pulled import Stepper
 
 TOP_K = 5  # the lens's candidates a layer, by default (issue 34 shows the top 5)
 LENS_TOP_K_MAX = 64  # the most a layer lists: what the GPU's top-k holds (gpu/program.py TOP_K_MAX)
@@ -109,9 +105,10 @@ def step_position(prompt_len: int, reply_len: int, step: int) -> int:
     return prompt_len + step - 1
 
 
-class Inspecting:
-    """One inspection as a job: the ids the cache lacks before the position are prefilled (a
-    chunk a pull, choosing nothing), then the inspected token's step. See the module's docstring."""
+class Inspecting(Stepper):
+    """One inspection as a job (chatlens.pulled's protocol): the ids the cache lacks before the
+    position are prefilled (a chunk a step, choosing nothing), then the inspected token's step.
+    See the module's docstring."""
 
     def __init__(self, cache, ids, position: int, top_k: int = TOP_K, *, lens: bool = True):
         """lens False: NumPy computes the last layer's row of the lens alone (the step's own
@@ -119,9 +116,9 @@ class Inspecting:
         (chatlens.cause), without 29 more output projections. The GPU's lens costs little."""
         backend = cache.backend
         ids, position, top_k = _checked(backend, cache.capacity, ids, position, top_k)
-        self.cache, self.backend = cache, backend
+        super().__init__(cache)
+        self.backend = backend
         self.position, self.query_id, self.top_k, self.lens = position, ids[position], top_k, lens
-        self.planned = bool(getattr(cache, "planned", False))
         held = list(cache.ids)
         self.reused = common_prefix(held, ids[:position])
         # A cache that holds the query and more (the reply after the inspected step) keeps it: the
@@ -131,99 +128,38 @@ class Inspecting:
         chunk = int(getattr(cache, "chunk", 0) or 0) or max(position - self.reused, 1)
         self._todo = deque(ids[at:min(at + chunk, position)] for at in range(self.reused, position, chunk))
         self.prompt_tokens = position - self.reused  # ids prefilled before the inspected one
-        self.prompt_read = 0
-        self._flight = deque()  # (run, ids it feeds, or None for the inspect run), submitted, not given
-        self.result = None  # the Inspection, once done
-        self.stopped = self.failed = False
 
-    @property
-    def done(self) -> bool:
-        return self.result is not None or self.stopped or self.failed
+    # a step: the next prefill chunk (its ids), or None for the inspected token's own
+    def _next(self):
+        return list(self._todo[0]) if self._todo else None
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._flight)
+    def _plan(self, ids):
+        if ids is not None:
+            return self.cache.plan(ids, 0, chooses=False)
+        return self.cache.plan_inspect(self.query_id, self.top_k)
 
-    # -- a host that runs planned steps (the browser's worker) -----------------------------------
-    def runs(self, depth: int | None = None) -> list:
-        """The GPU runs to submit now, in order: the next one when none is in flight (a prefill
-        chunk or the inspect run; depth is Pull's, and one at a time is enough here)."""
-        if self.done or self._flight or not self.planned:
-            return []
-        with self._failing():
-            if self._todo:
-                ids = list(self._todo[0])
-                self._flight.append((self.cache.plan(ids, 0, chooses=False), ids))
-            else:
-                self._flight.append((self.cache.plan_inspect(self.query_id, self.top_k), None))
-        return [self._flight[-1][0]]
-
-    def give(self, raw) -> list:
-        """The bytes the oldest run in flight read back (b"" for a prefill chunk). Returns [] (an
-        inspection chooses no reply ids)."""
-        if self.done:
-            return []
-        if not self._flight:
-            raise ChatlensError("no run is in flight: submit runs() first")
-        run, ids = self._flight.popleft()
-        with self._failing():
-            if ids is not None:
-                self.cache.read(run, bytes(raw), ids)
-                self._fed()
-                return []
-            attention, lens = self.cache.read_inspect(run, bytes(raw), self.query_id)
-            self.cache.regrow(self.kept)
-            self.result = Inspection(self.position, self.query_id, lens[-1][0][0][0], attention,
-                                     [[[int(i), math.exp(logit - log_z)] for i, logit in pairs] for pairs, log_z in lens])
-        return []
-
-    # -- the synchronous driver's step ------------------------------------------------------------
-    def pull(self) -> list:
-        """Compute (or, planned, submit and collect) the next step here. Returns []."""
-        if self.done:
-            return []
-        if self.planned:
-            runs = self.runs()
-            if not runs:
-                raise ChatlensError("a run of this inspection is in flight: give its bytes first")
-            with self._failing():
-                raw = self.cache.collect(self.cache.submit(runs[0]))
-            return self.give(raw)
-        with self._failing():
-            if self._todo:
-                self.cache.prefill(self._todo[0])
-                self._fed()
-                return []
-            attention, blocks = self.cache.inspect(self.query_id)
-            lens = numpy_lens(self.backend, blocks if self.lens else blocks[-1:], self.top_k)
-            self.cache.regrow(self.kept)
-            self.result = Inspection(self.position, self.query_id, lens[-1][0][0], attention.tolist(), lens)
-        return []
-
-    def stop(self):
-        """End it between two pulls, with no result: what was planned and not given is undone, so
-        the cache holds exactly the ids it has read."""
-        if self.done:
+    def _read(self, ids, run, raw):
+        if ids is not None:
+            self.cache.read(run, raw, ids)
+            self._fed()
             return
-        self.stopped = True
-        if self._flight:
-            self._flight.clear()
-            self.cache.truncate(len(self.cache.ids))
+        attention, lens = self.cache.read_inspect(run, raw, self.query_id)
+        self.cache.regrow(self.kept)
+        self.result = Inspection(self.position, self.query_id, lens[-1][0][0][0], attention,
+                                 [[[int(i), math.exp(logit - log_z)] for i, logit in pairs] for pairs, log_z in lens])
+
+    def _compute(self, ids):
+        if ids is not None:
+            self.cache.prefill(ids)
+            self._fed()
+            return
+        attention, blocks = self.cache.inspect(self.query_id)
+        lens = numpy_lens(self.backend, blocks if self.lens else blocks[-1:], self.top_k)
+        self.cache.regrow(self.kept)
+        self.result = Inspection(self.position, self.query_id, lens[-1][0][0], attention.tolist(), lens)
 
     def _fed(self):
         self.prompt_read += len(self._todo.popleft())
-
-    @contextmanager
-    def _failing(self):
-        """A step that fails ends the job (done, no result), and since what the backend then
-        holds is unknown, the cache empties (PromptCache's own rule for its calls)."""
-        try:
-            yield
-        except BaseException:
-            self._flight.clear()
-            self.failed = True
-            self.cache.reset()
-            raise
 
 
 def numpy_lens(backend, blocks, top_k: int) -> list:
