@@ -39,15 +39,15 @@ def tiny_reference():
 
 
 def hf_logprobs(ref, ids, hidden=None, q0=None):
-    """transformers' log-softmax at every position of ids (float64), eager attention; hidden = (a, b):
-    positions q0.. may not read keys a..b-1 (a 4D additive mask over the causal one)."""
+    """transformers' log-softmax at every position of ids (float64), eager attention; hidden =
+    ((a, b), ...): positions q0.. may not read those keys (a 4D additive mask over the causal one)."""
     import torch
 
     n = len(ids)
     mask = torch.zeros(n, n)
     mask[torch.triu(torch.ones(n, n, dtype=torch.bool), 1)] = torch.finfo(torch.float32).min
-    if hidden is not None:
-        mask[q0:, hidden[0]:hidden[1]] = torch.finfo(torch.float32).min
+    for a, b in hidden or ():
+        mask[q0:, a:b] = torch.finfo(torch.float32).min
     was = ref.config._attn_implementation
     ref.set_attn_implementation("eager")
     try:

@@ -442,15 +442,17 @@ def test_hidden_keys_and_scores_are_sequences_of_their_own(gguf_path):
         run = gpu.plan(list(range(10)))
         assert run.sequences == (body, "head") and run.readback == "id"
         words = struct.unpack(f"<{len(fields)}I", run.params[:4 * len(fields)])
-        assert words[fields.index("hidden_start"):fields.index("next_id") + 1] == (0, 0, 0, 0)
+        assert words[fields.index("hidden_start"):fields.index("n_hidden") + 1] == (0, 0, 0, 0, 0)
         assert gpu.plan([7]).sequences == ((short["decode"] if short else "decode"), "head")
-        assert gpu.plan([7], chooses=False, hidden=(1, 3)).sequences == ((short or {}).get("prefill_hidden",
+        assert gpu.plan([7], chooses=False, hidden=((1, 3),)).sequences == ((short or {}).get("prefill_hidden",
                                                                                           "prefill_hidden"),)
-        run = gpu.plan_score(list(range(15)), score_from=3, next_id=9, hidden=(2, 5))
+        run = gpu.plan_score(list(range(15)), score_from=3, next_id=9, hidden=((2, 5), (7, 8)))
         assert run.sequences == ((short or {}).get("prefill_hidden", "prefill_hidden"), "score")
         assert run.readback == "score" and run.n == 15 and gpu.length == 10 + 1 + 1 + 15
-        words = struct.unpack(f"<{len(fields)}I", run.params[:4 * len(fields)])
-        assert [words[fields.index(f)] for f in ("hidden_start", "hidden_end", "score_from", "next_id")] == [2, 5, 3, 9]
+        words = struct.unpack(f"<{len(fields) + 15 + 4}I", run.params)
+        assert [words[fields.index(f)] for f in ("hidden_start", "hidden_end", "score_from", "next_id", "n_hidden")] \
+            == [2, 8, 3, 9, 2]
+        assert words[len(fields):] == tuple(range(15)) + (2, 5, 7, 8)  # the ids, then the ranges
         assert json.loads(json.dumps(run.to_json()))["sequences"] == list(run.sequences)
         assert gpu.plan_score([4, 5], score_from=0, next_id=1).sequences == (body, "score")
 
@@ -461,8 +463,9 @@ def test_a_scored_pass_is_refused_what_numpy_refuses():
         for name, a in random_weights().items()}}, 32, chunk=16)
     gpu = WebGPUBackend(built)
     for ids, score_from, next_id, hidden in (([], 0, 1, None), ([1, 2], 2, 1, None), ([1, 2], -1, 1, None),
-                                             ([1, 2], 0, TINY.vocab_size, None), ([1, 2], 0, 1, (5, 4)),
-                                             ([1, 2], 0, 1, (-1, 4)), (list(range(17)), 0, 1, None),
+                                             ([1, 2], 0, TINY.vocab_size, None), ([1, 2], 0, 1, ((5, 4),)),
+                                             ([1, 2], 0, 1, ((-1, 4),)), (list(range(17)), 0, 1, None),
+                                             ([1, 2], 0, 1, ((0, 1),) * (program.MAX_HIDDEN + 1)),
                                              ([TINY.vocab_size], 0, 1, None)):
         with pytest.raises(ChatlensError):
             gpu.plan_score(ids, score_from=score_from, next_id=next_id, hidden=hidden)
@@ -470,7 +473,7 @@ def test_a_scored_pass_is_refused_what_numpy_refuses():
     with pytest.raises(ChatlensError, match="read_score reads"):
         gpu.read_score(gpu.plan([1, 2]), b"")
     with pytest.raises(ChatlensError, match="hidden only from ids"):
-        gpu.plan(None, hidden=(0, 1))
+        gpu.plan(None, hidden=((0, 1),))
 
 
 class Recording:
@@ -515,8 +518,8 @@ def test_a_scored_pass_equals_numpy_s_with_keys_hidden_or_not(tmp_path):
     ids = (PROMPT * 3)[:170]
     ref.prefill(ids[:120])
     gpu.prefill(ids[:120])
-    cases = [(120, 169, 17, (40, 50)), (120, 169, 17, (32, 64)), (120, 169, 17, (0, 96)), (120, 169, 17, None),
-             (20, 60, 20, (3, 9)), (20, 60, 20, None)]
+    cases = [(120, 169, 17, ((40, 50),)), (120, 169, 17, ((32, 64),)), (120, 169, 17, ((0, 96),)),
+             (120, 169, 17, None), (20, 60, 20, ((3, 9),)), (20, 60, 20, ((3, 9), (12, 15))), (20, 60, 20, None)]
     for cached, end, score_from, hidden in cases:
         ref.truncate(cached)
         gpu.truncate(cached)

@@ -323,14 +323,17 @@ ATTENTION_SHAPES = [(9, 3, 64), (4, 2, 16), (4, 4, 16)]  # (heads, KV heads, hea
 
 def attention_case(kern, nh, nkv, hd, kv, splits, t, start, split, n_ctx=320, hidden=None):
     """A cache in f16 or f32, q for t tokens at `start`, and NumPy's attention over them: the
-    kernel's inputs as buffers of `kern` and the (t, nh * hd) it must equal. hidden = (a, b):
-    keys a..b-1 hidden from every token (model.attention's `hidden`, in the step buffer)."""
+    kernel's inputs as buffers of `kern` and the (t, nh * hd) it must equal. hidden = ((a, b), ...):
+    key ranges hidden from every token (model.attention's `hidden`; in the step buffer, the ranges'
+    envelope and their count, the pairs after the chunk's ids)."""
     rng = rng_for("attn", nh, nkv, hd, t, start)
     kc = rng.standard_normal((nkv, n_ctx, hd)).astype({"F16": np.float16, "F32": np.float32}[kv])
     vc = rng.standard_normal((nkv, n_ctx, hd)).astype(kc.dtype)
     q = (2 * rng.standard_normal((t, nh * hd))).astype(np.float32)
-    a, b = hidden or (0, 0)
-    step = kern.step(n_tokens=t, start=start, split=split if splits > 1 else n_ctx, hidden_start=a, hidden_end=b)
+    ranges = list(hidden or ())
+    a, b = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else (0, 0)
+    step = kern.step(n_tokens=t, start=start, split=split if splits > 1 else n_ctx, hidden_start=a, hidden_end=b,
+                     n_hidden=len(ranges), tokens=[0] * t + [x for r in ranges for x in r])
     o_bytes, stats_bytes = K.partials_bytes(t, nh, splits, hd)
     kern.b.buffer("partials", o_bytes)
     kern.b.buffer("stats", stats_bytes)
@@ -365,15 +368,16 @@ def test_attention_equals_numpy_attention_over_the_cache(device, nh, nkv, hd, sp
 @pytest.mark.parametrize("splits", [1, 10])
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_hidden_keys_attention_equals_numpy_s_hidden(device, nh, nkv, hd, splits, target):
-    """The *_hidden sequences' attention (HIDDEN): keys a..b-1 masked for every token of a chunk,
-    as model.attention(hidden=(a, b)) masks them, written directly or over splits of 32 keys
-    merged by a pass of their own: a range inside one split, one that is a whole split, one
-    whose splits (the first three) are all hidden (their partials weigh exactly 0: no NaN), and
-    one whose first block of 256 keys is all hidden (the running max still its start when the
-    next block's keys come: their exp is taken against the first real max, the hidden ones' is 0)."""
+    """The *_hidden sequences' attention (HIDDEN): key ranges masked for every token of a chunk,
+    as model.attention(hidden=((a, b), ...)) masks them, written directly or over splits of 32
+    keys merged by a pass of their own: a range inside one split, one that is a whole split, one
+    whose splits (the first three) are all hidden (their partials weigh exactly 0: no NaN), one
+    whose first block of 256 keys is all hidden (the running max still its start when the next
+    block's keys come: their exp is taken against the first real max, the hidden ones' is 0), and
+    three ranges at once (pieces knocked out together), the keys between them read."""
     n_ctx, split_max = 320, 320
-    cases = ((7, 100, 32, (40, 50)), (7, 100, 32, (32, 64)), (7, 100, 32, (0, 96)), (1, 319, 32, (32, 64)),
-             (7, 310, 300, (0, 260)))
+    cases = ((7, 100, 32, ((40, 50),)), (7, 100, 32, ((32, 64),)), (7, 100, 32, ((0, 96),)),
+             (1, 319, 32, ((32, 64),)), (7, 310, 300, ((0, 260),)), (7, 100, 32, ((3, 9), (20, 21), (60, 90))))
     for t, start, split, hidden in cases:
         kern = Kernel(device)
         step, q, kc, vc, want = attention_case(kern, nh, nkv, hd, "F32", splits, t, start, split, n_ctx, hidden)

@@ -63,7 +63,9 @@ class PromptCache:
 
     # A planned backend's steps (chatlens.pull): the ids count as cached once their run's bytes
     # are read; runs planned past that are undone with truncate.
-    def plan(self, ids, top_k: int = 0, *, chooses: bool = True):
+    def plan(self, ids, top_k: int = 0, *, chooses: bool = True, hidden=None):
+        if hidden:  # a knockout's chunk that scores no row (chatlens.passes)
+            return self._guarded(self.backend.plan, ids, top_k, chooses=chooses, hidden=hidden)
         return self._guarded(self.backend.plan, ids, top_k, chooses=chooses)
 
     def read(self, run, raw: bytes, ids) -> Step | None:

@@ -91,9 +91,9 @@ class Piece:
 
     @property
     def hidden(self) -> tuple:
-        """The positions a knockout hides: the piece's, but the first token's, which stays readable
+        """The key ranges a knockout hides: the piece's, but the first token's, which stays readable
         (heads park weight there: hiding it would disturb them all, not test the piece)."""
-        return max(self.start, 1), self.end
+        return ((max(self.start, 1), self.end),)
 
 
 @dataclass(frozen=True)

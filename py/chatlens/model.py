@@ -124,8 +124,8 @@ def rope(x, cos, sin):
 def attention(q, k, v, start, products=None, probe=None, hidden=None):
     """Causal grouped-query attention of T new queries at positions start.. over k, v (kv_heads, start+T, hd);
     `products`: MATMUL or EINSUM (default: this NumPy's choice, PRODUCTS); `probe`: a Probe that keeps
-    the weights (an inspection's); `hidden`: (a, b), keys a..b-1 that none of the T queries may read
-    (a piece knocked out, chatlens.cause), or None."""
+    the weights (an inspection's); `hidden`: ((a, b), ...), the key ranges a..b-1 that none of the T
+    queries may read (pieces knocked out, chatlens.cause), or None."""
     mm = products or PRODUCTS
     n_heads, T, hd = q.shape
     n_kv, L, _ = k.shape
@@ -136,8 +136,8 @@ def attention(q, k, v, start, products=None, probe=None, hidden=None):
     if T > 1:
         future = np.arange(L)[None, :] > (start + np.arange(T))[:, None]
         scores = np.where(future, np.float32(-np.inf), scores)
-    if hidden is not None:
-        scores[..., hidden[0]:hidden[1]] = -np.inf  # every query of the call, as transformers' 4D mask
+    for a, b in hidden or ():
+        scores[..., a:b] = -np.inf  # every query of the call, as transformers' 4D mask
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
     probs = scores / scores.sum(axis=-1, keepdims=True)  # (n_kv, group, T, L)
     if probe is not None:
@@ -221,8 +221,8 @@ class NumpyBackend:
         return np.stack([a[:, -1] for a in probe.attention]), np.stack(probe.blocks)  # (layers, heads, L), (layers, dim)
 
     def score(self, ids, *, score_from, next_id, hidden=None):
-        """Feed ids after the cache as prefill does (keys a..b-1 hidden from every one of them when
-        hidden = (a, b): chatlens.cause's knockout) and score rows score_from.. of them: row r is
+        """Feed ids after the cache as prefill does (the key ranges `hidden`, ((a, b), ...), hidden
+        from every one of them: chatlens.cause's knockout) and score rows score_from.. of them: row r is
         the step after ids[r], its target ids[r + 1], the last row's `next_id`. Returns one
         (target_logit, log_z, top_id, top_logit) a scored row: p(target) = exp(target_logit -
         log_z), the row's argmax (lowest id among equal maxima) and its logit. The ids' keys and

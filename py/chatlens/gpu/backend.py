@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..backend import Step
 from ..errors import ChatlensError
-from .program import step_params
+from .program import MAX_HIDDEN, step_params
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class WebGPUBackend:
     def plan(self, ids, top_k: int = 0, *, chooses: bool = True, hidden=None) -> Run:
         """The run that feeds `ids` (at most `chunk` of them) after the cache, or with ids None
         the id the GPU's last argmax wrote; with `chooses`, the head and argmax after it (and the
-        top-k when top_k > 0). hidden = (a, b): keys a..b-1 hidden from every fed token (the
+        top-k when top_k > 0). hidden = ((a, b), ...): key ranges hidden from every fed token (the
         prefill_hidden bodies, NumpyBackend.score's `hidden`); its ids' keys and values are cached
         as they were computed, under the mask."""
         if ids is None:
@@ -129,13 +129,16 @@ class WebGPUBackend:
 
     @staticmethod
     def _hidden(hidden):
-        """hidden as (a, b) of ints, 0 <= a <= b, or None."""
-        if hidden is None:
+        """hidden as ((a, b), ...) of ints, 0 <= a <= b, at most MAX_HIDDEN ranges, or None (none)."""
+        if not hidden:
             return None
-        a, b = (int(x) for x in hidden)
-        if not 0 <= a <= b < 2 ** 32:
-            raise ChatlensError(f"hidden keys run from a first to an end at or past it, not {a}..{b}")
-        return a, b
+        ranges = tuple((int(a), int(b)) for a, b in hidden)
+        for a, b in ranges:
+            if not 0 <= a <= b < 2 ** 32:
+                raise ChatlensError(f"hidden keys run from a first to an end at or past it, not {a}..{b}")
+        if len(ranges) > MAX_HIDDEN:
+            raise ChatlensError(f"a knockout hides at most {MAX_HIDDEN} ranges of keys on the GPU, not {len(ranges)}")
+        return ranges
 
     def _body(self, body: str, n_tokens: int, hidden) -> str:
         """The sequence that feeds n_tokens after the cache: `body` ("decode" or "prefill"), its
@@ -152,8 +155,8 @@ class WebGPUBackend:
 
     # -- a scored pass (chatlens.cause) ----------------------------------------------------------
     def plan_score(self, ids, *, score_from: int, next_id: int, hidden=None) -> Run:
-        """The run that feeds `ids` (at most `chunk`) after the cache as a prefill chunk does (keys
-        a..b-1 hidden from every one of them when hidden = (a, b)) and scores rows score_from..:
+        """The run that feeds `ids` (at most `chunk`) after the cache as a prefill chunk does (the key
+        ranges hidden = ((a, b), ...) hidden from every one of them) and scores rows score_from..:
         row r's target is ids[r + 1], the last row's next_id. Its ids are counted into `length`
         (cached, hidden or not); read_score reads its one readback."""
         score = self.meta.get("score")
@@ -258,8 +261,8 @@ class WebGPUBackend:
         return step
 
     def score(self, ids, *, score_from: int, next_id: int, hidden=None) -> list:
-        """NumpyBackend.score on the GPU, run here: ids fed after the cache in chunks (keys a..b-1
-        hidden from every one when hidden = (a, b)), one (target_logit, log_z, top_id, top_logit)
+        """NumpyBackend.score on the GPU, run here: ids fed after the cache in chunks (the key ranges
+        `hidden` hidden from every one), one (target_logit, log_z, top_id, top_logit)
         for each row from score_from on. A chunk that holds no scored row runs as a prefill chunk
         that chooses nothing (hidden ones with the hidden body); the rest as plan_score runs."""
         ids = [int(i) for i in ids]

@@ -64,10 +64,13 @@ from .kernels import Matrix, Target
 CHUNK = 128  # prefill tokens per dispatch sequence: bounds the activations and a dispatch's length
 TOP_K_MAX = 64  # most (id, logit) pairs the GPU top-k finds
 SPLIT_MIN = 32  # fewest keys an attention split takes
-# u32 words of the step buffer, in order (wgsl/step.wgsl); the chunk's ids follow. hidden_start,
-# hidden_end, score_from and next_id are read only by the hidden attention and the score kernels.
+# u32 words of the step buffer, in order (wgsl/step.wgsl); the chunk's ids follow, then n_hidden
+# (a, b) pairs. hidden_start, hidden_end (the ranges' envelope), score_from, next_id and n_hidden
+# are read only by the hidden attention and the score kernels.
 STEP_FIELDS = ("n_tokens", "start", "split", "use_argmax", "top_k", "hidden_start", "hidden_end", "score_from",
-               "next_id", "pad0", "pad1", "pad2")
+               "next_id", "n_hidden", "pad1", "pad2")
+# The most key ranges one knockout hides (pieces together: every earlier reply of a conversation).
+MAX_HIDDEN = 32
 DEFAULT_LIMIT = 128 << 20  # WebGPU's default maxStorageBufferBindingSize
 # The KV cache's precision (kernels.KV_TYPES). F16 (two per u32) halves the bytes attention reads
 # a token and keeps transformers' greedy ids up to the first near-tie (tests/test_gpu_backend.py);
@@ -123,7 +126,7 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
         b.weight(name, t)
 
     # activations, (T, width) for T up to the chunk; the KV cache, (n_kv, n_ctx, hd) per layer
-    step = b.buffer("step", 4 * (len(STEP_FIELDS) + chunk))
+    step = b.buffer("step", 4 * (len(STEP_FIELDS) + chunk + 2 * MAX_HIDDEN))
     b.buffer("x", 4 * chunk * dim)
     b.buffer("q", 4 * chunk * qd)
     b.buffer("attn", 4 * chunk * qd)
@@ -263,17 +266,18 @@ def build_program(plan: dict, n_ctx: int, features=(), limits: dict | None = Non
 
 def step_params(meta: dict, start: int, tokens, use_argmax: bool = False, top_k: int = 0, hidden=None,
                 score_from: int = 0, next_id: int = 0) -> bytes:
-    """The step buffer's bytes for a chunk of `tokens` at position `start`; hidden = (a, b): keys
-    a..b-1 hidden from its queries (a *_hidden body), score_from and next_id: a score run's."""
+    """The step buffer's bytes for a chunk of `tokens` at position `start`; hidden = ((a, b), ...):
+    the key ranges hidden from its queries (a *_hidden body), score_from and next_id: a score run's."""
     tokens = list(tokens)
     n_keys = start + len(tokens)
     split = max(meta["split_min"], math.ceil(n_keys / meta["splits"]))
     split = min(meta["split_max"], math.ceil(split / meta["split_min"]) * meta["split_min"])
-    hidden_start, hidden_end = hidden if hidden is not None else (0, 0)
+    ranges = [tuple(r) for r in hidden or ()]
+    hidden_start, hidden_end = (min(a for a, _ in ranges), max(b for _, b in ranges)) if ranges else (0, 0)
     fields = {"n_tokens": len(tokens), "start": start, "split": split, "use_argmax": int(use_argmax),
               "top_k": top_k, "hidden_start": hidden_start, "hidden_end": hidden_end, "score_from": score_from,
-              "next_id": next_id, "pad0": 0, "pad1": 0, "pad2": 0}
-    words = [fields[f] for f in meta["step_fields"]] + tokens
+              "next_id": next_id, "n_hidden": len(ranges), "pad1": 0, "pad2": 0}
+    words = [fields[f] for f in meta["step_fields"]] + tokens + [x for r in ranges for x in r]
     return struct.pack(f"<{len(words)}I", *words)
 
 

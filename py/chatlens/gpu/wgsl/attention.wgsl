@@ -10,9 +10,9 @@
 // Q is (T, NH * HD); KC, VC are (NKV, N_CTX, HD), read through kv_load_<dtype>.wgsl.
 // Its maxima and sums over the workgroup: attention_reduce_<shared|subgroup>.wgsl.
 // Grid (SPLITS, NKV, chunk tokens); workgroups past this step's keys or tokens return at once.
-// HIDDEN (the *_hidden sequences only; a const, so other pipelines never read the fields): keys
-// step.hidden_start..hidden_end-1 are hidden from every token of the chunk, model.attention's
-// `hidden` (chatlens.cause's knockout). A hidden key scores LOWEST, below the running max's
+// HIDDEN (the *_hidden sequences only; a const, so other pipelines never read the fields): the
+// keys of step.n_hidden ranges [a, b) (pairs after the chunk's ids) are hidden from every token of
+// the chunk, model.attention's `hidden` (chatlens.cause's knockout: a piece, or several together). A hidden key scores LOWEST, below the running max's
 // start (-3.0e38): it never raises a max, and its exp(score - max) is exactly 0 even while the
 // max is still that start (exp(-4e37)), so a split whose every key is hidden writes m = -3.0e38
 // and l = 0, which the merges weigh by exp(-3.0e38 - M) = 0: no NaN where another split reads.
@@ -20,6 +20,20 @@ const GH: u32 = GROUP * HD;
 const HP: u32 = HD / 2u;  // pairs of dims a key holds
 const OUTS: u32 = (GROUP * HP + WG - 1u) / WG;  // (head, dim pair) outputs per invocation
 const LOWEST: f32 = -0x1.fffffep+127f;  // a hidden key's score: the lowest finite f32
+
+// Whether a key lies in a hidden range (step.hidden_start..hidden_end-1 encloses them all).
+fn hidden_key(key: u32) -> bool {
+    if (key < step.hidden_start || key >= step.hidden_end) {
+        return false;
+    }
+    for (var r = 0u; r < step.n_hidden; r++) {
+        let at = step.n_tokens + 2u * r;
+        if (key >= step.tokens[at] && key < step.tokens[at + 1u]) {
+            return true;
+        }
+    }
+    return false;
+}
 
 var<workgroup> qs: array<vec4<f32>, GH / 4u>;
 var<workgroup> scores: array<f32, GROUP * BLOCK>;
@@ -67,7 +81,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     s[g] += dot(qs[(g * HD) / 4u + 2u * d], kd[0]) + dot(qs[(g * HD) / 4u + 2u * d + 1u], kd[1]);
                 }
             }
-            let hidden = HIDDEN && b0 + j >= step.hidden_start && b0 + j < step.hidden_end;
+            let hidden = HIDDEN && hidden_key(b0 + j);
             for (var g = 0u; g < GROUP; g++) {
                 let sc = select(s[g] * SCALE, LOWEST, hidden);
                 scores[g * BLOCK + j] = sc;
