@@ -99,7 +99,9 @@ class Cause(Inspect):
     without it, the reply so far forced); a dropped turn is put back instead. top_k is not read."""
     pieces: list | None = doc("the pieces to take away, each \"kind:index\" (the index-th piece of that kind in the "
                               "record, from 0: \"system:0\", \"user:1\", \"new:0\", \"header:0\"; a dropped turn's "
-                              "kind is \"dropped\"); null: every piece", None)
+                              "kind is \"dropped\"; the groups \"replies:0\", the assistant's earlier replies, and "
+                              "\"history:0\", every earlier turn), or two together \"a+b\"; null: every piece", None)
+    tokens: bool = doc("every reply token's figures too: the answer's and each measure's `tokens`", False)
 
 
 @dataclass(frozen=True)
@@ -343,6 +345,8 @@ class Measure:
     prompt_ids: list | None = doc("a removal's: the prompt rendered without the piece (a dropped turn: with it put "
                                   "back); null for a knockout", None)
     what: str | None = doc("a removal's: what stands in the piece's place, in a sentence; null for a knockout", None)
+    tokens: list | None = doc("when asked (a Cause's tokens): each reply position's {p, top_id, top_p} under it, "
+                              "from the reply's first token to the step's (its last)", None)
 
 
 @dataclass(frozen=True)
@@ -354,13 +358,17 @@ class CausePiece:
     label: str = doc("the piece as the record labels it")
     start: int | None = doc("its first token's position in the prompt (null: a dropped turn, never read)")
     end: int | None = doc("the position after its last token")
-    attention_share: float | None = doc("the step's mean attention weight on it, every layer and head (the "
-                                        "inspection's by_piece); null for a dropped turn")
+    attention_share: float | None = doc("the step's mean attention weight on it, every layer and head, the first "
+                                        "token left out (the inspection's shares_skip_first); null for a dropped "
+                                        "turn")
     knocked: Measure | None = doc("the reply's positions may not read it, in any layer (null: see knocked_why)")
     removed: Measure | None = doc("the turn rendered without it (a dropped turn: with it put back); null: see "
                                   "removed_why")
     knocked_why: str | None = doc("why it cannot be knocked out, in a sentence; null when it was")
     removed_why: str | None = doc("why it cannot be removed, in a sentence; null when it was")
+    spans: list = doc("[[start, end], ...]: every run of its tokens in the prompt (a group's are several); [] for a "
+                      "dropped turn", factory=list)
+    count: int = doc("its tokens in the prompt", 0)
 
 
 @dataclass(frozen=True)
@@ -378,10 +386,12 @@ class Caused:
     top_id: int = doc("the best id with every piece read")
     top_p: float = doc("its probability")
     reply_logprob: float = doc("the log-probability of reply_ids[:step] then the chosen id, every piece read")
-    pieces: list = doc("CausePiece objects, in the record's order, dropped turns last")
+    pieces: list = doc("CausePiece objects, in the record's order, then the groups, then dropped turns")
     reused_tokens: int = doc("tokens the cache held before the position when it began")
     computed_tokens: int = doc("every token run through: the step's own, then each counterfactual's")
     backend: str = doc("what computed it")
+    tokens: list | None = doc("when asked: each reply position's {p, top_id, top_p} with every piece read, from 0 "
+                              "to the step", None)
 
 
 @dataclass(frozen=True)
@@ -473,6 +483,15 @@ class GpuRun:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """How far a cause (or a conversation's needs) is, in the units a learner can follow."""
+    done: int = doc("passes done (one a measure a piece; 0 of 0 while the step itself is read)")
+    of: int = doc("of all the passes of the turn under way")
+    turn: int | None = doc("a needs job: the turn under way, from 0 (null for a cause)", None)
+    turns: int | None = doc("a needs job: the turns measured (null for a cause)", None)
+
+
+@dataclass(frozen=True)
 class PullAnswer:
     """start's, step's and stop's answer: where the job is."""
     tokens: list = doc("Token objects (a compare job's: CellToken objects): the ids this step chose (a reply), in "
@@ -497,6 +516,7 @@ class PullAnswer:
                       "with the answer); [] otherwise", factory=list)
     doing: str | None = doc("a cause job: what it computes now, in words (\"system knocked out\"); null otherwise",
                             None)
+    stage: Stage | None = doc("a cause or needs job: how far it is, in passes (and turns); null otherwise", None)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ the prompt is reused), its text decoded as it streams, and built once when it en
 """
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from . import contract, defaults
 from .compare import LAYOUTS, plan
@@ -38,9 +38,10 @@ from .contract import (AttentionFigures, Branched, CellEnd, CellToken, Compared,
                        Prediction, PullAnswer, Stopped, Token)
 from .errors import ChatlensError
 from .generate import Generation
-from .cause import Causing, cache_needed, shares, turn_pieces
+from .cause import Causing, cache_needed, share
 from .inspection import (RECENT, TOP_K, Inspecting, by_piece, figures, reaches, settles, step_position, wordless,
                          strongest_heads)
+from .pieces import turn_pieces
 from .pull import Pull
 from .record import TurnRecord, candidate_bytes, candidate_tokens, token_lists
 from .reply import reply_of
@@ -371,7 +372,41 @@ def _inspected_read(host, request, what):
     return plain_read(host.text.tokenizer, request.messages), request.messages
 
 
-class InspectJob(Job):
+class _Pulled(Job):
+    """A job that writes no reply, pulled as its chatlens.pulled job (`pulled`) is: an inspection,
+    a cause, a conversation's needs. Its answer once done is `_answer(pulled.result)`, or Stopped
+    when it was stopped; its progress the pulled job's, and `doing` and `stage` where it says them."""
+    pulled = None
+    model = "instruct"
+    _result = None
+
+    @property
+    def done(self) -> bool:
+        return self.pulled.done
+
+    def pull(self, raw=None, ms=STEP_MS) -> list:
+        return self.pulled.give(bytes(raw)) if raw is not None else self.pulled.pull()
+
+    def stop(self):
+        self.pulled.stop()
+
+    @property
+    def result(self):
+        j = self.pulled
+        if self._result is None and j.done:
+            self._result = Stopped() if j.result is None else self._answer(j.result)
+        return self._result
+
+    def answer(self, tokens, depth=None) -> PullAnswer:
+        j = self.pulled
+        runs = [GpuRun(**r.to_json()) for r in j.runs(depth)] if j.planned and not j.done else []
+        stage = getattr(j, "stage", None)
+        return PullAnswer(tokens=[], runs=runs, read=j.prompt_read, of=j.prompt_tokens, in_flight=j.in_flight,
+                          done=self.result, model=self.model, doing=getattr(j, "doing", None),
+                          stage=None if stage is None or j.done else contract.Stage(*stage))
+
+
+class InspectJob(_Pulled):
     """One step of a reply inspected (chatlens.inspection.Inspecting over the cache): the query's
     attention over what it read and the logit lens, placed on the turn's pieces. The cache
     reuses what it holds before the query's position (after the reply, all of it: one token is
@@ -379,17 +414,14 @@ class InspectJob(Job):
     request, takes, answers = "inspect", contract.Inspect, Inspected
     window = True
 
-    def __init__(self, cache, record, reply_ids, tokenizer, *, step, top_k=None, depth=defaults.IN_FLIGHT,
-                 model="instruct"):
+    def __init__(self, cache, record, reply_ids, tokenizer, *, step, top_k=None, model="instruct"):
         """record: what the model read, a TurnRecord or a PlainRead (its prompt_ids and pieces);
         model: the key of the model whose backend `cache` is over (its GPU runs go to it)."""
         self.record, self.reply_ids, self.step, self.tokenizer = record, list(reply_ids), step, tokenizer
-        self.model = model
+        self.model, self.cache = model, cache
         position = step_position(len(record.prompt_ids), len(self.reply_ids), step)
         ids = list(record.prompt_ids) + self.reply_ids[:step]
-        self.cache, self.depth = cache, depth
-        self.inspecting = Inspecting(cache, ids, position, TOP_K if top_k is None else top_k)
-        self._result = None
+        self.pulled = Inspecting(cache, ids, position, TOP_K if top_k is None else top_k)
 
     @classmethod
     def start(cls, host, request, *, depth, chunk):
@@ -397,27 +429,10 @@ class InspectJob(Job):
         n = len(read.prompt_ids) + request.step
         cache = host.cache_for(max(n, read.window), f"the prompt and the reply so far ({n} tokens)", request.model)
         return cls(cache, read, request.reply_ids, host.text.tokenizer, step=request.step, top_k=request.top_k,
-                   depth=depth, model=request.model)
+                   model=request.model)
 
-    @property
-    def done(self) -> bool:
-        return self.inspecting.done
-
-    def pull(self, raw=None, ms=STEP_MS) -> list:
-        return self.inspecting.give(bytes(raw)) if raw is not None else self.inspecting.pull()
-
-    def stop(self):
-        self.inspecting.stop()
-
-    @property
-    def result(self):
-        i = self.inspecting
-        if self._result is None and i.done:
-            self._result = Stopped() if i.result is None else self._inspected(i)
-        return self._result
-
-    def _inspected(self, i):
-        r = i.result
+    def _answer(self, r):
+        i = self.pulled
         read = i.prompt_tokens + 1
         note = None
         if i.prompt_tokens:  # what the cache lacked: the figures, not a guess at why
@@ -436,27 +451,44 @@ class InspectJob(Job):
                          strongest_heads=strongest_heads(r.attention, pieces, blank), reused_tokens=i.reused,
                          computed_tokens=read, backend=self.cache.backend.name, note=note)
 
-    def answer(self, tokens, depth=None) -> PullAnswer:
-        i = self.inspecting
-        runs = [GpuRun(**r.to_json()) for r in i.runs(depth)] if i.planned and not i.done else []
-        return PullAnswer(tokens=[], runs=runs, read=i.prompt_read, of=i.prompt_tokens, in_flight=i.in_flight,
-                          done=self.result, model=self.model)
+
+def cause_piece(tok, piece, cause, tokens=False) -> contract.CausePiece:
+    """A chatlens.pieces.Piece with a Cause's figures for it: the one place a piece meets the page."""
+    def measured(m):
+        if m is None:
+            return None
+        return contract.Measure(top_token=tok.token_text(m["top_id"]), **(m if tokens else _no_tokens(m)))
+
+    got = cause.measures[piece.name]
+    removed = measured(got["removed"])
+    if removed is not None:
+        removed = replace(removed, prompt_ids=list(piece.removed_ids), what=piece.removed_what)
+    return contract.CausePiece(name=piece.name, kind=piece.kind, label=piece.label, start=piece.start, end=piece.end,
+                               spans=[list(s) for s in piece.spans], count=piece.tokens,
+                               attention_share=share(cause.attention, piece.spans) if piece.spans else None,
+                               knocked=measured(got["knocked"]), removed=removed, knocked_why=piece.knocked_why,
+                               removed_why=piece.removed_why)
 
 
-class CauseJob(Job):
+def _no_tokens(m):
+    return {k: v for k, v in m.items() if k != "tokens"}
+
+
+class CauseJob(_Pulled):
     """Which piece one step of a reply needed (chatlens.cause.Causing over the cache): each piece of
     the turn knocked out and removed, every counterfactual a pass over the reply so far, placed on
-    the turn's pieces. Afterwards the cache holds what it held (what the next turn reuses)."""
+    the turn's pieces. Afterwards the cache holds what it held (what the next turn reuses).
+    tokens: each measure carries every reply position's figures too."""
     request, takes, answers = "cause", contract.Cause, contract.Caused
     window = True
 
-    def __init__(self, cache, record, reply_ids, pieces, tokenizer, *, step, chunk=0, model="instruct"):
-        """record: what the model read (a TurnRecord or a PlainRead); pieces: chatlens.cause.Piece
-        objects, removals rendered (cause.pieces_of, removed_prompt)."""
+    def __init__(self, cache, record, reply_ids, pieces, tokenizer, *, step, chunk=0, model="instruct",
+                 tokens=False):
+        """record: what the model read (a TurnRecord or a PlainRead); pieces: chatlens.pieces.Piece
+        values (pieces.turn_pieces)."""
         self.record, self.reply_ids, self.step, self.tokenizer = record, list(reply_ids), step, tokenizer
-        self.pieces, self.model, self.cache = pieces, model, cache
-        self.causing = Causing(cache, record.prompt_ids, self.reply_ids, pieces, step=step, chunk=chunk)
-        self._result = None
+        self.pieces, self.model, self.cache, self.tokens = pieces, model, cache, tokens
+        self.pulled = Causing(cache, record.prompt_ids, self.reply_ids, pieces, step=step, chunk=chunk)
 
     @classmethod
     def start(cls, host, request, *, depth, chunk):
@@ -465,49 +497,20 @@ class CauseJob(Job):
         record, messages = _inspected_read(host, request, "a cause")
         tok = host.text.tokenizer
         pieces = turn_pieces(tok, host.text.template, record, messages, request.pieces, plain=request.layout == "plain")
-        n = cache_needed(record, pieces, request.step)
+        n = max(cache_needed(len(record.prompt_ids), pieces, request.step), record.window)
         cache = host.cache_for(n, f"the prompt, its counterfactuals and the reply so far ({n} tokens)", request.model)
-        return cls(cache, record, request.reply_ids, pieces, tok, step=request.step, chunk=chunk, model=request.model)
+        return cls(cache, record, request.reply_ids, pieces, tok, step=request.step, chunk=chunk, model=request.model,
+                   tokens=request.tokens)
 
-    @property
-    def done(self) -> bool:
-        return self.causing.done
-
-    def pull(self, raw=None, ms=STEP_MS) -> list:
-        return self.causing.give(bytes(raw)) if raw is not None else self.causing.pull()
-
-    def stop(self):
-        self.causing.stop()
-
-    @property
-    def result(self):
-        c = self.causing
-        if self._result is None and c.done:
-            self._result = Stopped() if c.result is None else self._caused(c.result)
-        return self._result
-
-    def _caused(self, r):
-        tok = self.tokenizer.token_text
-        shared = shares(r.attention, self.record.pieces, self.pieces)
-
-        def measure(m):
-            return None if m is None else contract.Measure(top_token=tok(m["top_id"]), **m)
-
-        pieces = [contract.CausePiece(name=p.name, kind=p.kind, label=p.label, start=p.start, end=p.end,
-                                      attention_share=shared[p.name], knocked=measure(r.measures[p.name]["knocked"]),
-                                      removed=measure(r.measures[p.name]["removed"]), knocked_why=p.knocked_why,
-                                      removed_why=p.removed_why) for p in self.pieces]
+    def _answer(self, r):
+        tok = self.tokenizer
         return contract.Caused(prompt_ids=list(self.record.prompt_ids), reply_ids=self.reply_ids, step=self.step,
-                               position=r.position, chosen_id=r.chosen_id, chosen_token=tok(r.chosen_id), p=r.p,
-                               top_id=r.top_id, top_p=r.top_p, reply_logprob=r.reply_logprob, pieces=pieces,
+                               position=r.position, chosen_id=r.chosen_id, chosen_token=tok.token_text(r.chosen_id),
+                               p=r.p, top_id=r.top_id, top_p=r.top_p, reply_logprob=r.reply_logprob,
+                               tokens=r.tokens if self.tokens else None,
+                               pieces=[cause_piece(tok, p, r, self.tokens) for p in self.pieces],
                                reused_tokens=r.reused_tokens, computed_tokens=r.computed_tokens,
                                backend=self.cache.backend.name)
-
-    def answer(self, tokens, depth=None) -> PullAnswer:
-        c = self.causing
-        runs = [GpuRun(**r.to_json()) for r in c.runs(depth)] if c.planned and not c.done else []
-        return PullAnswer(tokens=[], runs=runs, read=c.prompt_read, of=c.prompt_tokens, in_flight=c.in_flight,
-                          done=self.result, model=self.model, doing=c.doing)
 
 
 class CompareJob(Job):

@@ -29,7 +29,7 @@ from .contract import (
     AttentionFigures, BackendInfo, Branch, Branched, Cause, Caused, CausePiece, CellEnd, CellToken, Compare,
     Compared, ComparePrompt, Continuation, Counted, doc, Empty, GpuProgram, GpuProgramAnswer, GpuRun, Inspect,
     Inspected, LabSource, Load, LoadBase, Loaded, Measure, MODELS, Prediction, PullAnswer, PythonRun, READ_CHUNK,
-    Render, Rendered, Reply, RunPython, Start, Step, Stopped, TemplateInfo, Text, Token, Tokenize, Tokenized,
+    Render, Rendered, Reply, RunPython, Stage, Start, Step, Stopped, TemplateInfo, Text, Token, Tokenize, Tokenized,
     Turn, UseGpu, UseNumpy,
 )
 from .errors import ChatlensError
@@ -182,6 +182,7 @@ class ProgressEvent:
     parts_of: int = doc("that step's parts in all (0: no step in parts)", 0)
     covers: int = doc("the prompt tokens that step reads (0: no step in parts)", 0)
     doing: str | None = doc("a cause: what it computes now, in words (PullAnswer's doing)", None)
+    stage: dict | None = doc("a cause or needs: how far it is (PullAnswer's stage: a Stage)", None)
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,7 @@ def _all_types():
         out.setdefault(args.__name__, args)
         out.setdefault(answer.__name__, answer)
     for cls in [Reply, ComparePrompt, Token, CellToken, CellEnd, GpuRun, Stopped, Branch, Branched, Inspect,
-                Inspected, AttentionFigures, Cause, Caused, CausePiece, Measure, *SIGNALS.values(), *EVENTS.values(),
+                Inspected, AttentionFigures, Cause, Caused, CausePiece, Measure, Stage, *SIGNALS.values(), *EVENTS.values(),
                 Answer]:
         out.setdefault(cls.__name__, cls)
     return out

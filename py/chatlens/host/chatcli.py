@@ -114,7 +114,7 @@ def render(args) -> int:
 # a field the request does not take is refused too. One function reads it, for any command that
 # takes one of these requests (request_on_stdin).
 FIELD_FLAGS = {"window": "--window", "max_tokens": "--max-tokens", "top_k": "--top-k", "step": "--step", "id": "--id",
-               "layout": "--layout", "pieces": "--piece"}
+               "layout": "--layout", "pieces": "--piece", "tokens": "--tokens"}
 SYSTEM_FLAGS = {"preset": "--preset", "system": "--system"}  # the system prompt's flags; stdin: preset, custom, system
 
 
@@ -299,12 +299,13 @@ def inspect(args) -> int:
 
 
 def cause(args) -> int:
-    """A Cause on stdin (inspect's fields, and optional "pieces", or --piece KIND:INDEX ...): which
-    piece of the turn step `step` of its reply needed (chatlens.jobs.CauseJob), each piece knocked
-    out and removed. Prints a chatlens.protocol.Caused."""
-    from ..cause import cache_needed, turn_pieces
-    from ..jobs import CauseJob
+    """A Cause on stdin (inspect's fields, and optional "pieces" and "tokens", or --piece KIND:INDEX
+    ... and --tokens): which piece of the turn step `step` of its reply needed
+    (chatlens.jobs.CauseJob), each piece knocked out and removed. Prints a chatlens.protocol.Caused."""
+    from ..cause import cache_needed
     from ..contract import Cause
+    from ..jobs import CauseJob
+    from ..pieces import turn_pieces
     from ..protocol import to_json
     from ..pull import greedy
 
@@ -312,9 +313,9 @@ def cause(args) -> int:
     instruct, read, reply_ids, cache_for = _a_step(args, request)
     pieces = turn_pieces(instruct.tokenizer, instruct.template, read, request.messages, request.pieces,
                          plain=request.layout == "plain")
-    cache = cache_for(cache_needed(read, pieces, request.step))
+    cache = cache_for(max(cache_needed(len(read.prompt_ids), pieces, request.step), read.window))
     _write_json(to_json(greedy(CauseJob(cache, read, reply_ids, pieces, instruct.tokenizer, step=request.step,
-                                        model=request.model))))
+                                        model=request.model, tokens=request.tokens))))
     return 0
 
 

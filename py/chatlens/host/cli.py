@@ -142,8 +142,10 @@ def parser() -> argparse.ArgumentParser:
     _turn_args(p)
     p.add_argument("--step", type=int, help="the step that chose reply id S (default 0: the reply's first)")
     p.add_argument("--piece", action="append", metavar="KIND:INDEX", dest="pieces",
-                   help="a piece to take away (system:0, user:1, new:0, header:0, dropped:0, ...; again for more); "
-                        "default: every piece")
+                   help="a piece to take away (system:0, user:1, new:0, header:0, dropped:0, replies:0, history:0, "
+                        "or two together: user:0+assistant:0; again for more); default: every piece")
+    p.add_argument("--tokens", action="store_true", default=None,
+                   help="every reply token's figures too (the answer's and each measure's tokens)")
     p.add_argument("--layout", choices=("template", "plain"), help="as inspect's")
     _base_model_arg(p, help="as inspect's: the base model computes, reading the instruct model's tokenizer and template")
 

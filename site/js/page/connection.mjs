@@ -40,7 +40,7 @@ export function connect(on) {
     if (data.type === "cell_end") return p.on?.cellEnd?.(data.cell); // a comparison's reply ended
     if (data.type === "progress") {
       return p.on?.progress?.({ read: data.read, of: data.of, ms: data.ms, parts: data.parts ?? 0, partsOf: data.parts_of ?? 0,
-                                covers: data.covers ?? 0, doing: data.doing ?? null });
+                                covers: data.covers ?? 0, doing: data.doing ?? null, stage: data.stage ?? null });
     }
     pending.delete(data.id);
     if (data.ok) p.resolve(data.result);

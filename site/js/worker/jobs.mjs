@@ -133,7 +133,7 @@ export function createJobs() {
     // The prompt's progress, posted at each pull and, on the GPU, after each part of a step that
     // reads it (a chunk of 128 tokens on a slow GPU is one step of minutes): the part done of the
     // step's parts, and the tokens that step reads.
-    let progress = null; // {read, of, parts, parts_of, covers, doing}, while the prompt is read
+    let progress = null; // {read, of, parts, parts_of, covers, doing, stage}, while the prompt is read
     const tellProgress = () => {
       if (progress) self.postMessage({ type: "progress", id, ...progress, ms: performance.now() - t0 });
     };
@@ -174,7 +174,8 @@ export function createJobs() {
         // a comparison's replies that ended in this step, each the moment it ends (after its tokens)
         for (const cell of out.ended ?? []) self.postMessage({ type: "cell_end", id, cell });
         if (out.done) return out.done;
-        progress = out.read < out.of ? { read: out.read, of: out.of, parts: 0, parts_of: 0, covers: 0, doing: out.doing ?? null } : null;
+        progress = out.read < out.of ? { read: out.read, of: out.of, parts: 0, parts_of: 0, covers: 0, doing: out.doing ?? null,
+                                          stage: out.stage ?? null } : null;
         tellProgress();
         if (job.ended) {
           out = ended();

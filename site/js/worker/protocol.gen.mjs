@@ -79,5 +79,5 @@ export const FIELDS = {
   Compare: ["text", "max_tokens", "top_k"],
   Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id", "reply_top_k"],
   Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout"],
-  Cause: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout", "pieces"],
+  Cause: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout", "pieces", "tokens"],
 };
