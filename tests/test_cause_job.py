@@ -111,7 +111,7 @@ def test_bad_input_is_a_sentence(replied):
                       ({"pieces": ["system:3"]}, r"there is no piece 'system:3': this turn's pieces are system:0, "
                                                  "user:0, assistant:0, new:0, header:0"),
                       ({"reply_ids": None}, "a cause needs the reply so far"),
-                      ({"top_k": 3}, "a cause lists no candidates")]:
+                      ({"top_k": 3}, "unknown argument 'top_k'")]:
         with pytest.raises(ChatlensError, match=said):
             call("start", {"kind": "cause", "args": {**args, "step": 1, **bad}})
     alone = {"messages": MESSAGES[-1:], "reply_ids": [], "step": 0, "pieces": ["new:0"]}

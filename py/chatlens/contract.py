@@ -51,8 +51,8 @@ class UseNumpy:
 
 
 @dataclass(frozen=True)
-class Turn:
-    """A chat turn: the conversation, the window it must fit, the system prompt."""
+class Conversation:
+    """A conversation as a turn reads it: the messages, the window it must fit, the system prompt."""
     messages: list = doc("[{role, content}, ...]: the history, then the new user message last")
     window: int = doc("the context window, in tokens", defaults.DEFAULT_WINDOW)
     reserve: int = doc("tokens kept free in the window for the reply", defaults.REPLY_LIMIT)
@@ -61,6 +61,12 @@ class Turn:
     custom: str | None = doc("the custom preset's text", None)
     system: str | None = doc("the system prompt as text (null: the template's default)", None)
     special_in_text: bool = doc("special tokens written in a message are read as tokens (false: as characters)", True)
+
+
+@dataclass(frozen=True)
+class Turn(Conversation):
+    """A chat turn: the conversation, the window it must fit, the system prompt, and the candidates
+    each reply token records."""
     top_k: int | None = doc("candidates a reply token records (chat: default 0, none; predict: default the site's)",
                             None)
 
@@ -78,9 +84,8 @@ class Branch(Turn):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Inspect(Turn):
-    """One step of a turn's reply inspected (chatlens.inspection): where its query token looked,
-    and how the choice formed through the layers. top_k: the lens's candidates a layer."""
+class AtStep(Conversation):
+    """One step of a turn's reply: the conversation it was written from, the reply so far, the step."""
     reply_ids: list | None = doc("the reply so far, as the turn's record has it ([]: the draft's first token; "
                                  "null, on the command line only: the turn's reply is computed first)", None)
     step: int = doc("the step that chose reply id `step` (its query: the token before it); len(reply_ids) for the "
@@ -93,10 +98,17 @@ class Inspect(Turn):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Cause(Inspect):
+class Inspect(AtStep):
+    """One step of a turn's reply inspected (chatlens.inspection): where its query token looked,
+    and how the choice formed through the layers."""
+    top_k: int | None = doc("the logit lens's candidates a layer (null: 5)", None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cause(AtStep):
     """Which piece one step of a turn's reply needed (chatlens.cause): each piece of what the model
     read knocked out (the reply's positions may not read it) and removed (the turn rendered again
-    without it, the reply so far forced); a dropped turn is put back instead. top_k is not read."""
+    without it, the reply so far forced); a dropped turn is put back instead."""
     pieces: list | None = doc("the pieces to take away, each \"kind:index\" (the index-th piece of that kind in the "
                               "record, from 0: \"system:0\", \"user:1\", \"new:0\", \"header:0\"; a dropped turn's "
                               "kind is \"dropped\"; the groups \"replies:0\", the assistant's earlier replies, and "

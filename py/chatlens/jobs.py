@@ -492,8 +492,6 @@ class CauseJob(_Pulled):
 
     @classmethod
     def start(cls, host, request, *, depth, chunk):
-        if request.top_k is not None:
-            raise ChatlensError("a cause lists no candidates: top_k is an inspection's")
         record, messages = _inspected_read(host, request, "a cause")
         tok = host.text.tokenizer
         pieces = turn_pieces(tok, host.text.template, record, messages, request.pieces, plain=request.layout == "plain")

@@ -78,6 +78,6 @@ export const FIELDS = {
   Text: ["text", "max_tokens", "top_k"],
   Compare: ["text", "max_tokens", "top_k"],
   Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id", "reply_top_k"],
-  Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout"],
-  Cause: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "model", "layout", "pieces", "tokens"],
+  Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "reply_ids", "step", "model", "layout", "top_k"],
+  Cause: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "reply_ids", "step", "model", "layout", "pieces", "tokens"],
 };
