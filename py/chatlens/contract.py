@@ -116,6 +116,19 @@ class Cause(AtStep):
     tokens: bool = doc("every reply token's figures too: the answer's and each measure's `tokens`", False)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Needs(Conversation):
+    """Which turn each reply of a conversation needed (chatlens.needs): every assistant message is a
+    reply to measure, each piece it read removed (and, asked, knocked out), the whole reply watched.
+    The messages may end with the last reply (a user message after it, a draft, is not read)."""
+    replies: list | None = doc("each assistant message's reply ids, in order, as its turn's record has them (null: "
+                               "each message as the template writes it, up to its end of turn)", None)
+    knocked: bool = doc("knock each piece out too (twice the passes)", False)
+    pieces: list | None = doc("more pieces for every turn that has them: two together \"a+b\" (null: the turn's "
+                              "own pieces and groups)", None)
+    tokens: bool = doc("every reply token's figures too: each turn's and each measure's `tokens`", False)
+
+
 @dataclass(frozen=True)
 class Text:
     """Plain text to continue, with no template."""
@@ -404,6 +417,31 @@ class Caused:
     backend: str = doc("what computed it")
     tokens: list | None = doc("when asked: each reply position's {p, top_id, top_p} with every piece read, from 0 "
                               "to the step", None)
+
+
+@dataclass(frozen=True)
+class NeededTurn:
+    """One reply of the conversation, each piece it read taken away (a Caused at its last step)."""
+    turn: int = doc("its place among the conversation's replies, from 0")
+    message_index: int = doc("its assistant message's index in the messages")
+    prompt_ids: list = doc("what the model read before it: its turn's prompt, trimmed to the window")
+    reply_ids: list = doc("the reply's ids")
+    reply_tokens: list = doc("each id's token as text")
+    reply_logprob: float = doc("the log-probability of the whole reply, every piece read")
+    tokens: list | None = doc("when asked: each reply token's {p, top_id, top_p}, every piece read", None)
+    pieces: list = doc("CausePiece objects: removed, and knocked out when asked (null with knocked_why when not); "
+                       "the record's order, then the groups, then dropped turns; attention_share is the step's that "
+                       "wrote the reply's last token", factory=list)
+
+
+@dataclass(frozen=True)
+class Needed:
+    """A needs answer (a needs job's done, and `python -m chatlens needs`'s output)."""
+    turns: list = doc("NeededTurn objects, one a reply, in the conversation's order")
+    knocked: bool = doc("whether the pieces were knocked out too")
+    reused_tokens: int = doc("tokens the cache held of the first turn's prompt when it began")
+    computed_tokens: int = doc("every token run through, every turn's")
+    backend: str = doc("what computed it")
 
 
 @dataclass(frozen=True)

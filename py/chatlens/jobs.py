@@ -41,6 +41,7 @@ from .generate import Generation
 from .cause import Causing, cache_needed, share
 from .inspection import (RECENT, TOP_K, Inspecting, by_piece, figures, reaches, settles, step_position, wordless,
                          strongest_heads)
+from .needs import Needing, replies_of
 from .pieces import turn_pieces
 from .pull import Pull
 from .record import TurnRecord, candidate_bytes, candidate_tokens, token_lists
@@ -511,6 +512,45 @@ class CauseJob(_Pulled):
                                backend=self.cache.backend.name)
 
 
+NOT_ASKED = "Not asked: a conversation's needs knock pieces out only on request (knocked)."
+
+
+class NeedsJob(_Pulled):
+    """Which turn each reply of a conversation needed (chatlens.needs.Needing over the cache): each
+    reply's cause at its last step, turn after turn, each piece removed (knocked out when asked).
+    Afterwards the cache holds the last turn's prompt and reply (what a next turn reuses)."""
+    request, takes, answers = "needs", contract.Needs, contract.Needed
+    window = True
+
+    def __init__(self, cache, replies, tokenizer, *, chunk=0, knocked=False, tokens=False):
+        self.replies, self.tokenizer, self.cache, self.tokens, self.knocked = replies, tokenizer, cache, tokens, knocked
+        measures = ("knocked", "removed") if knocked else ("removed",)
+        self.reused = cache.reusable(replies[0].record.prompt_ids)
+        self.pulled = Needing(cache, replies, chunk=chunk, measures=measures)
+
+    @classmethod
+    def start(cls, host, request, *, depth, chunk):
+        replies = replies_of(host.record_of, host.text.tokenizer, host.text.template, host.text.eos_id, request)
+        n = max(r.cache for r in replies)
+        cache = host.cache_for(n, f"the conversation's longest turn and its counterfactuals ({n} tokens)")
+        return cls(cache, replies, host.text.tokenizer, chunk=chunk, knocked=request.knocked, tokens=request.tokens)
+
+    def _answer(self, causes):
+        tok = self.tokenizer
+        turns = []
+        for r, c in zip(self.replies, causes):
+            pieces = [cause_piece(tok, p, c, self.tokens) for p in r.pieces]
+            if not self.knocked:
+                pieces = [replace(p, knocked_why=p.knocked_why or NOT_ASKED) for p in pieces]
+            turns.append(contract.NeededTurn(turn=r.turn, message_index=r.message_index,
+                                             prompt_ids=list(r.record.prompt_ids), reply_ids=list(r.reply_ids),
+                                             reply_tokens=[tok.token_text(i) for i in r.reply_ids],
+                                             reply_logprob=c.reply_logprob, tokens=c.tokens if self.tokens else None,
+                                             pieces=pieces))
+        return contract.Needed(turns=turns, knocked=self.knocked, reused_tokens=self.reused,
+                               computed_tokens=self.pulled.prompt_read, backend=self.cache.backend.name)
+
+
 class CompareJob(Job):
     """The comparison's four replies (chatlens.compare.plan), in the plan's order, each from an
     empty cache over its model's backend (`caches`: model key -> PromptCache), every one read with
@@ -649,4 +689,5 @@ KINDS = {
     "branch": BranchJob,
     "inspect": InspectJob,
     "cause": CauseJob,
+    "needs": NeedsJob,
 }

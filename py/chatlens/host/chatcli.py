@@ -114,7 +114,7 @@ def render(args) -> int:
 # a field the request does not take is refused too. One function reads it, for any command that
 # takes one of these requests (request_on_stdin).
 FIELD_FLAGS = {"window": "--window", "max_tokens": "--max-tokens", "top_k": "--top-k", "step": "--step", "id": "--id",
-               "layout": "--layout", "pieces": "--piece", "tokens": "--tokens"}
+               "layout": "--layout", "pieces": "--piece", "tokens": "--tokens", "knocked": "--knocked"}
 SYSTEM_FLAGS = {"preset": "--preset", "system": "--system"}  # the system prompt's flags; stdin: preset, custom, system
 
 
@@ -192,7 +192,10 @@ def request_on_stdin(args, request_type):
             data["model"] = "base"
     if "messages" not in data:
         raise ChatlensError('stdin has no "messages": the conversation, the new user message last')
-    check_messages(_messages(data["messages"], 'stdin\'s "messages"'))
+    if "replies" in takes:  # a conversation's needs: it may end with its last reply
+        check_messages(_messages(data["messages"], 'stdin\'s "messages"') + [{"role": "user", "content": ""}])
+    else:
+        check_messages(_messages(data["messages"], 'stdin\'s "messages"'))
     for f in fields(request_type):
         if f.default is MISSING and f.default_factory is MISSING and f.name not in data:
             raise ChatlensError(f"{command} needs {FIELD_FLAGS.get(f.name, f.name)} or stdin's \"{f.name}\"")
@@ -316,6 +319,26 @@ def cause(args) -> int:
     cache = cache_for(max(cache_needed(len(read.prompt_ids), pieces, request.step), read.window))
     _write_json(to_json(greedy(CauseJob(cache, read, reply_ids, pieces, instruct.tokenizer, step=request.step,
                                         model=request.model, tokens=request.tokens))))
+    return 0
+
+
+def needs(args) -> int:
+    """A Needs on stdin (run's fields; optional "replies", "knocked", "pieces", "tokens", or --knocked,
+    --piece, --tokens): which turn each reply of the conversation needed (chatlens.jobs.NeedsJob),
+    every assistant message a reply measured. Prints a chatlens.protocol.Needed."""
+    from ..cache import PromptCache
+    from ..contract import Needs
+    from ..jobs import NeedsJob
+    from ..needs import replies_of
+    from ..protocol import to_json
+    from ..pull import greedy
+
+    request = request_on_stdin(args, Needs)
+    model = open_model(args.model, args.backend)
+    replies = replies_of(lambda r: read_turn(model, r), model.tokenizer, model.template, model.eos_id, request)
+    cache = PromptCache(model.backend(n_ctx=max(r.cache for r in replies)))
+    _write_json(to_json(greedy(NeedsJob(cache, replies, model.tokenizer, knocked=request.knocked,
+                                        tokens=request.tokens))))
     return 0
 
 

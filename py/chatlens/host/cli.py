@@ -149,6 +149,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", choices=("template", "plain"), help="as inspect's")
     _base_model_arg(p, help="as inspect's: the base model computes, reading the instruct model's tokenizer and template")
 
+    p = sub.add_parser("needs", help="the page's Needs on stdin (run's fields, replies) -> which turn each reply of "
+                                     "the conversation needed: each piece removed, the whole reply watched (JSON)")
+    _model_arg(p)
+    _turn_args(p)
+    p.add_argument("--knocked", action="store_true", default=None, help="knock each piece out too")
+    p.add_argument("--piece", action="append", metavar="A+B", dest="pieces",
+                   help="two pieces together, for every turn that has both (again for more)")
+    p.add_argument("--tokens", action="store_true", default=None, help="every reply token's figures too")
+
     p = sub.add_parser("complete", help="plain text on stdin, no chat template -> its greedy continuation (JSON)")
     _model_arg(p)
     _backend_arg(p)
@@ -216,7 +225,7 @@ def main(argv=None) -> int:
         elif args.command == "compare":
             from .compare import compare
             return compare(args)
-        elif args.command in ("render", "run", "branch", "inspect", "cause", "chat", "record"):
+        elif args.command in ("render", "run", "branch", "inspect", "cause", "needs", "chat", "record"):
             from . import chatcli
             return getattr(chatcli, args.command)(args)
         elif args.command == "build":

@@ -47,6 +47,7 @@ export const MESSAGES = {
     branch: { args: "Branch", answers: "Branched" },
     inspect: { args: "Inspect", answers: "Inspected" },
     cause: { args: "Cause", answers: "Caused" },
+    needs: { args: "Needs", answers: "Needed" },
   },
   signals: {"stop": "StopSignal", "lose_gpu": "Empty"},
   events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "prompt": "PromptEvent", "token": "TokenEvent", "cell_end": "CellEndEvent", "progress": "ProgressEvent"},
@@ -64,6 +65,7 @@ export const JOBS = {
   branch: {"kind": "branch", "writes": true, "background": false, "window": true, "both_models": false},
   inspect: {"kind": "inspect", "writes": false, "background": false, "window": true, "both_models": false},
   cause: {"kind": "cause", "writes": false, "background": false, "window": true, "both_models": false},
+  needs: {"kind": "needs", "writes": false, "background": false, "window": true, "both_models": false},
 };
 
 /** The fields of each type a page request takes, in order. */
@@ -80,4 +82,5 @@ export const FIELDS = {
   Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id", "reply_top_k"],
   Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "reply_ids", "step", "model", "layout", "top_k"],
   Cause: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "reply_ids", "step", "model", "layout", "pieces", "tokens"],
+  Needs: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "replies", "knocked", "pieces", "tokens"],
 };
