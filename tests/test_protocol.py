@@ -54,7 +54,7 @@ def test_each_answer_is_an_instance_of_its_type_and_the_wire_carries_its_fields(
         wire = ask(name, args)
         assert set(wire) == names(type(value)), name
     # a pulled job: each answer a PullAnswer, each token a Token, the done a TurnRecord
-    out = answered("start", {"kind": "chat", "args": {**TURN, "top_k": 2}})
+    out = answered("start", {"kind": "run", "args": {**TURN, "top_k": 2}})
     assert out.record is not None and out.record.reply_ids is None  # what the model reads, before the reply
     while out.done is None:
         out = answered("step", {})

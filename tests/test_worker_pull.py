@@ -141,7 +141,7 @@ LONG_REQUEST = {"messages": [{"role": "user", "content": STORY + "What did the k
 def read_by_pulls(request, chunk=None, stop_at=None):
     """The page's loop on NumPy: `start` (with its default chunk unless one is given), then `step`
     until done; each answer's prompt progress, and `stop` once `read` reaches stop_at."""
-    args = {"kind": "chat", "args": request} if chunk is None else {"kind": "chat", "args": request, "chunk": chunk}
+    args = {"kind": "run", "args": request} if chunk is None else {"kind": "run", "args": request, "chunk": chunk}
     out, seen = call("start", args), []
     while out["done"] is None:
         seen.append((out["read"], out["of"]))
@@ -195,7 +195,7 @@ def test_a_chat_start_answers_the_turns_record_before_any_step_as_a_preview_woul
     follow = {**REQUEST, "messages": MESSAGES + [{"role": "assistant", "content": first["reply_text"]},
                                                  {"role": "user", "content": "And ships?"}]}
     preview = call("preview", follow)
-    out = call("start", {"kind": "chat", "args": follow})
+    out = call("start", {"kind": "run", "args": follow})
     assert out["record"] == preview and preview["reused_tokens"] > 0 and out["tokens"] == []
     steps = []
     while out["done"] is None:
@@ -209,14 +209,14 @@ def test_a_chat_start_answers_the_turns_record_before_any_step_as_a_preview_woul
     # the other kinds announce none
     assert call("start", {"kind": "predict", "args": follow})["record"] is None
     call("stop", {})
-    assert call("start", {"kind": "text", "args": {"text": "Hello", "max_tokens": 2}})["record"] is None
+    assert call("start", {"kind": "complete", "args": {"text": "Hello", "max_tokens": 2}})["record"] is None
     call("stop", {})
 
 
 def test_a_turn_that_does_not_fit_is_refused_by_start_before_any_token(tiny):
     on_numpy(tiny, REQUEST)
     long = {**REQUEST, "messages": [{"role": "user", "content": STORY * 4}]}
-    out = json.loads(worker.call("start", json.dumps({"kind": "chat", "args": long})))
+    out = json.loads(worker.call("start", json.dumps({"kind": "run", "args": long})))
     preview = json.loads(worker.call("preview", json.dumps(long)))
     assert not out["ok"] and out["error"] == preview["error"] and out["error"]["name"] == "WindowError"
     assert json.loads(worker.call("step", "{}"))["error"]["message"] == "no job is running: start one first"
@@ -229,7 +229,7 @@ def test_one_job_at_a_time_a_replys_start_ends_a_running_count(tiny):
     book = {**REQUEST, "window": 2048, "messages": [{"role": "user", "content": STORY * 400}]}
     counting = call("start", {"kind": "count", "args": book})
     assert counting["done"] is None and 0 < counting["read"] < counting["of"]
-    out = call("start", {"kind": "chat", "args": REQUEST})  # the count is gone: the steps are the reply's
+    out = call("start", {"kind": "run", "args": REQUEST})  # the count is gone: the steps are the reply's
     while out["done"] is None:
         out = call("step", {})
     assert out["done"]["reply_ids"] == want["reply_ids"]

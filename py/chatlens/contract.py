@@ -154,8 +154,9 @@ READ_CHUNK = 16
 @dataclass(frozen=True)
 class Start:
     """Start the job the page pulls (`step` until its answer is done): a reply, a count, an inspection, ..."""
-    kind: str = doc("the job's kind, one of chatlens.jobs.KINDS (chat, a Turn's reply; count, its overflow counted "
-                    "exactly; ...): a class each, which declares its arguments and its answer")
+    kind: str = doc("the job's kind, one of chatlens.jobs.KINDS, named by the page's request that starts it (run, a "
+                    "Turn's reply; count, its overflow counted exactly; ...): a class each, which declares its "
+                    "arguments and its answer")
     args: dict = doc("the arguments of that kind (its class's `takes`: a Turn, a Text, ...)")
     depth: int = doc("GPU steps to keep in flight", defaults.IN_FLIGHT)
     chunk: int = doc("the most prompt ids one NumPy step reads, so the page's progress moves and a stop falls "
@@ -554,7 +555,7 @@ class PullAnswer:
     record: TurnRecord | None = doc("a chat job's start only: the TurnRecord the reply will fill, as a preview "
                                     "answers it, before any step; null otherwise", None)
     done: object = doc("null, or the job's answer once it has ended: the type its class declares "
-                       "(chatlens.jobs.KINDS: a TurnRecord for chat, Counted for count, ...); Stopped when a job "
+                       "(chatlens.jobs.KINDS: a TurnRecord for run, Counted for count, ...); Stopped when a job "
                        "that writes no reply was stopped", None)
     prompt: ComparePrompt | None = doc("a compare job's start only: what both models read, before any step; "
                                        "null otherwise", None)

@@ -679,15 +679,6 @@ class CountJob(Job):
         return PullAnswer(tokens=[], runs=[], read=read, of=of, in_flight=0, done=self.result)
 
 
-# start's kinds: the job each starts (its class declares the rest, Job).
-KINDS = {
-    "chat": ChatJob,
-    "text": TextJob,
-    "predict": PredictJob,
-    "count": CountJob,
-    "compare": CompareJob,
-    "branch": BranchJob,
-    "inspect": InspectJob,
-    "cause": CauseJob,
-    "needs": NeedsJob,
-}
+# start's kinds: the job each starts, named by the page's request that starts it (its class declares the rest, Job).
+KINDS = {job.request: job for job in (ChatJob, TextJob, PredictJob, CountJob, CompareJob, BranchJob, InspectJob, CauseJob,
+                                      NeedsJob)}

@@ -195,13 +195,13 @@ class _Worker:
                 self.job = None
 
     def run(self, a: protocol.Turn, on_token=None, should_stop=None):
-        return self._pulled("chat", a, on_token, should_stop)
+        return self._pulled("run", a, on_token, should_stop)
 
     def predict(self, a: protocol.Turn) -> protocol.Prediction:
         return self._pulled("predict", a)
 
     def complete(self, a: protocol.Text, on_token=None, should_stop=None) -> protocol.Continuation:
-        return self._pulled("text", a, on_token, should_stop)
+        return self._pulled("complete", a, on_token, should_stop)
 
     def tokenize(self, a: protocol.Tokenize) -> protocol.Tokenized:
         self._loaded()

@@ -57,8 +57,8 @@ export const MESSAGES = {
 /** The page's requests that are jobs (Python pulls them a step at a time), as each job's class
  * declares it (py/chatlens/jobs.py Job): kind, writes, background, window, both_models. */
 export const JOBS = {
-  run: {"kind": "chat", "writes": true, "background": false, "window": true, "both_models": false},
-  complete: {"kind": "text", "writes": true, "background": false, "window": false, "both_models": false},
+  run: {"kind": "run", "writes": true, "background": false, "window": true, "both_models": false},
+  complete: {"kind": "complete", "writes": true, "background": false, "window": false, "both_models": false},
   predict: {"kind": "predict", "writes": false, "background": false, "window": false, "both_models": false},
   count: {"kind": "count", "writes": false, "background": true, "window": false, "both_models": false},
   compare: {"kind": "compare", "writes": true, "background": false, "window": false, "both_models": true},
