@@ -35,6 +35,11 @@ class Load:
     path: str = doc("the model's files in the worker's file system: a .gguf file or a Hugging Face folder")
 
 
+# "model", in the package: a field named `model` (here, in chatlens.protocol's ModelInfo and the
+# answers) is always the model key, one of MODELS; a ModelEvent's `computes` is what computes that
+# model's replies (a ModelInfo); a loaded model (chatlens.source.Model: its text side and weights)
+# is what `open_model`, `load_model` and ChatSession hold (host/ names the variable `model` where no
+# key is in scope); `?model=` and `--model` name a model's source (a file, a folder, a URL).
 MODELS = ("instruct", "base")  # the two models the worker holds, in the order a comparison computes them
 
 

@@ -138,8 +138,9 @@ class StatusEvent:
 
 @dataclass(frozen=True)
 class ModelEvent:
-    """What computes replies now (a ModelInfo), or {error, offer} (offer: "webgpu" when a software GPU passed over could)."""
-    model: dict = doc("ModelInfo, or {error, offer}")
+    """What computes a model's replies now, or why nothing does."""
+    computes: dict = doc("a ModelInfo (its `model` the model key), or {error, offer} (offer: \"webgpu\" when a "
+                         "software GPU passed over could)")
 
 
 @dataclass(frozen=True)

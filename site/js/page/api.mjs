@@ -169,7 +169,7 @@ export function createApi() {
         if (data.type === "model") {
           // The event's ModelInfo: what computes a model's replies (or {error, offer}), its own
           // `model` the model key whose weights these are ("instruct" or "base").
-          const computes = data.model;
+          const computes = data.computes;
           if (computes?.model === "base") api.baseModel = computes; // the comparison's: chatlens.model stays
           else api.model = computes;
           return setStatus(api.status.state, api.status.detail);

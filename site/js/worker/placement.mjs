@@ -52,7 +52,7 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
         onCorrupt: refetching,
       });
     } catch (e) {
-      self.postMessage({ type: "model", model: { error: e.message, offer: e.offer ?? null } });
+      self.postMessage({ type: "model", computes: { error: e.message, offer: e.offer ?? null } });
       status("text", e.message);
       throw e;
     }
@@ -67,7 +67,7 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
       // the weights on a new device itself, and this then has nothing to do).
       inTurn(() => attached?.executor === executor && attach(attached.n_ctx));
     });
-    self.postMessage({ type: "model", model });
+    self.postMessage({ type: "model", computes: model });
     status("ready", `${session.source.label} on ${attached.backend} (${attached.why})`);
     return model;
   }
@@ -93,7 +93,7 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
     base?.executor?.destroy();
     base = { source, path, model: null, executor: null };
     base.model = await putBase();
-    self.postMessage({ type: "model", model: base.model });
+    self.postMessage({ type: "model", computes: base.model });
     // the base named by its source's label, which says what its files are (a stand-in says so)
     status("ready", `${session.source.label} and, as the base model, ${source.label} on ${base.model.backend}`);
     return base.model;
