@@ -51,6 +51,19 @@ class Backend(Protocol):
         """Forget everything in the cache."""
 
 
+class Regrows:
+    """regrow, for a backend whose cache slots past `length` keep what they held: hold n tokens again
+    after a truncate. Only an inspection ran meanwhile, rewriting its own position with the same
+    token (chatlens.inspection: the reply after an inspected step stays cached)."""
+
+    def regrow(self, n: int) -> None:
+        from .errors import ChatlensError
+
+        if not self.length <= n <= self.capacity:
+            raise ChatlensError(f"cannot hold {n} tokens again: the cache holds {self.length} of {self.capacity}")
+        self.length = int(n)
+
+
 def top_k_of(logits, k: int) -> tuple:
     """The k best (id, logit) pairs of a NumPy logits vector, by the seam's tie rule."""
     import numpy as np

@@ -12,7 +12,7 @@ vectorised loops compute the same products 4 to 6 times faster (`EINSUM`).
 
 import numpy as np
 
-from .backend import Step, log_z_of, step_of
+from .backend import Regrows, Step, log_z_of, step_of
 from .config import ModelConfig
 from .errors import ChatlensError
 
@@ -175,7 +175,7 @@ def split_heads(x, n):
     return x.reshape(T, n, -1).transpose(1, 0, 2)
 
 
-class NumpyBackend:
+class NumpyBackend(Regrows):
     """The model with a KV cache preallocated for `n_ctx` tokens (see chatlens.backend.Backend);
     `products`: MATMUL or EINSUM (default: this NumPy's choice, PRODUCTS)."""
 
@@ -299,14 +299,6 @@ class NumpyBackend:
 
     def reset(self):
         self.length = 0
-
-    def regrow(self, n):
-        """Hold n tokens again after a truncate: the slots past it still hold what they held, since
-        only an inspection ran meanwhile, rewriting its own position with the same token
-        (chatlens.inspection: the reply after an inspected step stays cached)."""
-        if not self.length <= n <= self.capacity:
-            raise ChatlensError(f"cannot hold {n} tokens again: the cache holds {self.length} of {self.capacity}")
-        self.length = n
 
     def _forward(self, ids, probe=None, hidden=None, hiddens=None):
         """The ids fed after the cache, (T, dim) out. hiddens: a batch of passes over the same ids,

@@ -26,8 +26,9 @@ import math
 import struct
 from dataclasses import dataclass
 
-from ..backend import Step
+from ..backend import Regrows, Step
 from ..errors import ChatlensError
+from ..passes import chunks
 from .program import MAX_HIDDEN, step_params
 
 
@@ -47,7 +48,7 @@ class Run:
                 "readback": self.readback, "tokens": self.n, "chooses": self.chooses}
 
 
-class WebGPUBackend:
+class WebGPUBackend(Regrows):
     planned = True  # its steps are Runs a host submits (chatlens.pull)
 
     def __init__(self, program: dict, executor=None, name: str = "webgpu"):
@@ -270,14 +271,11 @@ class WebGPUBackend:
             raise ChatlensError(f"a score needs ids and a first scored row among them, not {score_from} of {len(ids)}")
         self._fits(len(ids))
         rows = []
-        for at in range(0, len(ids), self.chunk):
-            part, end = ids[at:at + self.chunk], min(at + self.chunk, len(ids))
-            if end <= score_from:
-                run = self.plan(part, chooses=False, hidden=hidden)
-                self.collect(self.submit(run))
+        for _, part, scored, nxt in chunks(ids, self.chunk, int(score_from), next_id):
+            if scored is None:
+                self.collect(self.submit(self.plan(part, chooses=False, hidden=hidden)))
                 continue
-            run = self.plan_score(part, score_from=max(score_from - at, 0),
-                                  next_id=ids[end] if end < len(ids) else next_id, hidden=hidden)
+            run = self.plan_score(part, score_from=scored, next_id=nxt, hidden=hidden)
             rows += self.read_score(run, self.collect(self.submit(run)))
         return rows
 
@@ -286,14 +284,6 @@ class WebGPUBackend:
 
     def truncate(self, n: int) -> None:
         self.length = max(0, min(int(n), self.length))  # the cache past `length` is simply overwritten
-
-    def regrow(self, n: int) -> None:
-        """Hold n tokens again after a truncate: the slots past it still hold what they held, since
-        only an inspection ran meanwhile, rewriting its own position with the same token
-        (chatlens.inspection: the reply after an inspected step stays cached)."""
-        if not self.length <= n <= self.capacity:
-            raise ChatlensError(f"cannot hold {n} tokens again: the cache holds {self.length} of {self.capacity}")
-        self.length = int(n)
 
     def reset(self) -> None:
         self.length = 0
