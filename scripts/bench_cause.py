@@ -1,13 +1,16 @@
-"""What a cause card costs (chatlens.cause): every piece of a Pirate turn knocked out and removed, on
-NumPy, beside a decode step of the same model on the same machine, measured back to back.
+"""What a cause card and a conversation's matrix cost (chatlens.cause, chatlens.needs), on NumPy,
+beside a decode step of the same model on the same machine, measured back to back.
 
-    python3 scripts/bench_cause.py [--model PATH] [--repeats 5] [--steps 1 10 last]
+    python3 scripts/bench_cause.py [--model PATH] [--repeats 5] [--steps 1 10 last] [--matrix]
 
 The turns: Pirate, "Who are you?" (three pieces: the system prompt, the message, the generation
 header), then, after the model's own greedy reply, "Where is your ship?" (five: the kept turn's
-two messages too). For each turn and step: the card's wall time (median of --repeats), the same in decode steps
-(the median decode step of its reply, timed in this process just before), and the tokens it ran
-through. Figures vary with the machine's load: quote medians and the ratio.
+two messages too). For each turn and step: the card's wall time (median of --repeats), the same in
+decode steps (the median decode step of its reply, timed in this process just before), and the
+tokens it ran through. Step "last" is the whole reply: the token strip's every token, every piece,
+both measures. --matrix: the lesson's three-turn conversation (Priya, a tip for sleeping, "What is
+my name?"), each reply the model's own, its matrix (every reply's pieces removed) timed the same
+way. Figures vary with the machine's load: quote medians and the ratio.
 """
 
 import argparse
@@ -16,9 +19,12 @@ import time
 
 from chatlens import presets
 from chatlens.cache import PromptCache
-from chatlens.cause import Causing, pieces_of, read_of, removed_prompt
+from chatlens.cause import Causing
 from chatlens.chat import preview
 from chatlens.host.models import open_model
+from chatlens.needs import Needing, replies_of
+from chatlens.pieces import turn_pieces
+from chatlens.pull import greedy
 
 FIRST, SECOND = "Who are you?", "Where is your ship?"
 
@@ -29,6 +35,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", nargs="+", default=["1", "10", "last"])
     ap.add_argument("--window", type=int, default=1024)
+    ap.add_argument("--matrix", action="store_true", help="also the three-turn conversation's matrix")
     args = ap.parse_args()
     model = open_model(args.model, "numpy")
     tok, tpl, system = model.tokenizer, model.template, presets.PRESETS["pirate"]
@@ -45,24 +52,14 @@ def main():
                 {"role": "user", "content": SECOND}]
     record, reply, cache = turn(messages)
     card(model, messages, record, reply, cache, args)
+    if args.matrix:
+        matrix(model, args)
 
 
 def card(model, messages, record, reply, cache, args):
     tok, tpl = model.tokenizer, model.template
-    read = read_of(record, messages)
-    pieces = pieces_of(read, record.pieces)
-    for p in pieces:
-        if p.removed_why is None:
-            p.removed_ids, p.removed_what = removed_prompt(tok, tpl, read, p)
-
-    backend = model.backend(n_ctx=args.window)
-    backend.prefill(record.prompt_ids)
-    decode = []
-    for i in reply[:-1]:
-        t = time.perf_counter()
-        backend.decode(i)
-        decode.append(time.perf_counter() - t)
-    step_s = statistics.median(decode)
+    pieces = turn_pieces(tok, tpl, record, messages)
+    step_s, decode = decode_step(model, record.prompt_ids, reply, args.window)
     print(f"\nturn {len(messages) // 2 + 1}: prompt {len(record.prompt_ids)} tokens, reply {len(reply)}, "
           f"pieces {', '.join(p.name for p in pieces)}")
     print(f"  decode step: median {1000 * step_s:.1f} ms over {len(decode)} steps")
@@ -78,6 +75,55 @@ def card(model, messages, record, reply, cache, args):
         took = statistics.median(times)
         print(f"  step {step} ({tok.token_text(reply[step])!r}): card median {1000 * took:.0f} ms = "
               f"{took / step_s:.1f} decode steps; {job.result.computed_tokens} tokens run through")
+
+
+def decode_step(model, prompt_ids, reply, window):
+    """The median decode step of `reply` after `prompt_ids`, timed here: (seconds, the steps' times)."""
+    backend = model.backend(n_ctx=window)
+    backend.prefill(prompt_ids)
+    decode = []
+    for i in reply[:-1]:
+        t = time.perf_counter()
+        backend.decode(i)
+        decode.append(time.perf_counter() - t)
+    return statistics.median(decode), decode
+
+
+MATRIX = ["Hi! My name is Priya.", "Give me one tip for sleeping better.", "What is my name?"]
+
+
+def matrix(model, args):
+    """The lesson's three turns, each reply the model's own (96 tokens at most), then their matrix."""
+    tok, tpl = model.tokenizer, model.template
+    messages = []
+    cache = PromptCache(model.backend(n_ctx=args.window))
+    for text in MATRIX:
+        messages.append({"role": "user", "content": text})
+        record = preview(tok, tpl, system=None, messages=messages, window=args.window, reserve=96)
+        _, gen = cache.generate(record.prompt_ids, eos_id=model.eos_id, max_new_tokens=96)
+        messages.append({"role": "assistant", "content": tok.decode([i for i in gen.ids if i != model.eos_id])})
+    step_s, _ = decode_step(model, record.prompt_ids, gen.ids, args.window)
+
+    def record_of(request):
+        return preview(tok, tpl, system=None, messages=request.messages, window=args.window, reserve=96)
+
+    from chatlens.contract import Needs
+
+    replies = replies_of(record_of, tok, tpl, model.eos_id, Needs(messages=messages, window=args.window))
+    print(f"\nthe matrix: {len(replies)} replies of {[len(r.reply_ids) for r in replies]} tokens, "
+          f"pieces {[len(r.pieces) for r in replies]}")
+    times = []
+    for _ in range(args.repeats):
+        cache = PromptCache(model.backend(n_ctx=max(r.cache for r in replies)))
+        cache.prefill(record.prompt_ids + gen.ids)  # as the chat leaves it: the last turn cached
+        t = time.perf_counter()
+        job = Needing(cache, replies)
+        greedy(job)
+        times.append(time.perf_counter() - t)
+    took = statistics.median(times)
+    print(f"  every reply's pieces removed, the last turn cached: median {1000 * took:.0f} ms = {took / step_s:.1f} decode steps "
+          f"(step {1000 * step_s:.1f} ms); {job.prompt_read} tokens run through")
+
 
 if __name__ == "__main__":
     main()
