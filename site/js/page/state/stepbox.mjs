@@ -1,0 +1,198 @@
+// The step box (modes/steps.mjs), an area of the page's state (page/state.mjs): one step of a
+// reply acted on, whatever mode drew the reply: named, inspected, its cause asked, branched. Its
+// changes are told as {type: "step-box", what}.
+
+import * as inside from "../../lesson/inside.mjs";
+import { insideFound } from "./lesson.mjs";
+import { record, replySoFar } from "./shapes.mjs";
+
+export const fields = () => ({
+  // The step box, field by field:
+  //   named       {where, step}: the step a click named (where: steps.mjs whereOf's)
+  //   status      {text, cls}: what the box says (a refusal, a step under way, "Kept: ...")
+  //   inspection  {where, step, draft, controller, answer}: asked (answer null), then answered
+  //               (chatlens.inspect's); draft: the draft's first token
+  //   branch      {where, step, id, token, controller, streaming, answer, error}: another
+  //               choice at a step, written as a reply is: streaming is what the model wrote
+  //               after the id taken (a reply so far, tokenArrived's), kept once it ends with
+  //               its stop_reason; answer chatlens.branch's (the branch as a reply); error why
+  //               there is none (a sentence)
+  //   cause       {where, step, controller, context, progress, answer, error, whole, showWhole}:
+  //               which piece the step needed (chatlens.cause's answer; context: what Look
+  //               inside measured beside it, for its line), asked (answer null; progress
+  //               the worker's {read, of, doing}), then answered or failed (error a sentence);
+  //               whole: the same at the reply's last step {controller, progress, answer, error}
+  //               once asked (the whole reply so far), showWhole whether the view shows it
+  //   reloaded    a sentence: a branch the last visit was writing when it went, said until a
+  //               message is sent or the conversation cleared
+  // A new message, a new conversation, another mode or a restored conversation closes it: what
+  // it computes is stopped (closeBox aborts its controllers).
+  stepBox: record({ named: null, status: null, inspection: null, branch: null, cause: null, reloaded: null }),
+});
+
+/** The box's cause goes (another step named or inspected, the box closed): what it computes is stopped. */
+function causeEnded(state) {
+  const cause = state.stepBox.cause;
+  cause?.controller?.abort();
+  cause?.whole?.controller?.abort();
+  state.stepBox.cause = null;
+}
+
+/** The step box closed: the conversation it was about changed. What it computes is stopped. */
+export function closeBox(state) {
+  const box = state.stepBox;
+  box.inspection?.controller?.abort();
+  box.branch?.controller?.abort();
+  causeEnded(state);
+  Object.assign(box, { named: null, status: box.reloaded ? { text: box.reloaded, cls: "note" } : null, inspection: null, branch: null });
+}
+
+/** Whether the box's cause is of another step than `where`'s `step`. */
+function causeElsewhere(state, where, step) {
+  const cause = state.stepBox.cause;
+  return cause !== null && (cause.where.record !== where.record || cause.step !== step);
+}
+
+export function transitions({ state, emit, store }) {
+  const box = state.stepBox; // one record for the page's life: its fields change, never the box
+  const boxChange = (what) => emit("step-box", { what });
+  const found = (lines) => insideFound({ state, emit }, lines);
+  return {
+    /** A click named a step of a reply (where: steps.mjs whereOf's). */
+    stepNamed(where, step) {
+      if (causeElsewhere(state, where, step)) causeEnded(state);
+      Object.assign(box, { named: { where, step }, status: null });
+      boxChange("named");
+    },
+    /** The box says `text` (cls: "note", "error", "kept"). */
+    stepSaid(text, cls = "note") {
+      box.status = { text, cls };
+      boxChange("said");
+    },
+    /** An inspection is asked (its AbortController; `says`: the line while it computes): the one
+     * before it is stopped. Returns it, for inspected/inspectFailed. */
+    inspectionAsked(where, step, { draft = false, controller, says }) {
+      box.inspection?.controller?.abort();
+      if (causeElsewhere(state, where, step)) causeEnded(state);
+      box.inspection = Object.seal({ where, step, draft, controller, answer: null });
+      box.status = { text: says, cls: "note" };
+      boxChange("inspecting");
+      return box.inspection;
+    },
+    /** The inspection answered (chatlens.inspect's), if it is still the box's: shown (a cause of
+     * the same step names where it looked in its Look inside line). */
+    inspected(inspection, answer) {
+      if (box.inspection !== inspection) return;
+      Object.assign(inspection, { answer, controller: null });
+      box.status = null;
+      boxChange("inspected");
+    },
+    /** The inspection failed (a sentence) or was stopped (null: nothing said), if it is still the box's. */
+    inspectFailed(inspection, message) {
+      if (box.inspection !== inspection) return;
+      box.inspection = null;
+      box.status = message ? { text: message, cls: "error" } : box.status;
+      boxChange("inspect-failed");
+    },
+    /** The inspection's Close. */
+    inspectionClosed() {
+      box.inspection = null;
+      boxChange("inspection-closed");
+    },
+    /** Which piece a step needed is asked (its AbortController): the cause before it is stopped.
+     * Returns it, for causeProgress and caused. */
+    causeAsked(where, step, { controller, context = {} }) {
+      causeEnded(state);
+      box.cause = Object.seal({ where, step, controller, context, progress: null, answer: null, error: null, whole: null,
+                                showWhole: false });
+      box.status = null;
+      boxChange("causing");
+      return box.cause;
+    },
+    /** The whole reply so far is asked for the box's cause: the same at the reply's last step. */
+    wholeAsked(cause, { controller }) {
+      if (box.cause !== cause) return null;
+      cause.whole?.controller?.abort();
+      cause.whole = Object.seal({ controller, progress: null, answer: null, error: null });
+      cause.showWhole = true;
+      boxChange("causing");
+      return cause.whole;
+    },
+    /** How far a cause (or its whole reply's) has got: the worker's progress. */
+    causeProgress(cause, part, progress) {
+      if (box.cause !== cause) return;
+      part.progress = progress;
+      boxChange("cause-progress");
+    },
+    /** A cause (or its whole reply's: part) answered, or failed (a sentence; null: stopped, nothing
+     * said). A live turn's completes what it shows of Look inside. */
+    caused(cause, part, { answer = null, error = null }) {
+      part.controller = null;
+      if (box.cause !== cause) return;
+      Object.assign(part, { answer, error, progress: null });
+      if (answer && part === cause && cause.where.kind === "live") {
+        const seen = box.inspection;
+        const inspection = seen?.where.record === cause.where.record && seen.step === cause.step ? seen.answer : null;
+        found(inside.caused(cause.where.record, answer, { inspection, ...cause.context }));
+      }
+      boxChange("caused");
+    },
+    /** The view shows the cause's whole reply so far (show), or its step. */
+    wholeShown(cause, show) {
+      if (box.cause !== cause) return;
+      cause.showWhole = show;
+      boxChange("cause-shown");
+    },
+    /** The cause's Close (and Stop: what it computes is stopped). */
+    causeClosed() {
+      causeEnded(state);
+      boxChange("cause-closed");
+    },
+    /** A branch starts (another id at a step: its token's text, its AbortController); the one
+     * before it is stopped. Its reply streams through tokenArrived. Returns it. */
+    branchStarted(where, step, id, token, controller) {
+      box.branch?.controller?.abort();
+      box.branch = Object.seal({ where, step, id, token, controller, streaming: replySoFar(), answer: null, error: null });
+      box.status = null;
+      boxChange("branch");
+      return box.branch;
+    },
+    /** The branch ended: {answer} (chatlens.branch's) or {error} (a sentence). One of a live
+     * turn completes what it shows of Look inside. */
+    branchEnded(branch, { answer = null, error = null }) {
+      branch.controller = null;
+      if (box.branch !== branch) return;
+      Object.assign(branch, { answer, error });
+      if (answer) {
+        branch.streaming.stop_reason = answer.stop_reason;
+        branch.streaming.progress = null;
+        branch.token = answer.reply_tokens?.[branch.step] ?? branch.token;
+        if (branch.where.kind === "live") found(inside.branched(branch.where.record, answer, state.nearTieGap));
+      }
+      boxChange("branch-ended");
+    },
+    /** The branch is kept (its turn checked by the caller: the conversation's last, its reply
+     * unchanged): its turn's record becomes `record` (page/step.mjs keptRecord's), through the
+     * one transition for a reply that ended (conversation.mjs replied); the box says so. */
+    branchKept(branch, record, said) {
+      const turn = branch.where.turn;
+      Object.assign(box, { named: null, inspection: null, branch: null, status: { text: said, cls: "kept" } });
+      boxChange("kept");
+      store.replied(turn, record);
+    },
+    /** The branch is dropped: stopped if it is being written; the conversation is as it was. */
+    branchDropped(branch) {
+      branch.controller?.abort();
+      if (box.branch === branch) box.branch = null;
+      box.status = { text: "Dropped: the conversation is as it was.", cls: "note" };
+      boxChange("dropped");
+    },
+    /** The page's last visit was writing a branch when it went: `said` (a sentence), until a
+     * message is sent or the conversation cleared. */
+    branchReloaded(said) {
+      box.reloaded = said;
+      if (said) box.status = { text: said, cls: "note" };
+      boxChange("said");
+    },
+  };
+}
