@@ -77,7 +77,7 @@ def run_case(page, case, export):
     took = time.monotonic() - started
     line = page.text_content(f"#inside-box li[data-inside={case}] .showed")
     box = page.evaluate("""() => { const b = chatlens.pageState.stepBox; return {
-        step: b.cause?.step, cause: b.cause?.answer, inspection: b.inspection?.answer && {step: b.inspection.answer.step,
+        step: b.cause?.step, cause: b.cause?.token.answer, inspection: b.inspection?.answer && {step: b.inspection.answer.step,
         strongest_heads: b.inspection.answer.strongest_heads}, said: b.status?.text ?? null} }""")
     record = page.evaluate("chatlens.pageState.live.turns.at(-1).record")
     files = shots(page, f"{case}-cause", "#step-box .cause-box") + shots(page, f"{case}-line", f"#inside-box li[data-inside={case}]")

@@ -208,7 +208,7 @@ test("the step box: a step named, inspected, branched as a reply is written, kep
   assert.deepEqual(box(), ["named", "inspecting", "inspecting", "inspected", "branch", "branch-ended", "kept", "branch"]);
 });
 
-test("a cause of a live turn's step completes Look inside, in the store, with its inspection beside it", () => {
+test("a cause of a live turn's step completes Look inside, in the store, with its inspection beside it; its two answers", () => {
   const { store, changes } = recording();
   const turn = store.sent("Who are you?", "key");
   const prompt = ["<|im_start|>", "system", " pirate", "<|im_end|>"];
@@ -223,16 +223,29 @@ test("a cause of a live turn's step completes Look inside, in the store, with it
   const cause = store.causeAsked(where, 2, { controller: new AbortController() });
   assert.equal(store.state.stepBox.inspection, inspection); // the same step: the inspection stays beside it
   const measure = (p) => ({ p, top_id: 5, top_token: " Cap", top_p: 0.4, reply_logprob: -3 });
-  store.causeProgress(cause, cause, { read: 3, of: 9, doing: "system: knocked out" });
-  assert.equal(store.state.stepBox.cause.progress.doing, "system: knocked out");
-  store.caused(cause, cause, { answer: { step: 2, chosen_id: 11, chosen_token: " Arr", p: 0.6, top_id: 11, top_p: 0.6,
+  store.causeProgress(cause, "token", { read: 3, of: 9, doing: "system: knocked out" });
+  assert.equal(store.state.stepBox.cause.token.progress.doing, "system: knocked out");
+  store.caused(cause, "token", { answer: { step: 2, chosen_id: 11, chosen_token: " Arr", p: 0.6, top_id: 11, top_p: 0.6,
     pieces: [{ kind: "system", name: "system:0", removed: measure(0.01), knocked: measure(0.02) }] } });
   assert.match(store.state.insideProgress.pirate, /^Writing “·Arr”, the first token of the name it gives \(60\.0%\): without/);
   assert.match(store.state.insideProgress.pirate, /Where it looked: block 24 · head 5 put 82\.0% of its weight on the system prompt's “·pirate”/);
   assert.ok(changes.some((c) => c.type === "inside"));
-  // another step named: the cause goes, stopped
+  // the whole reply so far: the cause's other declared answer, asked, growing and answered on its own
+  assert.ok(store.wholeAsked(cause, { controller: new AbortController() }));
+  store.causeProgress(cause, "whole", { read: 1, of: 9, doing: "new message: removed" });
+  assert.deepEqual([cause.whole.progress.read, cause.token.progress, cause.showWhole], [1, null, true]);
+  const whole = { step: 2, chosen_id: 11, chosen_token: " Arr", p: 0.6, top_id: 11, top_p: 0.6, reply_logprob: -4, pieces: [] };
+  store.caused(cause, "whole", { answer: whole });
+  assert.deepEqual([cause.whole.answer, cause.token.answer.reply_logprob, cause.whole.controller], [whole, undefined, null]);
+  assert.throws(() => {
+    cause.answer = whole; // no `part` union: the answers are cause.token's and cause.whole's
+  }, TypeError);
+  // another step named: the cause goes, stopped, both its answers
   const other = store.causeAsked(where, 1, { controller: new AbortController() });
+  const otherWhole = new AbortController();
+  store.wholeAsked(other, { controller: otherWhole });
   store.stepNamed(where, 0);
   assert.equal(store.state.stepBox.cause, null);
-  assert.ok(other.controller.signal.aborted);
+  assert.ok(other.token.controller.signal.aborted && otherWhole.signal.aborted);
+  assert.equal(store.wholeAsked(other, { controller: new AbortController() }), false); // no longer the box's
 });

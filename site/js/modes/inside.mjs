@@ -6,7 +6,7 @@
 // digits with the date taken away first. The branch case takes the reply shown and branches at
 // its first near-tie, or its closest call. It calls the store's transitions and the step box's
 // actions; the cases complete in the store, from the page's own causes and branches of live
-// turns (page/state.mjs `caused` and `branchEnded`), whoever asked for them, and app.mjs's
+// turns (page/state/stepbox.mjs `caused` and `branchEnded`), whoever asked for them, and app.mjs's
 // subscriber draws the box of cases (drawInside) as it draws the challenges.
 
 import * as inside from "../lesson/inside.mjs";

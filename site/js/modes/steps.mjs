@@ -240,10 +240,9 @@ export async function causeStep(page, where, step, { context = {} } = {}) {
   const why = refusal(api, state, "Taking a piece away") ?? (where.args.layout === "plain" ? PLAIN_CAUSE : null);
   if (why) return store.stepSaid(why, "error"), null;
   if (!inRange(where.record, step)) return store.stepSaid(`There is no token ${step + 1} in ${where.label}'s reply.`, "error"), null;
-  const controller = new AbortController();
-  const cause = store.causeAsked(where, step, { controller, context });
+  const cause = store.causeAsked(where, step, { controller: new AbortController(), context });
   $("step-box")?.scrollIntoView?.({ block: "nearest" });
-  return askCause(page, cause, cause, step);
+  return askCause(page, cause, "token");
 }
 
 /** The same for the whole reply so far: the cause asked again at the reply's last step (its
@@ -253,22 +252,24 @@ export async function wholeReply(page, cause) {
   if (cause.whole?.answer) return store.wholeShown(cause, true), cause.whole.answer;
   const why = refusal(api, state, "Taking a piece away");
   if (why) return store.stepSaid(why, "error"), null;
-  const part = store.wholeAsked(cause, { controller: new AbortController() });
-  return part ? askCause(page, cause, part, cause.where.record.reply_ids.length - 1) : null;
+  return store.wholeAsked(cause, { controller: new AbortController() }) ? askCause(page, cause, "whole") : null;
 }
 
-async function askCause(page, cause, part, step) {
+/** One of the cause's two answers asked of chatlens.cause (`which`: the step's "token", or the
+ * "whole" reply so far, the cause at the reply's last step). */
+async function askCause(page, cause, which) {
   const { api, store } = page;
   const { where } = cause;
+  const step = which === "token" ? cause.step : where.record.reply_ids.length - 1;
   try {
     const answer = await api.cause(causeRequest(where.args, where.record.reply_ids, step), {
-      signal: part.controller.signal,
-      onProgress: (p) => store.causeProgress(cause, part, p),
+      signal: cause[which].controller.signal,
+      onProgress: (p) => store.causeProgress(cause, which, p),
     });
-    store.caused(cause, part, { answer });
+    store.caused(cause, which, { answer });
     return answer;
   } catch (e) {
-    store.caused(cause, part, { error: e.name === "AbortError" ? "Stopped: no figures." : `No figures: ${e.message}` });
+    store.caused(cause, which, { error: e.name === "AbortError" ? "Stopped: no figures." : `No figures: ${e.message}` });
     return null;
   }
 }
@@ -363,11 +364,11 @@ function inspectionNode(page, inspection) {
  * a Stop; the whole reply so far behind a switch. */
 function causeNode(page, cause) {
   const { store } = page;
-  const { where, step, answer, error, whole } = cause;
-  const computing = (part) => part && !part.answer && !part.error;
-  const progress = (part, what) => el("div", { class: "cause-progress" },
-    el("p", { class: "note", text: `${what}: ${progressWords(part.progress)}` }),
-    el("button", { type: "button", class: "cause-stop stop", onclick: () => part.controller?.abort(), text: "Stop" }));
+  const { where, step, token, whole } = cause;
+  const computing = (measure) => measure && !measure.answer && !measure.error;
+  const progress = (measure, what) => el("div", { class: "cause-progress" },
+    el("p", { class: "note", text: `${what}: ${progressWords(measure.progress)}` }),
+    el("button", { type: "button", class: "cause-stop stop", onclick: () => measure.controller?.abort(), text: "Stop" }));
   const wholeState = !whole ? "none" : whole.error ? whole.error : computing(whole) ? "computing" : cause.showWhole ? "shown" : "none";
   return el(
     "div",
@@ -375,9 +376,9 @@ function causeNode(page, cause) {
     el("div", { class: "inspect-head" },
       el("h3", { text: `Which piece ${stepWords(where, step)} needed` }),
       el("button", { type: "button", class: "cause-close", onclick: () => store.causeClosed(), text: "Close" })),
-    computing(cause) ? progress(cause, "Taking each piece away, one pass each") : null,
-    error ? el("p", { class: "error", text: error }) : null,
-    answer ? causeView(answer, whole?.answer ?? null, {
+    computing(token) ? progress(token, "Taking each piece away, one pass each") : null,
+    token.error ? el("p", { class: "error", text: token.error }) : null,
+    token.answer ? causeView(token.answer, whole?.answer ?? null, {
       wholeState, replyTokens: where.record.reply_tokens,
       onWhole: (show) => (show ? wholeReply(page, cause) : store.wholeShown(cause, false)),
     }) : null,

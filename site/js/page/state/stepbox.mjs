@@ -17,12 +17,11 @@ export const fields = () => ({
   //               after the id taken (a reply so far, tokenArrived's), kept once it ends with
   //               its stop_reason; answer chatlens.branch's (the branch as a reply); error why
   //               there is none (a sentence)
-  //   cause       {where, step, controller, context, progress, answer, error, whole, showWhole}:
-  //               which piece the step needed (chatlens.cause's answer; context: what Look
-  //               inside measured beside it, for its line), asked (answer null; progress
-  //               the worker's {read, of, doing}), then answered or failed (error a sentence);
-  //               whole: the same at the reply's last step {controller, progress, answer, error}
-  //               once asked (the whole reply so far), showWhole whether the view shows it
+  //   cause       {where, step, context, token, whole, showWhole}: which piece the step needed
+  //               (context: what Look inside measured beside it, for its line), its two
+  //               answers each a measure asked (measureOf below): token, the step's token
+  //               (chatlens.cause at `step`); whole, the whole reply so far (the same at the
+  //               reply's last step), null until asked; showWhole: whether the view shows it
   //   reloaded    a sentence: a branch the last visit was writing when it went, said until a
   //               message is sent or the conversation cleared
   // A new message, a new conversation, another mode or a restored conversation closes it: what
@@ -30,10 +29,14 @@ export const fields = () => ({
   stepBox: record({ named: null, status: null, inspection: null, branch: null, cause: null, reloaded: null }),
 });
 
+/** One of a cause's answers, asked: its AbortController while it computes, the worker's progress
+ * ({read, of, doing}), then its answer (chatlens.cause's) or why there is none (a sentence). */
+const measureOf = (controller) => Object.seal({ controller, progress: null, answer: null, error: null });
+
 /** The box's cause goes (another step named or inspected, the box closed): what it computes is stopped. */
 function causeEnded(state) {
   const cause = state.stepBox.cause;
-  cause?.controller?.abort();
+  cause?.token.controller?.abort();
   cause?.whole?.controller?.abort();
   state.stepBox.cause = null;
 }
@@ -103,34 +106,35 @@ export function transitions({ state, emit, store }) {
      * Returns it, for causeProgress and caused. */
     causeAsked(where, step, { controller, context = {} }) {
       causeEnded(state);
-      box.cause = Object.seal({ where, step, controller, context, progress: null, answer: null, error: null, whole: null,
-                                showWhole: false });
+      box.cause = Object.seal({ where, step, context, token: measureOf(controller), whole: null, showWhole: false });
       box.status = null;
       boxChange("causing");
       return box.cause;
     },
-    /** The whole reply so far is asked for the box's cause: the same at the reply's last step. */
+    /** The whole reply so far is asked for the box's cause: the same at the reply's last step.
+     * False when the cause is no longer the box's. */
     wholeAsked(cause, { controller }) {
-      if (box.cause !== cause) return null;
+      if (box.cause !== cause) return false;
       cause.whole?.controller?.abort();
-      cause.whole = Object.seal({ controller, progress: null, answer: null, error: null });
+      cause.whole = measureOf(controller);
       cause.showWhole = true;
       boxChange("causing");
-      return cause.whole;
+      return true;
     },
-    /** How far a cause (or its whole reply's) has got: the worker's progress. */
-    causeProgress(cause, part, progress) {
+    /** How far one of a cause's answers has got (`which`: "token" or "whole"): the worker's progress. */
+    causeProgress(cause, which, progress) {
       if (box.cause !== cause) return;
-      part.progress = progress;
+      cause[which].progress = progress;
       boxChange("cause-progress");
     },
-    /** A cause (or its whole reply's: part) answered, or failed (a sentence; null: stopped, nothing
-     * said). A live turn's completes what it shows of Look inside. */
-    caused(cause, part, { answer = null, error = null }) {
-      part.controller = null;
+    /** One of a cause's answers (`which`: "token" or "whole") came, or failed (a sentence; null:
+     * stopped, nothing said). The token's, of a live turn, completes what it shows of Look inside. */
+    caused(cause, which, { answer = null, error = null }) {
+      const measure = cause[which];
+      measure.controller = null;
       if (box.cause !== cause) return;
-      Object.assign(part, { answer, error, progress: null });
-      if (answer && part === cause && cause.where.kind === "live") {
+      Object.assign(measure, { answer, error, progress: null });
+      if (answer && which === "token" && cause.where.kind === "live") {
         const seen = box.inspection;
         const inspection = seen?.where.record === cause.where.record && seen.step === cause.step ? seen.answer : null;
         found(inside.caused(cause.where.record, answer, { inspection, ...cause.context }));
