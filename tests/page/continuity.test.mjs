@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { noCandidates, whereOf } from "../../site/js/modes/steps.mjs";
-import { branchReloaded, CANDIDATES_KEY, LIVE_KEY, loadLive, previewOf, printOf, recordAgain, RELOADED, saveBranch, saveLive } from "../../site/js/page/prefs.mjs";
+import { branchReloaded, CANDIDATES_KEY, LIVE_KEY, loadLive, previewOf, printOf, recordAgain, reloadedOf, RELOADED, saveBranch, saveLive } from "../../site/js/page/prefs.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 
 function memory() {
@@ -19,13 +19,12 @@ test("a reply being written is saved as far as it got, and comes back stopped by
   const store = createStore();
   const first = store.sent("Hi!", "key");
   saveLive(store.state.live.turns, storage); // sent: saved before Python has read it
-  assert.deepEqual(loadLive(storage), [{ user: "Hi!", settings: "key", saved: { count: undefined, wrote: undefined, stop: undefined, cut: true },
-                                        note: RELOADED, noteClass: "no-reply" }]);
+  assert.deepEqual(loadLive(storage), [{ user: "Hi!", settings: "key", reloaded: reloadedOf({ cut: true }), note: RELOADED, noteClass: "no-reply" }]);
   store.read(first, record([], null));
   store.tokenArrived(first, { id: 19556, text: "Hello", token: "Hello", bytes: "48656c6c6f" });
   saveLive(store.state.live.turns, storage);
   const [back] = loadLive(storage);
-  assert.deepEqual(back, { user: "Hi!", reply: "Hello", settings: "key", saved: { count: 9, wrote: 1, stop: "stopped", cut: true } });
+  assert.deepEqual(back, { user: "Hi!", reply: "Hello", settings: "key", reloaded: reloadedOf({ count: 9, wrote: 1, stop: "stopped", cut: true }) });
   saveLive([back], storage); // saved again after the reload: still what the reload stopped
   assert.deepEqual(loadLive(storage), [back]);
   // the conversation goes on after it, as after a reply stopped by hand
@@ -35,7 +34,7 @@ test("a reply being written is saved as far as it got, and comes back stopped by
 
 test("a message with no reply sent again takes its place; another message follows it", () => {
   const store = createStore();
-  store.restored([{ user: "Hi!", reply: "Hello" }, { user: "Tell me a joke.", note: RELOADED, noteClass: "no-reply", saved: { cut: true } }]);
+  store.restored([{ user: "Hi!", reply: "Hello" }, { user: "Tell me a joke.", note: RELOADED, noteClass: "no-reply", reloaded: reloadedOf({ cut: true }) }]);
   const hi = [{ role: "user", content: "Hi!" }, { role: "assistant", content: "Hello" }];
   store.sent("Tell me a joke.", "key"); // the same text: sent again
   assert.deepEqual(store.state.live.turns.map((t) => t.user), ["Hi!", "Tell me a joke."]);
@@ -67,7 +66,7 @@ test("a reply kept from a branch comes back from a reload marked as chosen by ha
   store.replied(turn, { ...record([57, 3681, 2], "eos"), reply_text: "A ship", branched: { step: 1, id: 3681, reply_ids: [57, 5248, 2] } });
   saveLive(store.state.live.turns, storage);
   const [back] = loadLive(storage);
-  assert.deepEqual(back.saved, { count: 9, wrote: 3, stop: "eos", branched: { step: 1, id: 3681 } });
+  assert.deepEqual(back.reloaded, reloadedOf({ count: 9, wrote: 3, stop: "eos", branched: { step: 1, id: 3681 } }));
   assert.equal(back.reply, "A ship");
   saveLive([back], storage); // saved again after the reload: still marked
   assert.deepEqual(loadLive(storage), [back]);
@@ -114,12 +113,12 @@ test("a reply comes back from a reload with its tokens and candidates: its recor
   assert.ok(!("top_k" in entry.kept) && !("prompt_ids" in entry.kept) && entry.kept.candidates === true);
   // read again after the reload: the request the reply was written from, and the same record
   const [back] = loadLive(storage);
-  const args = previewOf(back.saved.record, [{ role: "user", content: "Hi!" }]);
+  const args = previewOf(back.reloaded.kept, [{ role: "user", content: "Hi!" }]);
   assert.deepEqual(args, { messages: [{ role: "user", content: "Hi!" }], system: undefined, window: 256, reserve: 4, maxTokens: 4 });
-  const again = recordAgain(previewOfRecord(record), back.saved.record);
+  const again = recordAgain(previewOfRecord(record), back.reloaded.kept);
   for (const k of Object.keys(record)) assert.deepEqual(again[k], record[k], k);
   // another prompt (another tokenizer or template since): not this reply's record
-  assert.equal(recordAgain({ ...previewOfRecord(record), prompt_ids: [1, 520, 198, 58, 2, 198, 1, 520, 198] }, back.saved.record), null);
+  assert.equal(recordAgain({ ...previewOfRecord(record), prompt_ids: [1, 520, 198, 58, 2, 198, 1, 520, 198] }, back.reloaded.kept), null);
   // in the store: the turn gets its record again, and a step of it is the same request as before the reload
   const before = whereOf(store.state, turn.record, {});
   const restored = createStore();
@@ -135,7 +134,7 @@ test("a reply comes back from a reload with its tokens and candidates: its recor
   saveLive(restored.state.live.turns, counting);
   saveLive(restored.state.live.turns, counting);
   assert.ok(writes <= 1, writes);
-  assert.deepEqual(loadLive(storage)[0].saved.record, back.saved.record);
+  assert.deepEqual(loadLive(storage)[0].reloaded.kept, back.reloaded.kept);
 });
 
 test("with no room for the candidates the reply comes back without them, and says why", () => {
@@ -147,16 +146,21 @@ test("with no room for the candidates the reply comes back without them, and say
   saveLive(store.state.live.turns, full_);
   const [back] = loadLive(items);
   assert.equal(back.reply, "Hello");
-  assert.equal(back.saved.record.candidates, "lost");
-  assert.equal(back.saved.record.top_k, undefined);
+  assert.equal(back.reloaded.kept.candidates, "lost");
+  assert.equal(back.reloaded.kept.top_k, undefined);
   const restored = createStore();
   restored.restored([back]);
   const t = restored.state.live.turns[0];
-  restored.recordRestored(t, { record: recordAgain(previewOfRecord(full()), back.saved.record) });
+  restored.recordRestored(t, { record: recordAgain(previewOfRecord(full()), back.reloaded.kept) });
   assert.equal(t.record.top_k, null);
   assert.match(noCandidates(whereOf(restored.state, t.record, {})), /^This reply's candidates were not kept across the reload/);
   saveLive(restored.state.live.turns, items); // saved again: still lost, not "why this token was off"
-  assert.equal(loadLive(items)[0].saved.record.candidates, "lost");
+  assert.equal(loadLive(items)[0].reloaded.kept.candidates, "lost");
+  assert.throws(() => t.reloaded.record, /no field record/); // a declared shape: the record to read again is `kept`
+  // a branch kept since: the reply is this visit's, no longer the reload's
+  restored.replied(t, { ...t.record, reply_ids: [19556, 13, 2], branched: { step: 1, id: 13, reply_ids: [19556, 2] } });
+  assert.equal(t.reloaded, null);
+  assert.match(noCandidates(whereOf(restored.state, t.record, {})), /“Why this token” was off/);
 });
 
 test("a reply cut off by a reload keeps its tokens as far as it got; one whose prompt cannot be read says why", () => {
@@ -167,13 +171,13 @@ test("a reply cut off by a reload keeps its tokens as far as it got; one whose p
   store.tokenArrived(turn, { id: 19556, text: "Hello", token: "Hello", bytes: "48656c6c6f" });
   saveLive(store.state.live.turns, storage);
   const [back] = loadLive(storage);
-  assert.deepEqual([back.saved.cut, back.saved.record.reply_ids, back.saved.record.stop_reason], [true, [19556], "stopped"]);
+  assert.deepEqual([back.reloaded.cut, back.reloaded.kept.reply_ids, back.reloaded.kept.stop_reason], [true, [19556], "stopped"]);
   const restored = createStore();
   restored.restored([back]);
   const t = restored.state.live.turns[0];
   restored.recordRestored(t, { why: "the prompt Python reads now is not the one it was written after" });
   assert.equal(t.record, null);
-  assert.equal(t.saved.why, "the prompt Python reads now is not the one it was written after");
+  assert.equal(t.reloaded.why, "the prompt Python reads now is not the one it was written after");
   saveLive(restored.state.live.turns, storage); // still what the reload stopped, its record tried again at the next visit
-  assert.deepEqual(loadLive(storage)[0].saved, back.saved);
+  assert.deepEqual({ ...loadLive(storage)[0].reloaded }, { ...back.reloaded, why: null }); // why is said now, not saved
 });

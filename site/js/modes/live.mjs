@@ -10,7 +10,7 @@
 
 import { callArgs } from "../page/controls.mjs";
 import { hostNote } from "../page/hosts.mjs";
-import { asReloaded, previewOf, recordAgain } from "../page/prefs.mjs";
+import { previewOf, recordAgain } from "../page/prefs.mjs";
 import { liveMessages, sentAgain, unanswered } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
@@ -42,8 +42,8 @@ function drawLiveChat(page, dropped = new Set(), banner = liveBanner(page.state,
   const items = [];
   let index = 0;
   for (const t of state.live.turns) {
-    items.push({ role: "user", text: t.user, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
-    if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, saved: t.saved, dropped: dropped.has(index++) });
+    items.push({ role: "user", text: t.user, record: t.record, reloaded: t.reloaded, dropped: dropped.has(index++) });
+    if (t.reply !== undefined) items.push({ role: "assistant", text: t.reply, record: t.record, reloaded: t.reloaded, dropped: dropped.has(index++) });
     else if (t.streaming) items.push({ role: "assistant", text: t.streaming.reply_text, record: null, streaming: true, progress: t.streaming.progress });
     else if (t.note) items.push({ note: t.note, noteClass: t.noteClass });
   }
@@ -92,18 +92,18 @@ async function predictNewest(page) {
 const restoring = new WeakSet(); // the restored turns whose record was asked for again
 
 /** The records of the turns a reload brought back with their replies (prefs.mjs loadLive:
- * saved.record), read again once Python can read (a preview: no weights needed), the last turn's
+ * reloaded.kept), read again once Python can read (a preview: no weights needed), the last turn's
  * first (the panel shows it): their steps can then be inspected and branched as before the
  * reload. Where the prompt read now is not the one the reply was written after, the turn says why. */
 export async function restoreRecords(page) {
   const { api, state, store } = page;
   if (!canPreview(api)) return;
-  const todo = state.live.turns.filter((t) => t.saved?.record && !t.record && !restoring.has(t)).reverse();
+  const todo = state.live.turns.filter((t) => t.reloaded?.kept && !t.record && !restoring.has(t)).reverse();
   for (const turn of todo) restoring.add(turn);
   for (const turn of todo) {
     const i = state.live.turns.indexOf(turn);
     if (i < 0) continue; // a new conversation since
-    const kept = turn.saved.record;
+    const kept = turn.reloaded.kept;
     const messages = liveMessages({ live: { turns: state.live.turns.slice(0, i) } }, turn.user);
     try {
       const record = recordAgain(await api.preview(previewOf(kept, messages)), kept);
@@ -173,7 +173,7 @@ export async function showLive(page, controls) {
       drawLiveChat(page);
       renderMessage(reads, "Waiting for Python to start before the preview…");
     }
-    const why = last.saved?.why ? ` Its reply's steps cannot be inspected or branched: ${last.saved.why}.` : "";
+    const why = last.reloaded?.why ? ` Its reply's steps cannot be inspected or branched: ${last.reloaded.why}.` : "";
     const caption = last.settings === settingsKey(again)
       ? `Turn ${n} as you sent it: the same text, read again after the page reloaded (nothing is in the cache yet)${why && `.${why}`}`
       : `Turn ${n} again, under the settings chosen now: what the model would read if you sent it now`;
@@ -192,8 +192,8 @@ export async function showLive(page, controls) {
         : `Preview: what the model would read if you sent this now${inARow(turns)}`);
 }
 
-/** Whether the turn's reply is the one a reload cut off, brought back. */
-const cutByReload = (turn) => Boolean(turn.saved?.cut && asReloaded(turn));
+/** Whether the turn's reply is the one a reload cut off, brought back, its record read again. */
+const cutByReload = (turn) => Boolean(turn.reloaded?.cut && turn.record?.reply_ids);
 
 /** The turns a draft is sent after: a message sent again takes the place of the one that got no
  * reply (state.mjs sentAgain). */

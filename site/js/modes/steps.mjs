@@ -33,7 +33,7 @@
 // the page.
 
 import { branchRequest, causeRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../page/step.mjs";
-import { asReloaded, branchReloaded, saveBranch } from "../page/prefs.mjs";
+import { branchReloaded, saveBranch } from "../page/prefs.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
 import { causeView } from "../views/cause.mjs";
@@ -140,7 +140,7 @@ export function stepWords(where, step) {
  * block's once the step is inspected. */
 export function noCandidates(where) {
   const then = "once a step is inspected, its last block's candidates are offered to branch with.";
-  if (where.kind === "live" && where.turn?.saved?.record?.candidates === "lost" && asReloaded(where.turn)) {
+  if (where.kind === "live" && where.turn?.reloaded?.kept?.candidates === "lost") {
     return `This reply's candidates were not kept across the reload (the browser's storage had no room for them): ${then}`;
   }
   if (where.kind === "live" || where.kind === "plain") return `This reply has no candidates: “Why this token” was off when it was written; ${then}`;

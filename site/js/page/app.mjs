@@ -334,7 +334,7 @@ api.settingsReady.then(() => {
   if (p.why) store.whyChosen(true); // after the conversation is back: a setting changed saves it
   // A message a reload cut off before its reply began: back in the box, to send again.
   const cut = state.live.turns.at(-1);
-  if (cut?.saved?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;
+  if (cut?.reloaded?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;
   else if (drafts.live && !$("draft").value) $("draft").value = drafts.live; // typed, not sent, before the reload
   if (p.mode) return setMode(p.mode, { chosen: true });
   return landingMode().then((mode) => {

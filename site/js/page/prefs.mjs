@@ -3,6 +3,8 @@
 // live conversation. A value that is not valid is ignored, with a note the page shows: a bad
 // setting never stops the page.
 
+import { record } from "./state/shapes.mjs";
+
 export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText, why}
 export const LIVE_KEY = "chatlens.live"; // [{user, reply, settings, line, kept}]: the live conversation
 export const CANDIDATES_KEY = "chatlens.live.candidates"; // {reply's print: {top_k, top_k_tokens, top_k_bytes}} (keptOf)
@@ -124,29 +126,45 @@ export function saveConversationPrefs(prefs, storage = globalThis.localStorage) 
   write(storage, PREFS_KEY, prefs);
 }
 
-/** The live conversation saved last time: [{user, reply}] (reply undefined when it had none). A
- * turn whose reply was being written when the page went ("cut") comes back as a reply the reload
- * stopped: what it had written, marked stopped; one cut off before its first token comes back
- * with no reply (a note says why), to be sent again. */
+/**
+ * What a turn a reload brought back holds of its last visit (loadLive), in the turn's `reloaded`
+ * (page/state/conversation.mjs newTurn) for as long as its reply is that visit's (a branch kept
+ * since makes it null: the reply is this visit's then):
+ *   count, wrote, stop   the bubbles' lines as saved: the message's tokens, the reply's tokens and
+ *                        what ended it (null where the save had none)
+ *   cut                  the page went while the reply (or the read) was under way: what it had
+ *                        written comes back stopped by the reload, marked so
+ *   branched             {step, id}: the reply was a branch kept (chosen by hand), else null
+ *   kept                 the reply's record as saved (keptOf's, with its text and its candidates
+ *                        or candidates: "lost"), to be read again (recordAgain); null: it cannot be
+ *   why                  why its record could not be read again (a sentence), null until tried
+ */
+export const reloadedOf = ({ count = null, wrote = null, stop = null, cut = false, branched = null, kept = null }) =>
+  record({ count, wrote, stop, cut, branched, kept, why: null });
+
+/** The live conversation saved last time: newTurn's fields, {user, reply, settings, note,
+ * noteClass, reloaded} (reply undefined when it had none). A turn whose reply was being written
+ * when the page went ("cut") comes back as a reply the reload stopped: what it had written,
+ * marked stopped; one cut off before its first token comes back with no reply (a note says why),
+ * to be sent again. */
 export function loadLive(storage = globalThis.localStorage) {
   const v = read(storage, LIVE_KEY);
   if (!Array.isArray(v)) return [];
   const c = read(storage, CANDIDATES_KEY);
   const candidates = c && typeof c === "object" ? c : {};
-  const number = (n) => (Number.isInteger(n) && n >= 0 ? n : undefined);
+  const number = (n) => (Number.isInteger(n) && n >= 0 ? n : null);
   return v.filter((t) => t && typeof t.user === "string" && (t.reply === undefined || typeof t.reply === "string"))
     .map((t) => {
       const turn = t.reply === undefined ? { user: t.user } : { user: t.user, reply: t.reply };
       if (typeof t.settings === "string") turn.settings = t.settings;
       const l = t.line && typeof t.line === "object" ? t.line : {};
-      const saved = { count: number(l.count), wrote: number(l.wrote), stop: typeof l.stop === "string" ? l.stop : undefined };
-      if (t.cut === true) saved.cut = true;
       // a reply kept from a branch (TurnRecord.branched) stays marked as chosen by hand
       const b = l.branched;
-      if (b && Number.isInteger(b.step) && b.step >= 0 && Number.isInteger(b.id)) saved.branched = { step: b.step, id: b.id };
-      const kept = keptFrom(t.kept, t.reply, candidates);
-      if (kept) saved.record = kept;
-      if (Object.values(saved).some((x) => x !== undefined)) turn.saved = saved;
+      turn.reloaded = reloadedOf({
+        count: number(l.count), wrote: number(l.wrote), stop: typeof l.stop === "string" ? l.stop : null, cut: t.cut === true,
+        branched: b && Number.isInteger(b.step) && b.step >= 0 && Number.isInteger(b.id) ? { step: b.step, id: b.id } : null,
+        kept: keptFrom(t.kept, t.reply, candidates),
+      });
       if (t.reply === undefined && (t.cut === true || typeof t.noReply === "string")) {
         turn.note = t.cut === true ? RELOADED : t.noReply;
         turn.noteClass = "no-reply";
@@ -179,15 +197,15 @@ export function saveLive(turns, storage = globalThis.localStorage) {
       return { user: t.user, reply: s.reply_text, settings: t.settings, line: { count, wrote: s.reply_ids.length, stop: "stopped" },
                cut: true, ...(kept ? { kept } : {}) };
     }
-    // as a reload brought it back: its record not read again yet, or read again with the same reply
-    const restored = !r || sameReply(r, t.saved?.record);
-    const line = r && !(restored && t.saved?.cut) ? { count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined }
-      : { ...t.saved, record: undefined };
+    // as a reload brought it back (its record not read again yet, or read again: the same reply)
+    const back = t.reloaded;
+    const line = r && !back?.cut ? { count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined }
+      : back ? { count: back.count, wrote: back.wrote, stop: back.stop, branched: back.branched } : {};
     if (r?.branched) line.branched = { step: r.branched.step, id: r.branched.id };
     const out = { user: t.user, reply: t.reply, settings: t.settings, line };
-    const kept = t.reply === undefined ? null : keep(r ?? t.saved?.record ?? {}, restored ? t.saved?.record : null);
+    const kept = t.reply === undefined ? null : keep(r ?? back?.kept ?? {}, back?.kept);
     if (kept) out.kept = kept;
-    if (t.saved?.cut && restored) out.cut = true; // restored from a reload's cut, still as it was
+    if (back?.cut) out.cut = true; // restored from a reload's cut, still as it was
     else if (t.reply === undefined && t.note) out.noReply = t.note; // why it got none
     return out;
   });
@@ -277,10 +295,6 @@ export const previewOf = (kept, messages) => ({
   messages, system: kept.system ?? undefined, window: kept.window, reserve: kept.reserve, maxTokens: kept.max_tokens,
   ...(kept.special_in_text === false ? { specialInText: false } : {}),
 });
-
-/** Whether the turn's record is the one a reload brought back (recordAgain keeps the saved reply's
- * ids), not a reply written since. */
-export const asReloaded = (turn) => Boolean(turn?.record?.reply_ids && turn.record.reply_ids === turn.saved?.record?.reply_ids);
 
 /** The turn's record again: the prompt Python read now (a preview's record) with the reply kept,
  * or null when that prompt is not the one the reply was written after. */

@@ -7,7 +7,6 @@
 // the learner types. New messages are announced through #chat-announce, a visually hidden live
 // region that gets nothing else.
 
-import { asReloaded } from "../page/prefs.mjs";
 import { streamed } from "./bytes.mjs";
 import { STOP_SHORT } from "../lesson/terms.mjs";
 import { count, el, fill } from "./dom.mjs";
@@ -29,9 +28,9 @@ function messageCount(record) {
 }
 
 function metaOf(it) {
-  // a turn that came back from a reload: its saved lines, also once its record is read again when
-  // the reload cut its reply off
-  const saved = !it.record || (it.saved?.cut && asReloaded(it)) ? it.saved : null;
+  // a turn that came back from a reload (page/prefs.mjs reloadedOf): its saved lines until its
+  // record is read again, and after when the reload cut its reply off
+  const saved = it.reloaded && (!it.record || it.reloaded.cut) ? it.reloaded : null;
   if (it.role === "user") {
     const n = saved ? saved.count ?? null : messageCount(it.record);
     const parts = [];
@@ -41,7 +40,7 @@ function metaOf(it) {
   }
   if (it.streaming) return readingText(it.progress) ?? "writing…";
   const [wrote, stop] = saved ? [saved.wrote, saved.stop] : [it.record?.reply_ids?.length, it.record?.stop_reason];
-  if (!stop || wrote === undefined) return "";
+  if (!stop || wrote == null) return "";
   const why = saved?.cut ? "stopped: the page was reloaded while it was written" : STOP_SHORT[stop] || stop;
   return `wrote ${count(wrote, "token")} · ${why}`;
 }
@@ -201,7 +200,7 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
     if (it.note && it.noteClass === "no-reply") {
       const last = specs[specs.length - 1];
       if (last && last.role === "user") last.noReply = true;
-      if (!last?.saved?.cut) whyNone.push(it.note); // a reload's cut is said on its message, not in the banner
+      if (!last?.reloaded?.cut) whyNone.push(it.note); // a reload's cut is said on its message, not in the banner
       continue;
     }
     if (it.note) {
@@ -257,9 +256,9 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
     n.classList.toggle("is-dropped", Boolean(s.dropped));
     n.classList.toggle("current", Boolean(s.current));
     n.classList.toggle("no-reply", Boolean(s.noReply));
-    setMeta(n, metaOf(s), s.kind === "assistant" && !s.streaming ? s.record?.stop_reason ?? s.saved?.stop : null);
+    setMeta(n, metaOf(s), s.kind === "assistant" && !s.streaming ? s.record?.stop_reason ?? s.reloaded?.stop : null);
     if (s.kind === "assistant" && !s.streaming) setReplyTokens(n, s.record, why);
-    if (s.kind === "assistant") setByHand(n, s.streaming ? null : s.record?.branched ?? s.saved?.branched);
+    if (s.kind === "assistant") setByHand(n, s.streaming ? null : s.record?.branched ?? s.reloaded?.branched);
   });
 
   // One banner for the whole conversation.

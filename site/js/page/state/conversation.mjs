@@ -28,9 +28,11 @@ export const fields = () => ({
 /** A live turn, every field declared: user (the message), settings (the key it was read under),
  * record (what the model read, then the reply's), reply (its text, undefined while it has none),
  * note and noteClass (why it has none), streaming (the reply being written: a reply so far),
- * saved (the bubble's lines as a reload saved them: prefs.mjs loadLive). */
-export function newTurn({ user, settings, record = null, reply = undefined, note = undefined, noteClass = undefined, saved = undefined }) {
-  return Object.seal({ user, settings, record, reply, note, noteClass, streaming: null, saved });
+ * reloaded: null for a turn of this visit; for one a reload brought back, what it holds of the
+ * last visit (prefs.mjs reloadedOf: its lines, whether the reload cut it, its record to read
+ * again), until its reply changes (`replied`: a branch kept). */
+export function newTurn({ user, settings, record = null, reply = undefined, note = undefined, noteClass = undefined, reloaded = null }) {
+  return Object.seal({ user, settings, record, reply, note, noteClass, streaming: null, reloaded });
 }
 
 /** The reply of a live turn being written, begun by its record or, from an API that does not
@@ -52,10 +54,11 @@ export function transitions({ state, emit }) {
       emit("restored");
     },
     /** A restored turn's record read again (modes/live.mjs restoreRecords: the prompt read anew,
-     * the reply as saved), or why it cannot be (a sentence, kept in its saved lines). */
+     * the reply as saved), or why it cannot be (a sentence, said with the turn; not saved: the
+     * next visit tries again). */
     recordRestored(turn, { record = null, why = null }) {
       if (record) turn.record = record;
-      else turn.saved = { ...turn.saved, why }; // kept: the next visit tries again
+      else turn.reloaded.why = why;
       turnChange("record-restored", turn);
     },
     /** New conversation: Live starts over; Recorded goes back to its first turn. */
@@ -112,12 +115,14 @@ export function transitions({ state, emit }) {
       turnChange("read", turn);
     },
     /** The reply ended (end_turn, max_tokens or stopped): the turn's full record; the one
-     * transition for a reply that ended (a branch kept ends so too: stepbox.mjs branchKept).
-     * Another turn's reply ending closes a branch the step box holds: it was never that turn's. */
+     * transition for a reply that ended (a branch kept ends so too: stepbox.mjs branchKept), so
+     * the reply is this visit's (`reloaded` null). Another turn's reply ending closes a branch
+     * the step box holds: it was never that turn's. */
     replied(turn, record) {
       turn.record = record;
       turn.reply = record.reply_text;
       turn.streaming = null;
+      turn.reloaded = null;
       state.writing = false;
       const branch = state.stepBox.branch;
       if (branch && branch.where.turn !== turn) closeBox(state), emit("step-box", { what: "closed" });
