@@ -58,6 +58,19 @@ def deep(server):
     return folder, f"{server.url}tiny-continuity/deep/"
 
 
+# Every localStorage write, with how many tokens the live reply being written had then (0: none
+# is being written): a token writes only its own reply, never the whole conversation.
+COUNT_WRITES = """(() => {
+  const set = Storage.prototype.setItem;
+  window.__writes = [];
+  Storage.prototype.setItem = function (key, value) {
+    const turn = window.chatlens?.pageState?.live.turns.at(-1);
+    window.__writes.push([key, turn?.streaming?.reply_ids.length ?? 0]);
+    return set.call(this, key, value);
+  };
+})();"""
+
+
 def metas(page):
     return page.eval_on_selector_all("#chat .msg .meta", "ms => ms.map(m => m.textContent)")
 
@@ -79,6 +92,7 @@ def test_a_reply_shows_its_read_moving_previews_a_draft_and_a_reload_loses_nothi
                                                                                   deep):
     folder, url = deep
     app = App(browser, server, snapshot=python_snapshot)
+    app.context.add_init_script(COUNT_WRITES)
     try:
         page = app.open(f"?jspi=off&model={url}")
         assert page.evaluate("chatlens.downloadModel()")["complete"]
@@ -116,7 +130,10 @@ def test_a_reply_shows_its_read_moving_previews_a_draft_and_a_reload_loses_nothi
         # A reload once a token is written: the message, and the reply as far as it got, marked.
         page.wait_for_function("() => document.querySelector('#chat .msg.assistant.is-streaming .content')?.textContent.length > 0",
                                timeout=TURN_MS)
-        page.reload()
+        # its tokens wrote the reply by itself (at most once a second), never the conversation again
+        during = {key for key, tokens in page.evaluate("window.__writes") if tokens}
+        assert "chatlens.live.growing" in during and "chatlens.live" not in during, during
+        page.reload()  # the page hidden first: the reply as far as it was shown is written
         app.wait_ready()
         page.wait_for_function("() => document.querySelectorAll('#chat .msg').length === 2")
         (who, said), (who2, partial) = bubbles(page)

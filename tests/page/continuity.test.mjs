@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { noCandidates, whereOf } from "../../site/js/modes/steps.mjs";
-import { branchReloaded, CANDIDATES_KEY, LIVE_KEY, loadLive, previewOf, printOf, recordAgain, reloadedOf, RELOADED, saveBranch, saveLive } from "../../site/js/page/prefs.mjs";
+import { branchReloaded, CANDIDATES_KEY, createSaver, GROWING_KEY, LIVE_KEY, loadLive, previewOf, printOf, recordAgain, reloadedOf, RELOADED,
+  saveBranch, saveGrowing, saveLive } from "../../site/js/page/prefs.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 
 function memory() {
@@ -180,4 +181,65 @@ test("a reply cut off by a reload keeps its tokens as far as it got; one whose p
   assert.equal(t.reloaded.why, "the prompt Python reads now is not the one it was written after");
   saveLive(restored.state.live.turns, storage); // still what the reload stopped, its record tried again at the next visit
   assert.deepEqual({ ...loadLive(storage)[0].reloaded }, { ...back.reloaded, why: null }); // why is said now, not saved
+});
+
+/** A clock and timers a test moves by hand: createSaver's now, later and cancel. */
+function clock() {
+  let t = 0;
+  const timers = new Map();
+  let next = 0;
+  return {
+    now: () => t,
+    later: (fn, ms) => (timers.set(++next, { fn, at: t + ms }), next),
+    cancel: (id) => timers.delete(id),
+    advance(ms) {
+      t += ms;
+      for (const [id, { fn, at }] of [...timers]) if (at <= t) timers.delete(id), fn();
+    },
+  };
+}
+
+test("a reply's tokens write only that reply, at most once a second; a page hide saves what was shown; its end the whole", () => {
+  const items = memory();
+  const writes = new Map(); // key -> setItem calls
+  const storage = { ...items, setItem: (k, v) => (writes.set(k, (writes.get(k) ?? 0) + 1), items.setItem(k, v)) };
+  const time = clock();
+  const saver = createSaver({ whole: (turns) => saveLive(turns, storage), grown: (turns) => saveGrowing(turns, storage), ...time });
+  const store = createStore();
+  const turns = () => store.state.live.turns;
+  for (const text of ["Hi!", "Again"]) {
+    const t = store.sent(text, "key");
+    saver.changed(turns());
+    store.replied(t, full());
+    saver.changed(turns());
+  }
+  const turn = store.sent("More", "key");
+  saver.changed(turns());
+  store.read(turn, previewOfRecord(full()));
+  saver.changed(turns());
+  writes.clear();
+  const n = 60; // a token every 20 ms: 1.2 s of tokens
+  for (let i = 0; i < n; i++) {
+    store.tokenArrived(turn, { id: 100 + i, text: ` w${i}`, token: ` w${i}`, bytes: "2077" });
+    saver.grew(turns());
+    time.advance(20);
+  }
+  assert.equal(writes.get(LIVE_KEY), undefined); // the conversation is not written again for a token
+  assert.ok(writes.get(GROWING_KEY) <= 2, `${writes.get(GROWING_KEY)} writes for ${n} tokens`);
+  assert.notEqual(loadLive(items).at(-1).reply, turn.streaming.reply_text); // the last tokens wait for their second
+  saver.flush(); // the page hidden (a reload hides it first)
+  const back = loadLive(items);
+  assert.deepEqual(back.map((t) => t.reply), ["Hello", "Hello", turn.streaming.reply_text]); // all that was shown
+  assert.deepEqual([back[2].reloaded.cut, back[2].reloaded.wrote, back[2].reloaded.kept.reply_ids.length], [true, n, n]);
+  // the reply's end: the conversation written whole, the growth's key gone, a growth that waited dropped
+  store.tokenArrived(turn, { id: 7, text: "!", token: "!", bytes: "21" });
+  saver.grew(turns());
+  store.replied(turn, full({ reply_ids: [...turn.streaming.reply_ids, 2], reply_text: `${turn.streaming.reply_text}!` }));
+  saver.changed(turns());
+  time.advance(2000);
+  assert.equal(items.getItem(GROWING_KEY), null);
+  assert.deepEqual([loadLive(items)[2].reloaded.cut, loadLive(items)[2].reply.endsWith("!")], [false, true]);
+  // a growth the page went before removing: its reply had ended (its entry is not cut), so the entry wins
+  items.setItem(GROWING_KEY, JSON.stringify({ at: 2, entry: { user: "More", reply: " w0", line: {}, cut: true } }));
+  assert.equal(loadLive(items)[2].reply.endsWith("!"), true);
 });

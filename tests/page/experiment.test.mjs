@@ -152,7 +152,7 @@ test("a comparison survives a reload: a finished one as it ended, a running one 
     const items = new Map();
     return { getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, String(v)), removeItem: (k) => items.delete(k) };
   };
-  // running: saved as the base's first reply is written (the page saves at every token)
+  // running: saved as the base's first reply is written (the page saves its growth at most once a second, and as it hides)
   let page;
   const storage = memory();
   page = pageOf(fakeApi({ at: (model, layout, i) => {

@@ -69,12 +69,24 @@ const refresh = (controls) => {
   return state.mode === "live" ? showLive(page, controls) : showRecorded(page, controls);
 };
 
+// What survives a reload is written as it changes; a reply being written only by what its tokens
+// add, at most once a second, and at once when the page is hidden (a reload hides it first) or
+// Stop is pressed (prefs.mjs createSaver).
+const liveSaved = prefs.createSaver({ whole: (turns) => prefs.saveLive(turns), grown: (turns) => prefs.saveGrowing(turns) });
+const compareSaved = prefs.createSaver({ whole: (run) => prefs.saveCompare(run), grown: (run) => prefs.saveCompare(run) });
+const flushSaves = () => {
+  liveSaved.flush();
+  compareSaved.flush();
+};
+addEventListener("pagehide", flushSaves);
+document.addEventListener("visibilitychange", () => document.visibilityState === "hidden" && flushSaves());
+
 /** Save what survives a reload: the mode, the system prompt, the window, the live conversation.
  * (The custom prompt is saved even when another preset is chosen: it is there to come back to.) */
 function remember(controls) {
   if (!api.settings) return;
   prefs.saveConversationPrefs(prefs.conversationToSave(state, { ...controls, custom: $("custom-system").value }));
-  prefs.saveLive(state.live.turns);
+  liveSaved.changed(state.live.turns);
 }
 
 /** The send and stop buttons say whether a reply is being written (the store's `writing`): Stop
@@ -153,7 +165,7 @@ function drawChange(change, controls) {
     case "plain":
       return drawPlain(page);
     case "compare":
-      if (change.current) prefs.saveCompare(state.compare.run); // a reload shows it again, as far as it got
+      if (change.current) compareSaved.changed(state.compare.run); // a reload shows it again, as far as it got
       return compareChanged(page, change);
     case "compare-stored":
       return drawAsk(page);
@@ -172,10 +184,13 @@ function drawChange(change, controls) {
       if (change.mode === "branch") return; // the step box's branch: its reply view (stepsChanged)
       if (change.mode === "plain") return change.type === "token" && !replyGrew(change.reply) && drawPlain(page);
       if (change.mode === "compare") {
-        if (change.type === "token") prefs.saveCompare(state.compare.run);
+        if (change.type === "token") compareSaved.grew(state.compare.run);
         return compareChanged(page, change);
       }
-      if (change.mode === "live" && change.type === "token") prefs.saveLive(state.live.turns);
+      if (change.mode === "live" && change.type === "token") liveSaved.grew(state.live.turns);
+      break;
+    case "stopping":
+      flushSaves(); // the reply as far as it got, before its end is saved
       break;
     case "sent":
       prefs.saveDraft("live", "");
@@ -184,9 +199,9 @@ function drawChange(change, controls) {
     case "read":
     case "replied":
     case "failed":
-      // The live conversation changed: keep it for the next visit at once (a message as it is
-      // sent, a reply as each token comes), so a reload in the middle of a reply loses nothing.
-      if (change.current !== false) prefs.saveLive(state.live.turns);
+      // The live conversation changed: keep it for the next visit at once (its tokens are kept
+      // as they come: "token" above), so a reload in the middle of a reply loses nothing.
+      if (change.current !== false) liveSaved.changed(state.live.turns);
       break;
   }
   liveChanged(page, change, controls);

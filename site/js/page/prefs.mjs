@@ -7,6 +7,7 @@ import { record } from "./state/shapes.mjs";
 
 export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText, why}
 export const LIVE_KEY = "chatlens.live"; // [{user, reply, settings, line, kept}]: the live conversation
+export const GROWING_KEY = "chatlens.live.growing"; // {at, entry}: the reply being written, as far as it got (saveGrowing)
 export const CANDIDATES_KEY = "chatlens.live.candidates"; // {reply's print: {top_k, top_k_tokens, top_k_bytes}} (keptOf)
 export const SOURCE_URL_KEY = "chatlens.model"; // the model source's URL (source.mjs): the key's name is the saved one
 export const BACKEND_KEY = "chatlens.backend";
@@ -150,6 +151,10 @@ export const reloadedOf = ({ count = null, wrote = null, stop = null, cut = fals
 export function loadLive(storage = globalThis.localStorage) {
   const v = read(storage, LIVE_KEY);
   if (!Array.isArray(v)) return [];
+  // the reply being written as far as it got, newer than the conversation's entry for it (the
+  // conversation saved since, that reply had ended: its entry is no longer cut, and wins)
+  const g = read(storage, GROWING_KEY);
+  if (g && Number.isInteger(g.at) && v[g.at]?.cut === true && g.entry?.user === v[g.at].user) v[g.at] = g.entry;
   const c = read(storage, CANDIDATES_KEY);
   const candidates = c && typeof c === "object" ? c : {};
   const number = (n) => (Number.isInteger(n) && n >= 0 ? n : null);
@@ -178,8 +183,9 @@ export const RELOADED = "No reply: the page was reloaded while the model read th
 
 /** Each turn's message and reply, the settings it was sent under, and what its bubbles say (the
  * message's count, how many tokens the reply took and what ended it), so a reload shows the same
- * lines: a stopped reply still says so. Saved as each message is sent and each token comes, so a
- * reload loses nothing: a reply being written is saved as far as it has got, marked cut. */
+ * lines: a stopped reply still says so. Saved whole as the conversation changes (a message sent,
+ * read, answered; createSaver below): a reply being written is saved as far as it has got,
+ * marked cut, and its growth since by saveGrowing; this write holds it, so the growth's key goes. */
 export function saveLive(turns, storage = globalThis.localStorage) {
   const candidates = new Map(); // a kept reply's key (candidatesKey) -> its candidates
   const keep = (r, was) => {
@@ -188,15 +194,9 @@ export function saveLive(turns, storage = globalThis.localStorage) {
     return kept;
   };
   const entries = turns.map((t) => {
+    if (underWay(t)) return growingEntry(t);
     const r = t.record;
-    const count = r?.pieces?.find((p) => p.kind === "new")?.count;
-    if (t.streaming || (!r && t.reply === undefined && !t.note)) { // being read or written now
-      const s = t.streaming; // a reply so far (state.mjs replySoFar)
-      if (!s?.reply_ids.length) return { user: t.user, settings: t.settings, line: { count }, cut: true };
-      const kept = r ? keptOf({ ...r, ...s, stop_reason: "stopped", timings: null, backend: null }) : null;
-      return { user: t.user, reply: s.reply_text, settings: t.settings, line: { count, wrote: s.reply_ids.length, stop: "stopped" },
-               cut: true, ...(kept ? { kept } : {}) };
-    }
+    const count = messageCount(r);
     // as a reload brought it back (its record not read again yet, or read again: the same reply)
     const back = t.reloaded;
     const line = r && !back?.cut ? { count, wrote: r.reply_ids?.length, stop: r.stop_reason ?? undefined }
@@ -211,7 +211,78 @@ export function saveLive(turns, storage = globalThis.localStorage) {
   });
   // the conversation first: where the candidates leave it no room, they go (loadLive says so)
   if (!write(storage, LIVE_KEY, entries) && write(storage, CANDIDATES_KEY, null)) write(storage, LIVE_KEY, entries);
+  write(storage, GROWING_KEY, null);
   saveCandidates(candidates, storage);
+}
+
+const messageCount = (record) => record?.pieces?.find((p) => p.kind === "new")?.count;
+
+/** Whether a turn is being read or written now. */
+const underWay = (t) => Boolean(t.streaming || (!t.record && t.reply === undefined && !t.note));
+
+/** A turn being read or written, as a reload would find it: what it has written so far (a reply
+ * so far: state/shapes.mjs replySoFar), marked cut, its record kept as far as it got. */
+function growingEntry(t) {
+  const r = t.record;
+  const s = t.streaming;
+  const count = messageCount(r);
+  if (!s?.reply_ids.length) return { user: t.user, settings: t.settings, line: { count }, cut: true };
+  const kept = r ? keptOf({ ...r, ...s, stop_reason: "stopped", timings: null, backend: null }) : null;
+  return { user: t.user, reply: s.reply_text, settings: t.settings, line: { count, wrote: s.reply_ids.length, stop: "stopped" },
+           cut: true, ...(kept ? { kept } : {}) };
+}
+
+/** The reply being written (the last turn's), as far as it has got, under its own key: a token
+ * rewrites that reply's entry, never the conversation before it (loadLive puts it in its place). */
+export function saveGrowing(turns, storage = globalThis.localStorage) {
+  const at = turns.length - 1;
+  if (at < 0 || !underWay(turns[at])) return;
+  const growing = { at, entry: growingEntry(turns[at]) };
+  // with no room, the candidates go first, as for the conversation
+  if (!write(storage, GROWING_KEY, growing) && write(storage, CANDIDATES_KEY, null)) {
+    if (storage) candidatesSaved.delete(storage); // written again by the next saveLive, if there is room then
+    write(storage, GROWING_KEY, growing);
+  }
+}
+
+/**
+ * When what survives a reload is written (app.mjs's subscriber calls it): `whole(x)` at once when
+ * it changes (`changed`: a message sent, read, answered or failed, a setting, a new conversation;
+ * a comparison started, a cell ended), and `grown(x)` for what a reply being written adds (`grew`:
+ * a token) at most once every `every` ms; `flush` writes a growth that waits, at once (the page
+ * hidden, which a reload does first, or Stop pressed). So a token does not serialise the
+ * conversation, and a reload loses nothing that was shown. now, later, cancel: the clock and
+ * timers (a test's own).
+ */
+export function createSaver({ whole, grown, every = 1000, now = () => Date.now(), later = setTimeout, cancel = clearTimeout }) {
+  let last = -Infinity; // when the growth was last written
+  let timer = null; // the growth waiting, once asked and not yet due
+  let waiting = null; // what it will write
+  const clear = () => {
+    if (timer !== null) cancel(timer);
+    timer = null;
+  };
+  const writeGrowth = () => {
+    clear();
+    last = now();
+    grown(waiting);
+  };
+  return {
+    changed(x) {
+      clear(); // the whole write holds the growth
+      whole(x);
+    },
+    grew(x) {
+      waiting = x;
+      if (timer !== null) return;
+      const wait = last + every - now();
+      if (wait <= 0) writeGrowth();
+      else timer = later(writeGrowth, wait);
+    },
+    flush() {
+      if (timer !== null) writeGrowth();
+    },
+  };
 }
 
 // -- a reply's record across a reload ------------------------------------------------------------------
