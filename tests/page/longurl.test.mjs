@@ -1,10 +1,11 @@
 // A ?model= of thousands of characters is shortened wherever an error names it, as the labels
-// shorten it (source.mjs's shortened and elideUrls): the status pill, its tooltip, the settings'
+// shorten it (lesson/terms.mjs's shortened and elideUrls): the status pill, its tooltip, the settings'
 // source line and the model box (issue 43, item 8).
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { elideUrls, shortened, sourceFromUrl } from "../../site/js/page/source.mjs";
+import { elideUrls, shortened } from "../../site/js/lesson/terms.mjs";
+import { sourceFromUrl } from "../../site/js/page/source.mjs";
 import { sourceError } from "../../site/js/views/downloads.mjs";
 import { statusView } from "../../site/js/views/status.mjs";
 
@@ -26,7 +27,7 @@ test("elideUrls keeps a URL's start and end, and leaves short ones and the words
 test("the status pill, its tooltip and the source line name a long ?model= shortened", () => {
   const source = sourceFromUrl(long, page);
   assert.ok(source.label.length <= 120); // the label, as before
-  const v = statusView({ status: failed, source, writing: false }, null);
+  const v = statusView({ status: failed, source, writing: false }, { note: null });
   assert.equal(v.state, "error");
   assert.equal(v.shown, elideUrls(failed.detail));
   assert.ok(v.title.length < 120 && v.title.startsWith("Error: "), v.title);
@@ -34,7 +35,7 @@ test("the status pill, its tooltip and the source line name a long ?model= short
   assert.equal(v.label, `${source.label} (${shortened(source.url)}): failed: ${elideUrls(failed.detail)}`);
   // a host the page may not read: the pill says so in a short line, the model box says why
   const other = sourceFromUrl(`https://example.org/${"c".repeat(5000)}/`, page);
-  const blocked = statusView({ status: { state: "error", detail: `${other.url}config.json: Failed to fetch` }, source: other }, "why");
+  const blocked = statusView({ status: { state: "error", detail: `${other.url}config.json: Failed to fetch` }, source: other }, { note: "why" });
   assert.equal(blocked.shown, "this page cannot read example.org (the model box says why)");
   assert.ok(blocked.label.length < 400, blocked.label);
 });

@@ -55,6 +55,14 @@ export function visibleToken(t) {
   return t.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u2192").replace(UNSEEN, codePoint);
 }
 
+/** A long URL as a label: its start and its end, the middle elided (a link may carry thousands of characters). */
+export function shortened(text, most = 120) {
+  return text.length > most ? `${text.slice(0, most - 41)}…${text.slice(-40)}` : text;
+}
+
+/** Every URL in `text` shortened (a long ?model= would fill an error's line). */
+export const elideUrls = (text, most = 80) => String(text).replace(/https?:\/\/[^\s"'()]+/g, (url) => shortened(url, most));
+
 /** What ended a reply, in the few words a chat bubble has room for. */
 export const STOP_SHORT = {
   end_turn: "the model ended it",

@@ -9,6 +9,7 @@ import { addFullContext, buildControls, readControls } from "./controls.mjs";
 import { setUpByHand } from "../modes/byhand.mjs";
 import { compareChanged, drawAsk, drawCompare, setUpCompare, showCompare, stopCompare } from "../modes/compare.mjs";
 import { liveChanged, restoreRecords, send, showLive, stop, whyOf } from "../modes/live.mjs";
+import { hostNote } from "./hosts.mjs";
 import { createModelBox } from "./model.mjs";
 import { registerOffline } from "./offline.mjs";
 import { drawPlain, setUpPlain, stopPlain, tokenizePlain } from "../modes/plain.mjs";
@@ -23,6 +24,7 @@ import { renderRecord } from "../views/reads.mjs";
 import { replyGrew } from "../views/reply.mjs";
 import { drawStatus } from "../views/status.mjs";
 import { setUpWorkbench } from "../modes/workbench.mjs";
+import { weightsSentence } from "./weights.mjs";
 
 const api = createApi();
 window.chatlens = api;
@@ -208,8 +210,10 @@ function drawChange(change, controls) {
 }
 
 // -- status ---------------------------------------------------------------------------------------
+/** The status line, with what the page knows of the model source: why it cannot be read, its weights. */
+const showStatus = () => drawStatus(api, { note: hostNote(api.source), weights: api.source ? weightsSentence(api.source) : null });
 api.onStatus(({ state: s }) => {
-  drawStatus(api);
+  showStatus();
   // The chat's banner when replies cannot be had (views/chat.mjs liveBanner).
   if (api.model?.backend) store.repliesKnown({ state: "ready", why: "" });
   else if (api.model?.error) store.repliesKnown({ state: "none", why: api.model.error, offer: api.model.offer ?? null });
@@ -356,7 +360,7 @@ api.settingsReady.then(() => {
     store.landed();
     setMode(mode);
   });
-}, () => drawStatus(api)); // the status line says why build.json could not be read
+}, showStatus); // the status line says why build.json could not be read
 
 /** Where a visit with no mode of its own lands: Live once the model is stored (it can answer),
  * else Recorded, which has real replies, with the download offered beside it. */

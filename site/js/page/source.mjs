@@ -8,6 +8,7 @@
 // A source is {kind: "hf" | "gguf", url (absolute; a folder URL ends with "/"), label, origin,
 // model ("instruct" | "base"; none for a URL), verified (a sentence), files, manifest} (store/spec.mjs).
 
+import { shortened } from "../lesson/terms.mjs";
 import { modelPref } from "./prefs.mjs";
 
 const HUB = "https://huggingface.co/";
@@ -32,14 +33,6 @@ export function sourceFromUrl(value, base) {
   url.hash = "";
   return { kind: "hf", url: url.href, label: shortened(hub ? parts.slice(0, 2).join("/") : url.href), origin: "url" };
 }
-
-/** A long URL as a label: its start and its end, the middle elided (a link may carry thousands of characters). */
-export function shortened(text, most = 120) {
-  return text.length > most ? `${text.slice(0, most - 41)}…${text.slice(-40)}` : text;
-}
-
-/** Every URL in `text` shortened (a long ?model= would fill an error's line). */
-export const elideUrls = (text, most = 80) => String(text).replace(/https?:\/\/[^\s"'()]+/g, (url) => shortened(url, most));
 
 /** build.json's pins of the two models (its `models`), {instruct, base}: each {repo, revision,
  * files: [{name, sha256?, size?, optional?}], verified: how its files are verified, in a

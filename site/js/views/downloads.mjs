@@ -5,7 +5,7 @@
 // browser stores (which model, which revision, how verified), its storage estimate, delete one
 // model or all.
 
-import { elideUrls } from "../page/source.mjs";
+import { elideUrls } from "../lesson/terms.mjs";
 import { formatBytes } from "../store/errors.mjs";
 import { $, el, fill, refill } from "./dom.mjs";
 

@@ -1,8 +1,6 @@
 // The status line (is Python up, is the model read) and the model-source line in the settings.
 
-import { hostNote } from "../page/hosts.mjs";
-import { elideUrls, shortened } from "../page/source.mjs";
-import { weightsSentence } from "../page/weights.mjs";
+import { elideUrls, shortened } from "../lesson/terms.mjs";
 import { $ } from "./dom.mjs";
 
 // Each state's headline; the worker's detail follows it only where it adds something.
@@ -33,9 +31,11 @@ export function restates(headline, detail) {
  * What the status pill and the settings' source line say, with no DOM: {state, headline, shown
  * (the pill's detail, "" for none), title, label, error}. A URL in the worker's detail is
  * shortened as the labels shorten it (a ?model= of thousands of characters would fill the pill
- * and the line). note: hostNote(api.source), the reason a source cannot be read (null: none).
+ * and the line). What the page knows of the source (app.mjs): note, the reason it cannot be read
+ * (page/hosts.mjs hostNote; null: none); weights, which weights it holds, in a sentence
+ * (page/weights.mjs weightsSentence; null before the source is known).
  */
-export function statusView(api, note = hostNote(api.source)) {
+export function statusView(api, { note = null, weights = null } = {}) {
   const { state } = api.status;
   const detail = api.status.detail ? elideUrls(api.status.detail) : api.status.detail;
   // A reply being written is what the page is doing, whatever the worker last said.
@@ -49,13 +49,14 @@ export function statusView(api, note = hostNote(api.source)) {
     headline,
     shown,
     title: detail ? `${headline}: ${detail}` : headline,
-    label: state === "error" ? `${where}: failed: ${detail}` : api.source ? `${where}. ${weightsSentence(api.source)}` : where,
+    label: state === "error" ? `${where}: failed: ${detail}` : api.source && weights ? `${where}. ${weights}` : where,
     error: state === "error",
   };
 }
 
-export function drawStatus(api) {
-  const v = statusView(api);
+/** The status line drawn; known: statusView's {note, weights}. */
+export function drawStatus(api, known) {
+  const v = statusView(api, known);
   $("status").dataset.state = v.state;
   $("status-text").textContent = v.headline;
   $("status-detail").textContent = v.shown;
