@@ -1,11 +1,11 @@
-// What a link or the last visit may set (site/js/page/prefs.mjs backendPref, modelPref,
+// What a link or the last visit may set (site/js/page/prefs.mjs backendPref, sourceUrlPref,
 // conversationPrefs, checkWindow) and the arguments the controls make (page/controls.mjs
 // callArgs), in node: a page parameter wins over a saved value, a value that is not valid is
 // ignored with a note, and what a note names is what was given.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { callArgs } from "../../site/js/page/controls.mjs";
-import { BACKENDS, BACKEND_KEY, SOURCE_URL_KEY, PREFS_KEY, backendPref, checkWindow, conversationPrefs, modelPref } from "../../site/js/page/prefs.mjs";
+import { BACKENDS, BACKEND_KEY, SOURCE_URL_KEY, PREFS_KEY, backendPref, checkWindow, conversationPrefs, sourceUrlPref } from "../../site/js/page/prefs.mjs";
 
 function memory(values = {}) {
   const items = new Map(Object.entries(values));
@@ -26,10 +26,10 @@ test("the backend: the page's parameter, else the saved one, else auto; one not 
 });
 
 test("the model source: an http(s) URL, relative ones read against the page", () => {
-  assert.deepEqual(modelPref({ location: at(), storage: memory() }), { url: null, notes: [] });
-  assert.equal(modelPref({ location: at("?model=/models/tiny/"), storage: memory() }).url, new URL("/models/tiny/", "http://localhost/").href);
-  assert.equal(modelPref({ location: at(), storage: memory({ [SOURCE_URL_KEY]: "https://example.org/m.gguf" }) }).url, "https://example.org/m.gguf");
-  const bad = modelPref({ location: at(`?model=${encodeURIComponent("javascript:alert(1)")}`), storage: memory() });
+  assert.deepEqual(sourceUrlPref({ location: at(), storage: memory() }), { url: null, notes: [] });
+  assert.equal(sourceUrlPref({ location: at("?model=/models/tiny/"), storage: memory() }).url, new URL("/models/tiny/", "http://localhost/").href);
+  assert.equal(sourceUrlPref({ location: at(), storage: memory({ [SOURCE_URL_KEY]: "https://example.org/m.gguf" }) }).url, "https://example.org/m.gguf");
+  const bad = sourceUrlPref({ location: at(`?model=${encodeURIComponent("javascript:alert(1)")}`), storage: memory() });
   assert.equal(bad.url, null);
   assert.match(bad.notes[0], /javascript:alert\(1\)/);
 });

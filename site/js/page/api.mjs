@@ -114,7 +114,7 @@ import { createDownloads } from "./downloads.mjs";
 import { connect } from "./connection.mjs";
 import { toWire } from "./protocol.mjs";
 import { FIELDS, JOBS, MESSAGES } from "../worker/protocol.gen.mjs";
-import { backendPref, modelPref } from "./prefs.mjs";
+import { backendPref, sourceUrlPref } from "./prefs.mjs";
 import { resolveSource } from "./source.mjs";
 
 export function createApi() {
@@ -137,9 +137,9 @@ export function createApi() {
     },
   };
   const backend = backendPref();
-  const model = modelPref();
+  const sourceUrl = sourceUrlPref(); // ?model=, a model source's URL (not chatlens.model, what computes)
   api.backend = backend.backend;
-  api.notes.push(...backend.notes, ...model.notes);
+  api.notes.push(...backend.notes, ...sourceUrl.notes);
   const setStatus = (state, detail = "") => {
     api.status = { state, detail };
     for (const fn of listeners) fn(api.status);
@@ -152,7 +152,7 @@ export function createApi() {
     return build.settings;
   });
   // The model source, resolved once for the page (a new worker reads the same one).
-  api.sourceReady = api.settingsReady.then(async () => (api.source ??= await resolveSource({ build: api.build, wanted: model.url })));
+  api.sourceReady = api.settingsReady.then(async () => (api.source ??= await resolveSource({ build: api.build, wanted: sourceUrl.url })));
   api.sourceReady.catch(() => {}); // `ready` rejects with the reason
 
   // The worker. When one that had started dies, the page says so and starts another: the

@@ -304,7 +304,7 @@ $("source-reset").addEventListener("click", () => stopFirst(() => {
   prefs.saveChoice(prefs.SOURCE_URL_KEY, null);
   location.search = ""; // a ?model= in the address would choose the same source again
 }));
-$("source-url").value = prefs.modelPref().url || "";
+$("source-url").value = prefs.sourceUrlPref().url || "";
 $("backend").value = api.backend;
 $("backend").addEventListener("change", () => stopFirst(() => {
   prefs.saveChoice(prefs.BACKEND_KEY, $("backend").value);

@@ -46,8 +46,9 @@ export function backendPref({ location = globalThis.location, storage = globalTh
   return { backend: "auto", notes: [] };
 }
 
-/** The model URL asked for (?model=, else saved), or null; a note when it is not an http(s) URL. */
-export function modelPref({ location = globalThis.location, storage = globalThis.localStorage } = {}) {
+/** The model source's URL asked for (?model=, else saved), or null; a note when it is not an http(s)
+ * URL. ("model" in the parameter's and the saved key's names, kept as links and saves have them.) */
+export function sourceUrlPref({ location = globalThis.location, storage = globalThis.localStorage } = {}) {
   const fromUrl = new URLSearchParams(location.search).get("model");
   const saved = read(storage, SOURCE_URL_KEY, false);
   const value = fromUrl || saved;

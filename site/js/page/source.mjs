@@ -9,7 +9,7 @@
 // model ("instruct" | "base"; none for a URL), verified (a sentence), files, manifest} (store/spec.mjs).
 
 import { shortened } from "../lesson/terms.mjs";
-import { modelPref } from "./prefs.mjs";
+import { sourceUrlPref } from "./prefs.mjs";
 
 const HUB = "https://huggingface.co/";
 
@@ -42,10 +42,10 @@ export function pinsOf(build) {
 }
 
 /** The configured source: ?model=, then the saved setting, then the mirror, then the Hub.
- * `wanted`: the model URL asked for (default: prefs.mjs's modelPref, which ignores a bad one).
+ * `wanted`: the model URL asked for (default: prefs.mjs's sourceUrlPref, which ignores a bad one).
  * `manifest`: the mirror's models/manifest.json when already read (null: none); else it is fetched. */
 export async function resolveSource({ location = globalThis.location, storage = globalThis.localStorage, build,
-                                      wanted = modelPref({ location, storage }).url, manifest } = {}) {
+                                      wanted = sourceUrlPref({ location, storage }).url, manifest } = {}) {
   const { instruct } = pinsOf(build);
   if (wanted) {
     const source = sourceFromUrl(wanted, location.href);

@@ -17,6 +17,13 @@
 // An area reads any of the state, and sets another's field where a transition means it (a message
 // sent sets `writing`); what another area does as a whole it asks of that area's exported rule
 // (stepbox.mjs closeBox) or transition (`store`: branchKept ends a reply through `replied`).
+//
+// What "model" names here: `model` is a model key, "instruct" or "base" (build.json's
+// model_keys, chatlens.contract.MODELS): a comparison cell's, and compare.stored's keys; "the
+// model" in prose is the network that reads and writes. None of the other things called model is
+// in this state: what computes a model's replies once its weights are loaded (the API's
+// chatlens.model and chatlens.baseModel), a stored copy of its files (the model store, store/,
+// each record keyed by its source's id) and ?model=, a model source's URL (prefs.mjs sourceUrlPref).
 
 import * as comparison from "./state/comparison.mjs";
 import * as conversation from "./state/conversation.mjs";
