@@ -3,7 +3,7 @@
 // prints (the Pirate's "ye", its numbers rounded); the view only words them.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { likelier, moved, pieceWords, replySpan, stepWords } from "../../site/js/views/cause.mjs";
+import { likelier, moved, pieceWords, replySpan, tokenSentence } from "../../site/js/views/cause.mjs";
 
 const answer = {
   step: 1, reply_ids: [49, 6602, 28], chosen_id: 6602, chosen_token: "ye", p: 0.1256, top_id: 6602, top_p: 0.1256,
@@ -21,8 +21,8 @@ const answer = {
 
 test("a measure says where the chosen token's probability went and what leads instead", () => {
   const [system, message] = answer.pieces;
-  assert.equal(stepWords(answer, system.knocked), "“ye” falls to 0.19% (from 12.6%); it would write “·You” instead (24.8%).");
-  assert.equal(stepWords(answer, message.knocked), "“ye” stays near 22.6% (from 12.6%); it is still the model's choice.");
+  assert.equal(tokenSentence(answer, system.knocked), "“ye” falls to 0.19% (from 12.6%); it would write “·You” instead (24.8%).");
+  assert.equal(tokenSentence(answer, message.knocked), "“ye” stays near 22.6% (from 12.6%); it is still the model's choice.");
   assert.equal(moved(0.5, 0.1), "rises to 50.0% (from 10.0%)");
 });
 

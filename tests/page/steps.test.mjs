@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { inRange, noCandidates, recordRequest, refusal, stepWords, whereOf } from "../../site/js/modes/steps.mjs";
+import { inRange, noCandidates, recordRequest, refusal, stepName, whereOf } from "../../site/js/modes/steps.mjs";
 import { branchRequest, inspectRequest, recordedRequest } from "../../site/js/page/step.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 import { toWire } from "../../site/js/page/protocol.mjs";
@@ -72,7 +72,7 @@ test("a recorded turn: the recording's request, and no keeping", () => {
   assert.equal(where.kind, "recorded");
   assert.deepEqual(where.args, recordedRequest(recorded, conv, 3));
   assert.match(where.keep, /kept in Live mode/);
-  assert.equal(stepWords(where, 0), `token 1 of recorded turn 4's reply, “${conv.turns[3].reply_tokens[0].replace(/ /g, "·")}”`);
+  assert.equal(stepName(where, 0), `token 1 of recorded turn 4's reply, “${conv.turns[3].reply_tokens[0].replace(/ /g, "·")}”`);
 });
 
 test("a comparison cell: each is a step of its model and layout; only the instruct template cell branches", () => {
@@ -107,7 +107,7 @@ test("plain text's continuation is a step of the text read with no template, not
   assert.deepEqual(where.args, { messages: [{ role: "user", content: "Once upon a time" }], layout: "plain" });
   assert.equal(where.record, answer);
   assert.match(where.branchWhy, /plain text's continuation can be inspected, not branched/);
-  assert.equal(stepWords(where, 1), "token 2 of the plain-text side's reply, “·there”");
+  assert.equal(stepName(where, 1), "token 2 of the plain-text side's reply, “·there”");
 });
 
 test("nothing is computed without the weights, or while a reply is written", () => {

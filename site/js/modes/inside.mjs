@@ -16,7 +16,7 @@ import { $ } from "../views/dom.mjs";
 import { causeRequest } from "../page/step.mjs";
 import { send, stop } from "./live.mjs";
 import { findConversation, loadRecorded, userMessage } from "./recorded.mjs";
-import { branchStep, causeStep, inspectStep, nameStep, refusal, stepWords, whereOf } from "./steps.mjs";
+import { branchStep, causeStep, inspectStep, nameStep, refusal, stepName, whereOf } from "./steps.mjs";
 
 /** The box of cases, drawn from the store's progress (app.mjs's subscriber, on "inside"). */
 export function drawLookInside(page) {
@@ -66,7 +66,7 @@ async function run(page, c) {
   }
   nameStep(page, where, step);
   if (watching.stopped) {
-    say(page, `The reply was stopped at token ${step + 1}, ${stepWords(where, step).split(", ").at(-1)}, to look inside it now: ` +
+    say(page, `The reply was stopped at token ${step + 1}, ${stepName(where, step).split(", ").at(-1)}, to look inside it now: ` +
         "send the message again for the whole reply.");
   }
   await inspectStep(page, where, step);

@@ -130,8 +130,8 @@ export function refusal(api, state, what) {
   return null;
 }
 
-/** "token 3 of turn 2's reply, “ pirate”" */
-export function stepWords(where, step) {
+/** A step's name, where the box says which step it acts on: "token 3 of turn 2's reply, “·pirate”". */
+export function stepName(where, step) {
   const t = where.record.reply_tokens?.[step];
   return `token ${step + 1} of ${where.label}'s reply${t === undefined ? "" : `, “${visibleToken(t)}”`}`;
 }
@@ -217,7 +217,7 @@ export function nameStep(page, where, step) {
 /** Inspect `step` (draft: the draft's first token, where.args the preview's request). */
 export async function inspectStep(page, where, step, { draft = false } = {}) {
   const { api, state, store } = page;
-  const what = draft ? "the first token of a reply to this draft" : stepWords(where, step);
+  const what = draft ? "the first token of a reply to this draft" : stepName(where, step);
   const why = refusal(api, state, "Inspecting a step");
   if (why) return store.stepSaid(why, "error");
   if (!draft && !inRange(where.record, step)) return store.stepSaid(`There is no token ${step + 1} in ${where.label}'s reply.`, "error");
@@ -354,7 +354,7 @@ function inspectionNode(page, inspection) {
   if (!inspectionNodes.has(inspection)) {
     const { answer, where, draft, step } = inspection;
     const tokens = knownTokens(answer, where.record); // the lens's spellings are in its answer
-    const title = `Inside ${draft ? "the first token of a reply to this draft" : stepWords(where, step)}`;
+    const title = `Inside ${draft ? "the first token of a reply to this draft" : stepName(where, step)}`;
     inspectionNodes.set(inspection, inspectView(answer, readOf(answer, where.record), { tokens, title, onClose: () => page.store.inspectionClosed() }));
   }
   return inspectionNodes.get(inspection);
@@ -374,7 +374,7 @@ function causeNode(page, cause) {
     "div",
     { class: "cause-box", dataset: { step } },
     el("div", { class: "inspect-head" },
-      el("h3", { text: `Which piece ${stepWords(where, step)} needed` }),
+      el("h3", { text: `Which piece ${stepName(where, step)} needed` }),
       el("button", { type: "button", class: "cause-close", onclick: () => store.causeClosed(), text: "Close" })),
     computing(token) ? progress(token, "Taking each piece away, one pass each") : null,
     token.error ? el("p", { class: "error", text: token.error }) : null,
@@ -405,7 +405,7 @@ function stepBar(page) {
   const lensChoices = !where.branchWhy && !where.record.top_k && inspected
     ? inspected.lens.at(-1).filter(([id]) => id !== where.record.reply_ids[step]) : [];
   const tokens = inspected ? knownTokens(inspected, where.record) : new Map();
-  const words = stepWords(where, step);
+  const words = stepName(where, step);
   return el(
     "div",
     { class: "step-bar", dataset: { step, kind: where.kind } },

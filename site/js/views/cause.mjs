@@ -27,9 +27,9 @@ export const MEASURES = {
 /** A token in a sentence: quoted, whitespace made visible. */
 export const quoted = (t) => `“${visibleToken(t ?? "")}”`;
 
-/** One measure of the step, in a sentence: the chosen token's probability under it, and what the
- * model would write instead when another token leads. */
-export function stepWords(answer, m) {
+/** The step's token under one measure, in a sentence: the chosen token's probability under it, and
+ * what the model would write instead when another token leads. */
+export function tokenSentence(answer, m) {
   const chosen = quoted(answer.chosen_token);
   const instead = m.top_id === answer.chosen_id ? "; it is still the model's choice"
     : `; it would write ${quoted(m.top_token)} instead (${percent(m.top_p)})`;
@@ -57,8 +57,8 @@ function timesWords(factor) {
   return `about ${m} × 10${String(p).split("").map((d) => SUPERSCRIPT[Number(d)]).join("")}`;
 }
 
-/** One measure of the whole reply so far, in a sentence. */
-export function replyWords(answer, m) {
+/** The whole reply so far under one measure, in a sentence. */
+export function replySentence(answer, m) {
   return `the reply so far is ${likelier(m.reply_logprob, answer.reply_logprob)} ` +
     `(log-probability ${m.reply_logprob.toFixed(2)}, from ${answer.reply_logprob.toFixed(2)}).`;
 }
@@ -75,7 +75,7 @@ export function replySpan(answer, tokens) {
 export function pieceWords(answer, piece, what, whole = false) {
   const m = piece[what];
   if (!m) return piece[`${what}_why`] ?? "Not computed.";
-  return whole ? replyWords(answer, m) : stepWords(answer, m);
+  return whole ? replySentence(answer, m) : tokenSentence(answer, m);
 }
 
 /**

@@ -110,16 +110,16 @@ export function inspectView(answer, read, { tokens = new Map(), onClose = null, 
 
   const chosen = answer.chosen_id;
   const word = (id) => (tokens.has(id) ? `“${visibleToken(tokens.get(id))}”` : `token ${id}`);
-  const stepWords = answer.reply_ids.length === 0 && answer.step === 0
+  const stepLabel = answer.reply_ids.length === 0 && answer.step === 0
     ? "the first token of a reply to this draft"
     : `token ${answer.step + 1} of the reply`;
   const root = el(
     "section",
-    { class: "inspect", "aria-label": `Inspection of ${stepWords}`, dataset: { step: answer.step, position: answer.position } },
+    { class: "inspect", "aria-label": `Inspection of ${stepLabel}`, dataset: { step: answer.step, position: answer.position } },
     el(
       "div",
       { class: "inspect-head" },
-      el("h3", { text: title ?? `Inside ${stepWords}` }),
+      el("h3", { text: title ?? `Inside ${stepLabel}` }),
       onClose ? el("button", { type: "button", class: "inspect-close", onclick: onClose, text: "Close" }) : null,
     ),
     el("p", { class: "inspect-chose" },
