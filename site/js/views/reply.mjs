@@ -15,12 +15,12 @@
 // Hooks, for views that act on a step (where it looked, another candidate taken), where the
 // reply's candidates are shown ("why this token" on, the reply ended: its chips then carry
 // data-step, the step's index): the node is the reply's, and
-//   node "chatlens:step"       CustomEvent, bubbles, detail {reply, step}: a chip was picked
-//                              (pointed at, tapped, reached with the arrow keys), its step's
-//                              candidates shown; opts.onStep(step, reply) the same
+//   opts.onStep(step, reply)   a chip was picked (pointed at, tapped, reached with the arrow
+//                              keys), its step's candidates shown
 //   node "chatlens:candidate"  CustomEvent, bubbles, detail {reply, step, id}: a candidate row of
-//                              the step shown was clicked (or Enter on it); opts.onCandidate(step,
-//                              id, reply) the same
+//                              the step shown was clicked (or Enter on it), heard by the step
+//                              box (modes/steps.mjs); opts.onCandidate(step, id, reply) the same
+// (A chip clicked names its step by the click itself: modes/steps.mjs listens for it.)
 // replyOf(node) is the reply a node (or an element inside it) draws.
 
 import { layout, spelled } from "./bytes.mjs";
@@ -188,7 +188,6 @@ function candidates(view, reply, box, special) {
     onShow: (i) => {
       step = i;
       opts.onStep?.(i, reply);
-      node.dispatchEvent(new CustomEvent("chatlens:step", { bubbles: true, detail: { reply, step: i } }));
     },
   });
   markNearTies(box, reply.top_k, gap);
