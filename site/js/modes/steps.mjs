@@ -13,8 +13,9 @@
 // which recomputes the step (a GPU step, or a NumPy pass of a tenth of a second and more), waits
 // for the button: tapping through tokens on a phone computes nothing.
 //
-// What the box holds is the store's (page/state.mjs stepBox: the step named, its inspection, its
-// branch, what the box says), changed by its transitions only; the actions here call the API and
+// What the box holds is the store's (page/state/stepbox.mjs stepBox: the step named, its
+// inspection, its cause, its branch, what the box says), changed by its transitions only; the
+// actions here call the API and
 // the transitions, and app.mjs's one subscriber draws the box (stepsChanged). Which request a
 // step makes comes from where the reply lives (whereOf below: a live turn, a recorded turn, a
 // comparison cell, plain text's chat side, the draft) and page/step.mjs's requests.

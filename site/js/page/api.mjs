@@ -108,7 +108,8 @@
 //   chatlens.pageState                          -> for tests: the page's state (page/state.mjs), set by the
 //                                                  page (app.mjs): read it, never change it
 // The record's fields, and what id, token, bytes and piece mean, are documented once, in
-// py/chatlens/record.py (TurnRecord); every other answer's fields in py/chatlens/protocol.py.
+// py/chatlens/record.py (TurnRecord); every other request's and answer's fields in
+// py/chatlens/contract.py (protocol.py holds the tables the wire is made from).
 
 import { createDownloads } from "./downloads.mjs";
 import { connect } from "./connection.mjs";

@@ -406,9 +406,9 @@ export const DRAFTS_KEY = "chatlens.drafts"; // {live, compare}: what was typed 
 
 const REPLY_FIELDS = ["reply_ids", "reply_text", "reply_tokens", "reply_bytes", "stop_reason"];
 
-/** What a reload keeps of a comparison run (state.mjs compareRunOf): its message, what both read,
- * how it ended, and each cell's reply: the answer's once it came, else the reply so far (a reply
- * being written saved as far as it got, like Live's). */
+/** What a reload keeps of a comparison run (page/state/comparison.mjs compareRunOf): its message,
+ * what both read, how it ended, and each cell's reply: the answer's once it came, else the reply
+ * so far (a reply being written saved as far as it got, like Live's). */
 export function compareToSave(run) {
   const cells = {};
   for (const [model, byLayout] of Object.entries(run.cells)) {
@@ -433,9 +433,9 @@ const neverRan = () => ({ reply_ids: [], reply_text: "", reply_tokens: [], reply
 /** Why a comparison a reload found running has stopped. */
 export const COMPARE_RELOADED = "the page was reloaded while it ran";
 
-/** The comparison saved last time, for state.mjs compareRestored, or null (none, or not
- * readable). One that was running comes back stopped by the reload: the reply under way keeps
- * what it wrote, marked stopped; the ones after it never ran. */
+/** The comparison saved last time, for the store's compareRestored (page/state/comparison.mjs),
+ * or null (none, or not readable). One that was running comes back stopped by the reload: the
+ * reply under way keeps what it wrote, marked stopped; the ones after it never ran. */
 export function loadCompare(storage = globalThis.localStorage) {
   const v = read(storage, COMPARE_KEY);
   if (!v || typeof v !== "object" || typeof v.text !== "string" || !v.cells || typeof v.cells !== "object") return null;

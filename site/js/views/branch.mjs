@@ -6,7 +6,7 @@
 // ("the model nearly chose ..."). The rule is views/why.mjs's isNearTie, the one "why this token"
 // marks them by.
 //
-// The branch as the view draws it (the page's state holds it, page/state.mjs stepBox.branch;
+// The branch as the view draws it (the page's state holds it, page/state/stepbox.mjs stepBox.branch;
 // views/branch.mjs only draws):
 //   step, id       where, and which id was taken by hand
 //   token          that id's token as text (from the step's candidates)

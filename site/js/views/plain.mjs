@@ -101,7 +101,7 @@ function column(title, about, body) {
 
 /**
  * Draw plain-text mode into `root`. view: {tokens: tokenize's answer or null, plain, chat: each a
- * side (page/state.mjs's slot: {streaming, answer, error}; the plain side's answer a
+ * side (page/state/shapes.mjs slotOf: {streaming, answer, error}; the plain side's answer a
  * Continuation, the chat side's the TurnRecord), gap, eos, lesson, presets, onLesson, hooks};
  * lesson (weightsOf the source) when the text is the lesson's, for the note beside its numbers;
  * presets (the settings' [{name, label}]) name a system prompt; onLesson() sends the words as the

@@ -5,12 +5,12 @@
 // (special tokens as chips), a chip a token, and, with "why this token" on and the reply's
 // candidates known, each step's candidates beside the chips.
 //
-// A token grows the reply in the store (state.mjs tokenArrived); replyGrew(reply) then appends
-// to the view drawn for that reply, if one is on the page: one chip and the text the token adds,
-// so a reply of N tokens draws N chips, not N²/2. Where appending cannot draw what a whole draw
-// draws (a character split across tokens: its chips are grouped under it; a special token in
-// the text; the reply ended), the view draws itself again in its own node. What it drew is kept
-// in one place, the view's own record of it (`views` below).
+// A token grows the reply in the store (page/state/growing.mjs tokenArrived); replyGrew(reply)
+// then appends to the view drawn for that reply, if one is on the page: one chip and the text the
+// token adds, so a reply of N tokens draws N chips, not N²/2. Where appending cannot draw what a
+// whole draw draws (a character split across tokens: its chips are grouped under it; a special
+// token in the text; the reply ended), the view draws itself again in its own node. What it drew
+// is kept in one place, the view's own record of it (`views` below).
 //
 // Hooks, for views that act on a step (where it looked, another candidate taken), where the
 // reply's candidates are shown ("why this token" on, the reply ended: its chips then carry
