@@ -1,7 +1,9 @@
 // One step of a reply, acted on: where its token looked (chatlens.inspect, drawn by
-// views/inspect.mjs) and what another candidate would have written (chatlens.branch, drawn by
-// views/branch.mjs beside the reply), whatever mode drew the reply. It attaches from outside: the
-// reply views (views/reply.mjs) say which step was picked, and this module listens on the page:
+// views/inspect.mjs), which piece of what the model read it needed (chatlens.cause, drawn by
+// views/cause.mjs: the step's token, and on asking the whole reply so far) and what another
+// candidate would have written (chatlens.branch, drawn by views/branch.mjs beside the reply),
+// whatever mode drew the reply. It attaches from outside: the reply views (views/reply.mjs) say
+// which step was picked, and this module listens on the page:
 //   a click on a reply's token chip (or Enter on the chips)   the step bar names that step, with
 //                                                             its actions: inspect it; branch
 //                                                             with the token it nearly chose

@@ -80,8 +80,8 @@
 //   await chatlens.chatTemplate()               -> {source, names, special_tokens}: the model's template
 //   await chatlens.labSource()                  -> {name, source}: the lab's hand-written Python
 //   await chatlens.runPython({code, seconds, results}) -> {stdout, stderr, error, timed_out, seconds, results}
-//   chatlens.writing                            -> true while a reply (run, complete or compare) is being
-//                                                  written; whoever asked for it stops it with its signal
+//   chatlens.writing                            -> true while a reply (run, complete, branch or compare) is
+//                                                  being written; whoever asked for it stops it with its signal
 //   await chatlens.downloadModel({model, onProgress, signal}) -> the stored model once the current source is
 //        stored and verified (then the worker loads its weights: chatlens.model, status "ready");
 //        model: the model key, "instruct" (the default: the current source) or "base" (the comparison's base
@@ -240,9 +240,9 @@ export function createApi() {
   /**
    * Each job, api[type] (JOBS: as its Python class declares it): one that writes a reply (run,
    * complete, branch, compare) is streamed (onRecord, onPrompt, onToken, onProgress; chatlens.writing
-   * while it runs) and a stop keeps what it wrote; another (predict, count, inspect) answers once it
-   * ends, and a stop rejects it with an AbortError. `signal` stops it. One that puts both models on
-   * the device (compare) attaches the base first, and its tokens say whose they are.
+   * while it runs) and a stop keeps what it wrote; another (predict, count, inspect, cause) answers
+   * once it ends, and a stop rejects it with an AbortError. `signal` stops it. One that puts both
+   * models on the device (compare) attaches the base first, and its tokens say whose they are.
    */
   for (const [type, declared] of Object.entries(JOBS)) {
     api[type] = async (args, { onRecord, onPrompt, onToken, onCellEnd, onProgress, signal } = {}) => {
