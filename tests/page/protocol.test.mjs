@@ -2,9 +2,10 @@
 // snake_case, and toWire alone converts, reading each request's fields from the contract
 // (protocol.gen.mjs), so a field the contract adds reaches the wire with no name written here.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { toWire } from "../../site/js/page/protocol.mjs";
-import { FIELDS, MESSAGES } from "../../site/js/worker/protocol.gen.mjs";
+import { FIELDS, JOBS, MESSAGES } from "../../site/js/worker/protocol.gen.mjs";
 
 const settings = { reply_limit: 96, compare_limit: 48, compare_top_k: 10 };
 const camel = (name) => name.replace(/_(\w)/g, (_, c) => c.toUpperCase());
@@ -53,4 +54,10 @@ test("what the page's state holds (proxies, which postMessage refuses) goes as p
 
 test("a request the worker does not take is refused", () => {
   assert.throws(() => toWire("bogus", {}), /no request bogus/);
+});
+
+test("api.mjs names every job method its loop makes, in the one comment a grep for them finds", () => {
+  const source = readFileSync(new URL("../../site/js/page/api.mjs", import.meta.url), "utf8");
+  const named = /The methods made here[^\n]*\n\s*\*\s+((?:api\.\w+\s*)+)/.exec(source)?.[1].trim().split(/\s+/);
+  assert.deepEqual(named, Object.keys(JOBS).map((type) => `api.${type}`));
 });

@@ -17,7 +17,7 @@
 //
 // What the box holds is the store's (page/state/stepbox.mjs stepBox: the step named, its
 // inspection, its cause, its branch, what the box says), changed by its transitions only; the
-// actions here call the API and
+// actions here call the API (api.inspect, api.cause, api.branch: made by api.mjs's loop) and
 // the transitions, and app.mjs's one subscriber draws the box (stepsChanged). Which request a
 // step makes comes from where the reply lives (whereOf below: a live turn, a recorded turn, a
 // comparison cell, plain text's chat side, the draft) and page/step.mjs's requests.

@@ -243,6 +243,8 @@ export function createApi() {
    * while it runs) and a stop keeps what it wrote; another (predict, count, inspect, cause) answers
    * once it ends, and a stop rejects it with an AbortError. `signal` stops it. One that puts both
    * models on the device (compare) attaches the base first, and its tokens say whose they are.
+   * The methods made here, one a kind (grep finds them here, not as definitions):
+   *   api.run api.complete api.predict api.count api.compare api.branch api.inspect api.cause
    */
   for (const [type, declared] of Object.entries(JOBS)) {
     api[type] = async (args, { onRecord, onPrompt, onToken, onCellEnd, onProgress, signal } = {}) => {
