@@ -152,6 +152,7 @@ export function createJobs() {
       let out = ask("start", { kind, args, depth: gpu ? gpu.depth() : 1 });
       if (!job.background) lastReply = spent;
       let cell = out.cell;
+      let placed = null; // the model whose weights are on the device for this job's runs, once asked
       for (;;) {
         if (out.record && !streamed.recorded) {
           streamed.recorded = true;
@@ -165,8 +166,12 @@ export function createJobs() {
           for (const f of flight.splice(0)) f.catch(() => {});
           cell = out.cell;
         }
-        // A comparison's runs go to the executor of the model whose reply it is.
-        if (gpu && !out.done) gpu = await models.onDevice(out.model);
+        // The runs go to the executor of the model whose reply it is: asked once a model, at the
+        // job's first runs and when a comparison moves to the other model, not at every step.
+        if (gpu && !out.done && out.model !== placed) {
+          gpu = await models.onDevice(out.model);
+          placed = out.model;
+        }
         for (const t of out.tokens) {
           if (streamed.skip > 0) streamed.skip -= 1;
           else (streamed.posted += 1), self.postMessage({ type: "token", id, token: t });
