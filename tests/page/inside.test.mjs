@@ -83,7 +83,7 @@ test("the year case: the last digit needs the date; the digits before it are sai
   assert.equal(year, "Writing “6”, the last digit of 2026 (37.9%): without the date (the template's default system prompt " +
     "in its place) it falls to 2.1% (from 37.9%), and “3” leads (30.0%); not read by the reply, it falls to 2.5% (from " +
     "37.9%), and “3” leads (30.0%). The digits before it, without the date: “2” stays near 97.8% (from 97.6%), “0” stays " +
-    "near 99.3% (from 99.3%), “2” stays near 79.8% (from 89.1%).");
+    "near 99.3% (from 99.3%), “2” falls to 79.8% (from 89.1%).");
   assert.deepEqual(caused(record, { ...cause, step: 6 }), {}); // not the last digit
 });
 

@@ -19,7 +19,7 @@
 // tests/page/inside.test.mjs.
 
 import * as challenges from "./challenges.mjs";
-import { moved, percent, visibleToken } from "./terms.mjs";
+import { change, moved, percent, visibleToken } from "./terms.mjs";
 
 export const STORAGE_KEY = "chatlens.inside.v1";
 
@@ -173,7 +173,7 @@ export function caused(record, cause, { inspection = null, digits = [] } = {}) {
   if (record.preset === "pirate" && WHO.test(newMessage(record)) && firstMessage(record) && system?.removed && system.knocked &&
       caseStep(pirateCase, record) === cause.step) {
     const { removed, knocked } = system;
-    const through = knocked.p >= cause.p / 2 && removed.p < cause.p / 2
+    const through = change(knocked.p / cause.p) === "little" && change(removed.p / cause.p) === "falls"
       ? " Not read, it barely moves, yet removed it falls: the system prompt reaches this token through the tokens that " +
         "read it, which a knockout leaves as they were and a removal does not."
       : "";

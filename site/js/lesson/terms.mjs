@@ -36,12 +36,27 @@ export function percent(p) {
   return "<0.01%";
 }
 
+/** How far a figure may move and still be said to change little: within a tenth either way (a
+ * factor under 1.1, up or down). */
+export const LITTLE = 1.1;
+
+/**
+ * The words of a change, one rule for the lab (a cause's figures: its table's cells, its
+ * sentences, Look inside's lines): a figure against what it was, as their ratio (a probability's
+ * p / from; the whole reply's, exp of the difference of its log-probabilities), is "little" when
+ * it moved by a factor under LITTLE either way, else "falls" or "rises".
+ */
+export function change(ratio) {
+  if (!(ratio >= 0)) return "little"; // nothing to compare (0 against 0)
+  return Math.max(ratio, 1 / ratio) < LITTLE ? "little" : ratio < 1 ? "falls" : "rises";
+}
+
+const CHANGE_WORDS = { falls: "falls to", rises: "rises to", little: "stays near" };
+
 /** How a probability moved, in words: "falls to 0.19% (from 12.6%)" (a cause's figures: the
  * chosen token's probability with a piece taken away, against every piece read). */
 export function moved(p, from) {
-  const ratio = p / from;
-  const how = ratio < 0.5 ? "falls to" : ratio > 2 ? "rises to" : "stays near";
-  return `${how} ${percent(p)} (from ${percent(from)})`;
+  return `${CHANGE_WORDS[change(p / from)]} ${percent(p)} (from ${percent(from)})`;
 }
 
 // What a reader would not see: the other spaces (no-break U+00A0, thin, ideographic, ...), line and

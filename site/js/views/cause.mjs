@@ -8,7 +8,7 @@
 // sentences are pure functions, played in node (tests/page/cause.test.mjs). All text goes in as
 // text nodes.
 
-import { moved, percent, visibleToken } from "../lesson/terms.mjs";
+import { change, moved, percent, visibleToken } from "../lesson/terms.mjs";
 import { count, el, term } from "./dom.mjs";
 
 export { moved };
@@ -40,9 +40,9 @@ export function tokenSentence(answer, m) {
  * for reading ("7,000 times less likely"), from the difference of log-probabilities. */
 export function likelier(logprob, base) {
   const d = logprob - base;
-  const factor = Math.exp(Math.abs(d));
-  if (factor < 1.1) return "about as likely";
-  return `${timesWords(factor)} times ${d < 0 ? "less" : "more"} likely`;
+  const how = change(Math.exp(d));
+  if (how === "little") return "about as likely";
+  return `${timesWords(Math.exp(Math.abs(d)))} times ${how === "falls" ? "less" : "more"} likely`;
 }
 
 const SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹";
@@ -118,10 +118,13 @@ export function causeView(answer, whole, { wholeState = "none", onWhole = null, 
 
 const COLUMNS = { knocked: "not read", removed: "without it" };
 
+// A cell's colour says the change its sentence says (lesson/terms.mjs change; the words say it too).
+const CELL_CLASSES = { falls: "cause-falls", rises: "cause-rises", little: "cause-stays" };
+
 function cell(answer, piece, what, whole) {
   const m = piece[what];
-  const fell = m && !whole ? m.p / answer.p : m ? Math.exp(m.reply_logprob - answer.reply_logprob) : null;
-  const cls = fell === null ? "cause-none" : fell < 0.5 ? "cause-falls" : fell > 2 ? "cause-rises" : "cause-stays";
+  const how = !m ? null : change(whole ? Math.exp(m.reply_logprob - answer.reply_logprob) : m.p / answer.p);
+  const cls = how === null ? "cause-none" : CELL_CLASSES[how];
   const column = piece.kind === "dropped" && what === "removed" ? "put back" : COLUMNS[what];
   return el("td", { class: `cause-cell ${cls}`, dataset: { what, p: m?.p ?? "", top: m?.top_id ?? "", logprob: m?.reply_logprob ?? "" } },
     el("span", { class: "cause-label", text: `${column}: ` }), // the column's name, where the table has no head (a phone)
