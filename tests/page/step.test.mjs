@@ -97,4 +97,8 @@ test("keeping a branch: the branch's reply is the turn's, marked chosen by hand,
   assert.deepEqual([kept.top_k, kept.top_k_tokens], [branched.top_k, branched.top_k_tokens]);
   assert.deepEqual([kept.reused_tokens, kept.timings, kept.prompt_ids], [0, { decode_ms: 5 }, [1, 2]]); // the turn's own figures stay
   assert.deepEqual(Object.keys(kept).sort(), Object.keys({ ...record, branched: null }).sort()); // nothing of the answer's own
+  // a branch whose rows before the step were not given (null): a record's candidates are every step's, or none (with_branch's rule)
+  const partial = keptRecord(record, { ...branched, top_k: [null, row(11), row(13)], top_k_tokens: [null, ["b", "y"], ["d", "w"]],
+                                       top_k_bytes: [null, ["62", "79"], ["64", "77"]] });
+  assert.deepEqual([partial.top_k, partial.top_k_tokens, partial.top_k_bytes, partial.reply_ids], [null, null, null, [10, 12, 13]]);
 });

@@ -84,11 +84,19 @@ export function compareCellRequest(prompt, { model, layout }, settings, context)
  * plain side): the text as the one message, read with no template. */
 export const plainRequest = (text) => ({ messages: [{ role: "user", content: text }], layout: "plain" });
 
+// What a reply wrote, of the record's fields: what a kept branch replaces (py/chatlens/record.py
+// WRITTEN; the rest, what was reused and computed and how long it took, is the turn's own).
+const WRITTEN = ["reply_ids", "reply_text", "reply_tokens", "reply_vocab", "reply_bytes", "stop_reason", "top_k", "top_k_tokens",
+                 "top_k_bytes"];
+
 /** The turn record once the branch `b` (chatlens.branch's answer: the branch as a reply, its
  * candidates included, built in Python) is kept: what the reply wrote is the branch's, marked as
- * chosen by hand (`branched`), the turn's own figures kept: chatlens.record.TurnRecord.with_branch. */
+ * chosen by hand (`branched`), the turn's own figures kept. The rule is defined once, in Python
+ * (chatlens.record.TurnRecord.with_branch, which the command line's /keep uses); this follows it
+ * field for field, its candidates included (every step's, or none), and tests/test_page_step.py
+ * holds the two equal on a branch Python keeps. */
 export function keptRecord(record, b) {
-  const { reply_ids, reply_text, reply_tokens, reply_vocab, reply_bytes, stop_reason, top_k, top_k_tokens, top_k_bytes } = b;
-  return { ...record, reply_ids, reply_text, reply_tokens, reply_vocab, reply_bytes, stop_reason, top_k, top_k_tokens, top_k_bytes,
-           branched: { step: b.step, id: b.id, reply_ids: b.branched_from } };
+  const written = Object.fromEntries(WRITTEN.map((k) => [k, b[k]]));
+  if (b.top_k?.includes(null)) Object.assign(written, { top_k: null, top_k_tokens: null, top_k_bytes: null });
+  return { ...record, ...written, branched: { step: b.step, id: b.id, reply_ids: b.branched_from } };
 }
