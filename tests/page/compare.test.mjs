@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { checkStored, compareMessage, compareView, estimateOf, recordedView, stopCompare } from "../../site/js/modes/compare.mjs";
 import { LESSON_TEXT } from "../../site/js/modes/plain.mjs";
-import { COMPARE_RELOADED, compareToSave, loadCompare, saveCompare } from "../../site/js/page/prefs.mjs";
+import { COMPARE_RELOADED, compareToSave, loadCompare, saveCompare } from "../../site/js/page/saved.mjs";
 import { cellsOf, createStore } from "../../site/js/page/state.mjs";
 import { baseNameOf, weightsOf } from "../../site/js/page/weights.mjs";
 import { cellState, estimate, estimateSentence, firstStep, lessonFigure, missingModels, stopSentence, whoseWeights } from "../../site/js/views/compare.mjs";

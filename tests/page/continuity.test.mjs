@@ -1,11 +1,11 @@
-// What survives a reload in the middle of a reply (site/js/page/prefs.mjs saveLive / loadLive), a
+// What survives a reload in the middle of a reply (site/js/page/saved.mjs saveLive / loadLive), a
 // reply's record read again after it (its steps inspected and branched as before), and a message
 // that got no reply sent again in its own place (state.mjs), in node.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { noCandidates, whereOf } from "../../site/js/modes/steps.mjs";
 import { branchReloaded, CANDIDATES_KEY, createSaver, GROWING_KEY, LIVE_KEY, loadLive, previewOf, printOf, recordAgain, reloadedOf, RELOADED,
-  saveBranch, saveGrowing, saveLive } from "../../site/js/page/prefs.mjs";
+  saveBranch, saveGrowing, saveLive } from "../../site/js/page/saved.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 
 function memory() {

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { compareMessage, estimateOf, recordedView } from "../../site/js/modes/compare.mjs";
 import { downloadFailure } from "../../site/js/views/downloads.mjs";
-import { COMPARE_RELOADED, compareToSave, loadCompare } from "../../site/js/page/prefs.mjs";
+import { COMPARE_RELOADED, compareToSave, loadCompare } from "../../site/js/page/saved.mjs";
 import { cellsOf, createStore } from "../../site/js/page/state.mjs";
 import { baseNameOf, weightsOf } from "../../site/js/page/weights.mjs";
 import { cellState, estimate, estimateSentence, missingModels, stopSentence, whoseWeights } from "../../site/js/views/compare.mjs";

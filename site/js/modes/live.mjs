@@ -10,7 +10,7 @@
 
 import { callArgs } from "../page/controls.mjs";
 import { hostNote } from "../page/hosts.mjs";
-import { previewOf, recordAgain } from "../page/prefs.mjs";
+import { previewOf, recordAgain } from "../page/saved.mjs";
 import { liveMessages, sentAgain, unanswered } from "../page/state.mjs";
 import { EMPTY_LIVE, drawChat, droppedOf, liveBanner } from "../views/chat.mjs";
 import { $ } from "../views/dom.mjs";
@@ -91,7 +91,7 @@ async function predictNewest(page) {
 
 const restoring = new WeakSet(); // the restored turns whose record was asked for again
 
-/** The records of the turns a reload brought back with their replies (prefs.mjs loadLive:
+/** The records of the turns a reload brought back with their replies (saved.mjs loadLive:
  * reloaded.kept), read again once Python can read (a preview: no weights needed), the last turn's
  * first (the panel shows it): their steps can then be inspected and branched as before the
  * reload. Where the prompt read now is not the one the reply was written after, the turn says why. */

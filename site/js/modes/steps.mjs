@@ -36,7 +36,7 @@
 // the page.
 
 import { branchRequest, causeRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../page/step.mjs";
-import { branchReloaded, saveBranch } from "../page/prefs.mjs";
+import { branchReloaded, saveBranch } from "../page/saved.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
 import { causeView } from "../views/cause.mjs";

@@ -17,6 +17,7 @@ import { drawLookInside } from "../modes/inside.mjs";
 import { setUpRecorded, showRecorded } from "../modes/recorded.mjs";
 import { setUpStepActions, stepsChanged } from "../modes/steps.mjs";
 import * as prefs from "./prefs.mjs";
+import * as saved from "./saved.mjs";
 import { createStore } from "./state.mjs";
 import { drawChallenges, drawSuggestions } from "../views/challenges.mjs";
 import { $, debounce } from "../views/dom.mjs";
@@ -73,9 +74,9 @@ const refresh = (controls) => {
 
 // What survives a reload is written as it changes; a reply being written only by what its tokens
 // add, at most once a second, and at once when the page is hidden (a reload hides it first) or
-// Stop is pressed (prefs.mjs createSaver).
-const liveSaved = prefs.createSaver({ whole: (turns) => prefs.saveLive(turns), grown: (turns) => prefs.saveGrowing(turns) });
-const compareSaved = prefs.createSaver({ whole: (run) => prefs.saveCompare(run), grown: (run) => prefs.saveCompare(run) });
+// Stop is pressed (saved.mjs createSaver).
+const liveSaved = saved.createSaver({ whole: (turns) => saved.saveLive(turns), grown: (turns) => saved.saveGrowing(turns) });
+const compareSaved = saved.createSaver({ whole: (run) => saved.saveCompare(run), grown: (run) => saved.saveCompare(run) });
 const flushSaves = () => {
   liveSaved.flush();
   compareSaved.flush();
@@ -336,8 +337,8 @@ api.settingsReady.then(() => {
   store.settingsRead(api.settings);
   setUpPlain(page);
   const drafts = prefs.loadDrafts();
-  const saved = prefs.loadCompare(); // the last comparison, shown again as it ended (or stopped by the reload)
-  if (saved) store.compareRestored(saved);
+  const comparison = saved.loadCompare(); // the last comparison, shown again as it ended (or stopped by the reload)
+  if (comparison) store.compareRestored(comparison);
   setUpCompare(page, { draft: drafts.compare, onDraft: (text) => prefs.saveDraft("compare", text) });
   const p = prefs.conversationPrefs(api.settings);
   if (p.preset) $("preset").value = p.preset;
@@ -347,7 +348,7 @@ api.settingsReady.then(() => {
   store.startRead(p);
   showNotes([...api.notes, ...state.start.notes]);
   if (p.specialInText !== undefined) $("special-in-text").checked = p.specialInText;
-  store.restored(prefs.loadLive());
+  store.restored(saved.loadLive());
   restoreRecords(page);
   if (p.why !== undefined) $("why").checked = p.why;
   if (p.why) store.whyChosen(true); // after the conversation is back: a setting changed saves it

@@ -130,7 +130,7 @@ export function createModelBox(api) {
 
   // The current source's model was deleted (here or through the API): the worker still holds
   // the weights it read, so the page starts again without them; the status then says replies
-  // need the model, chatlens.model is null, and the conversation is kept (prefs.mjs). The base
+  // need the model, chatlens.model is null, and the conversation is kept (saved.mjs). The base
   // leaving changes nothing for replies: the box says it is gone.
   globalThis.addEventListener(MODEL_DELETED, (e) => {
     if (e.detail?.model === "base") refreshBase();

@@ -28,7 +28,7 @@ function messageCount(record) {
 }
 
 function metaOf(it) {
-  // a turn that came back from a reload (page/prefs.mjs reloadedOf): its saved lines until its
+  // a turn that came back from a reload (page/saved.mjs reloadedOf): its saved lines until its
   // record is read again, and after when the reload cut its reply off
   const saved = it.reloaded && (!it.record || it.reloaded.cut) ? it.reloaded : null;
   if (it.role === "user") {

@@ -56,7 +56,7 @@ export function transitions({ state, emit }) {
       changed(run, "started");
       return run;
     },
-    /** A comparison shown again as a reload found it saved (prefs.mjs loadCompare): {text,
+    /** A comparison shown again as a reload found it saved (page/saved.mjs loadCompare): {text,
      * prompt, answer, error, stopped, cells: {model: {layout: {answer} | {streaming}}}}. */
     compareRestored(saved) {
       const run = compareRunOf(state.compare.seq + 1, saved.text, null, state.compare.shape);

@@ -29,7 +29,7 @@ export const fields = () => ({
  * record (what the model read, then the reply's), reply (its text, undefined while it has none),
  * note and noteClass (why it has none), streaming (the reply being written: a reply so far),
  * reloaded: null for a turn of this visit; for one a reload brought back, what it holds of the
- * last visit (prefs.mjs reloadedOf: its lines, whether the reload cut it, its record to read
+ * last visit (page/saved.mjs reloadedOf: its lines, whether the reload cut it, its record to read
  * again), until its reply changes (`replied`: a branch kept). */
 export function newTurn({ user, settings, record = null, reply = undefined, note = undefined, noteClass = undefined, reloaded = null }) {
   return Object.seal({ user, settings, record, reply, note, noteClass, streaming: null, reloaded });
@@ -47,7 +47,7 @@ export function transitions({ state, emit }) {
   // conversation may have started while it was read or written).
   const turnChange = (type, turn, detail = {}) => emit(type, { turn, current: state.live.turns.includes(turn), ...detail });
   return {
-    /** The live conversation kept from the last visit (page/prefs.mjs loadLive). */
+    /** The live conversation kept from the last visit (page/saved.mjs loadLive). */
     restored(turns) {
       state.live = record({ turns: turns.map(newTurn) });
       closeBox(state);
