@@ -47,15 +47,24 @@
 //        "instruct" (default) or "base" (once its weights are in); layout: "template" (default) or
 //        "plain" (the last message's text read as it is: plain text's, the comparison's plain
 //        cells). A signal rejects it with an AbortError
-//   await chatlens.cause({...as inspect, pieces}, {onProgress, signal}) -> which piece of the turn one
-//        step of its reply needed: {prompt_ids, reply_ids, step, position, chosen_id, chosen_token, p,
-//        top_id, top_p, reply_logprob, pieces: [{name, kind, label, start, end, attention_share,
-//        knocked, removed, knocked_why, removed_why}], reused_tokens, computed_tokens, backend}: each
-//        piece knocked out (the reply may not read it) and removed (the turn rendered without it; a
-//        dropped turn put back), each {p, top_id, top_token, top_p, reply_logprob, prompt_ids, what}
-//        or null with a sentence why; pieces: ["system:0", ...] (default: every piece);
-//        onProgress({read, of, ms, doing, ...}): tokens run through of all, and what is computed now
-//        in words. A signal rejects it with an AbortError; the cache holds what it held
+//   await chatlens.cause({...as inspect, pieces, tokens}, {onProgress, signal}) -> which piece of the
+//        turn one step of its reply needed: {prompt_ids, reply_ids, step, position, chosen_id,
+//        chosen_token, p, top_id, top_p, reply_logprob, tokens, pieces: [{name, kind, label, start,
+//        end, spans, count, attention_share, knocked, removed, knocked_why, removed_why}],
+//        reused_tokens, computed_tokens, backend}: each piece knocked out (the reply may not read
+//        it) and removed (the turn rendered without it; a dropped turn put back), each {p, top_id,
+//        top_token, top_p, reply_logprob, prompt_ids, what, tokens} or null with a sentence why;
+//        pieces: ["system:0", "user:0+assistant:0", ...] (default: every piece and, from two kept
+//        turns, the groups "replies:0" and "history:0"); tokens: true adds each reply position's
+//        {p, top_id, top_p} from 0 to the step; onProgress({read, of, ms, doing, stage, ...}):
+//        tokens run through of all, what is computed now in words, {done, of} passes. A signal
+//        rejects it with an AbortError; the cache holds what it held
+//   await chatlens.needs({...as run, replies, knocked, pieces, tokens}, {onProgress, signal}) -> which
+//        turn each reply of the conversation needed: {turns: [{turn, message_index, prompt_ids,
+//        reply_ids, reply_tokens, reply_logprob, tokens, pieces: [...as cause's, at the reply's
+//        last step]}], knocked, reused_tokens, computed_tokens, backend}; messages: the
+//        conversation, every assistant message a reply measured; replies: each one's ids as its
+//        record has them; knocked: knock pieces out too; onProgress's stage: {done, of, turn, turns}
 //   await chatlens.compare({text, maxTokens, topK}, {onPrompt, onToken, onCellEnd, onProgress, signal}) -> the
 //        lesson's experiment: the message read as plain text and in the chat template, by the base and the
 //        instruct model: {prompt: {text, plain_ids, plain_tokens, template_text, template_ids,
@@ -240,11 +249,11 @@ export function createApi() {
   /**
    * Each job, api[type] (JOBS: as its Python class declares it): one that writes a reply (run,
    * complete, branch, compare) is streamed (onRecord, onPrompt, onToken, onProgress; chatlens.writing
-   * while it runs) and a stop keeps what it wrote; another (predict, count, inspect, cause) answers
+   * while it runs) and a stop keeps what it wrote; another (predict, count, inspect, cause, needs) answers
    * once it ends, and a stop rejects it with an AbortError. `signal` stops it. One that puts both
    * models on the device (compare) attaches the base first, and its tokens say whose they are.
    * The methods made here, one a kind (grep finds them here, not as definitions):
-   *   api.run api.complete api.predict api.count api.compare api.branch api.inspect api.cause
+   *   api.run api.complete api.predict api.count api.compare api.branch api.inspect api.cause api.needs
    */
   for (const [type, declared] of Object.entries(JOBS)) {
     api[type] = async (args, { onRecord, onPrompt, onToken, onCellEnd, onProgress, signal } = {}) => {
