@@ -69,6 +69,8 @@ def test_a_row_is_the_cause_on_that_turn_s_whole_reply(conversation):
     assert [t.turn for t in got.turns] == [0, 1, 2] and [t.message_index for t in got.turns] == [1, 3, 5]
     for t, record in zip(got.turns, records):
         assert t.prompt_ids == record.prompt_ids and t.reply_ids == record.reply_ids
+        assert [p.messages for p in t.pieces if p.kind == "new"] == [[t.message_index - 1]]
+        assert all(set(row) == {"p", "top_id", "top_token", "top_p"} for row in t.tokens)
         asked = messages[:t.message_index]
         want = finished("cause", {"messages": asked, "window": WINDOW, "max_tokens": 6, "reply_ids": record.reply_ids,
                                   "step": len(record.reply_ids) - 1, "tokens": True})
@@ -120,6 +122,9 @@ def test_groups_and_pairs_render_the_conversation_without_them(conversation, tin
     assert got["history:0"].spans == ((spans["user0"][0], spans["assistant3"][1]),)  # contiguous: joined
     assert got["user:0+assistant:1"].spans == (spans["user0"], spans["assistant3"])
     assert "earlier replies" in got["replies:0"].label and got["history:0"].removed_what.startswith("Every earlier")
+    # which of the conversation's messages each holds: what a matrix's columns are keyed by
+    assert (got["replies:0"].messages, got["history:0"].messages, got["user:0+assistant:1"].messages) == \
+        ((1, 3), (0, 1, 2, 3), (0, 3))
 
 
 def test_bad_input_is_a_sentence_and_computes_nothing(tiny):

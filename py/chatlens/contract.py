@@ -376,8 +376,8 @@ class Measure:
     prompt_ids: list | None = doc("a removal's: the prompt rendered without the piece (a dropped turn: with it put "
                                   "back); null for a knockout", None)
     what: str | None = doc("a removal's: what stands in the piece's place, in a sentence; null for a knockout", None)
-    tokens: list | None = doc("when asked (a Cause's tokens): each reply position's {p, top_id, top_p} under it, "
-                              "from the reply's first token to the step's (its last)", None)
+    tokens: list | None = doc("when asked (a Cause's tokens): each reply position's {p, top_id, top_token, top_p} "
+                              "under it, from the reply's first token to the step's (its last)", None)
 
 
 @dataclass(frozen=True)
@@ -400,6 +400,9 @@ class CausePiece:
     spans: list = doc("[[start, end], ...]: every run of its tokens in the prompt (a group's are several); [] for a "
                       "dropped turn", factory=list)
     count: int = doc("its tokens in the prompt", 0)
+    messages: list = doc("the conversation's messages it holds, their indexes in `messages` ([] for the template's "
+                         "own pieces: its default system prompt, the header; and a system prompt given apart)",
+                         factory=list)
 
 
 @dataclass(frozen=True)
@@ -421,8 +424,8 @@ class Caused:
     reused_tokens: int = doc("tokens the cache held before the position when it began")
     computed_tokens: int = doc("every token run through: the step's own, then each counterfactual's")
     backend: str = doc("what computed it")
-    tokens: list | None = doc("when asked: each reply position's {p, top_id, top_p} with every piece read, from 0 "
-                              "to the step", None)
+    tokens: list | None = doc("when asked: each reply position's {p, top_id, top_token, top_p} with every piece "
+                              "read, from 0 to the step", None)
 
 
 @dataclass(frozen=True)
@@ -434,7 +437,7 @@ class NeededTurn:
     reply_ids: list = doc("the reply's ids")
     reply_tokens: list = doc("each id's token as text")
     reply_logprob: float = doc("the log-probability of the whole reply, every piece read")
-    tokens: list | None = doc("when asked: each reply token's {p, top_id, top_p}, every piece read", None)
+    tokens: list | None = doc("when asked: each reply token's {p, top_id, top_token, top_p}, every piece read", None)
     pieces: list = doc("CausePiece objects: removed, and knocked out when asked (null with knocked_why when not); "
                        "the record's order, then the groups, then dropped turns; attention_share is the step's that "
                        "wrote the reply's last token", factory=list)

@@ -453,19 +453,25 @@ class InspectJob(_Pulled):
                          computed_tokens=read, backend=self.cache.backend.name, note=note)
 
 
+def spelled(tok, rows) -> list:
+    """Each reply position's figures ({p, top_id, top_p}) with the best id's token as text."""
+    return [{**r, "top_token": tok.token_text(r["top_id"])} for r in rows]
+
+
 def cause_piece(tok, piece, cause, tokens=False) -> contract.CausePiece:
     """A chatlens.pieces.Piece with a Cause's figures for it: the one place a piece meets the page."""
     def measured(m):
         if m is None:
             return None
-        return contract.Measure(top_token=tok.token_text(m["top_id"]), **(m if tokens else _no_tokens(m)))
+        m = {**m, "tokens": spelled(tok, m["tokens"])} if tokens else _no_tokens(m)
+        return contract.Measure(top_token=tok.token_text(m["top_id"]), **m)
 
     got = cause.measures[piece.name]
     removed = measured(got["removed"])
     if removed is not None:
         removed = replace(removed, prompt_ids=list(piece.removed_ids), what=piece.removed_what)
     return contract.CausePiece(name=piece.name, kind=piece.kind, label=piece.label, start=piece.start, end=piece.end,
-                               spans=[list(s) for s in piece.spans], count=piece.tokens,
+                               spans=[list(s) for s in piece.spans], count=piece.tokens, messages=list(piece.messages),
                                attention_share=share(cause.attention, piece.spans) if piece.spans else None,
                                knocked=measured(got["knocked"]), removed=removed, knocked_why=piece.knocked_why,
                                removed_why=piece.removed_why)
@@ -506,7 +512,7 @@ class CauseJob(_Pulled):
         return contract.Caused(prompt_ids=list(self.record.prompt_ids), reply_ids=self.reply_ids, step=self.step,
                                position=r.position, chosen_id=r.chosen_id, chosen_token=tok.token_text(r.chosen_id),
                                p=r.p, top_id=r.top_id, top_p=r.top_p, reply_logprob=r.reply_logprob,
-                               tokens=r.tokens if self.tokens else None,
+                               tokens=spelled(tok, r.tokens) if self.tokens else None,
                                pieces=[cause_piece(tok, p, r, self.tokens) for p in self.pieces],
                                reused_tokens=r.reused_tokens, computed_tokens=r.computed_tokens,
                                backend=self.cache.backend.name)
@@ -545,7 +551,8 @@ class NeedsJob(_Pulled):
             turns.append(contract.NeededTurn(turn=r.turn, message_index=r.message_index,
                                              prompt_ids=list(r.record.prompt_ids), reply_ids=list(r.reply_ids),
                                              reply_tokens=[tok.token_text(i) for i in r.reply_ids],
-                                             reply_logprob=c.reply_logprob, tokens=c.tokens if self.tokens else None,
+                                             reply_logprob=c.reply_logprob,
+                                             tokens=spelled(tok, c.tokens) if self.tokens else None,
                                              pieces=pieces))
         return contract.Needed(turns=turns, knocked=self.knocked, reused_tokens=self.reused,
                                computed_tokens=self.pulled.prompt_read, backend=self.cache.backend.name)

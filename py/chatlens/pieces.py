@@ -88,6 +88,8 @@ class Piece:
       removed_what  what stands in its place, in a sentence
       knocked_why   why it cannot be knocked out (None: it can)
       removed_why   why it cannot be removed (None: it can)
+      messages      the conversation's messages it holds (their indexes; () for the template's own:
+                    its default system prompt, the header; a system prompt given apart)
     """
     name: str
     kind: str
@@ -97,6 +99,7 @@ class Piece:
     removed_what: str | None = None
     knocked_why: str | None = None
     removed_why: str | None = None
+    messages: tuple = ()
 
     @property
     def start(self) -> int | None:
@@ -156,6 +159,7 @@ class _Found:
     what: str | None  # REMOVED_WHAT's key, or "system"
     knocked_why: str | None = None
     removed_why: str | None = None
+    messages: tuple = ()
 
 
 def _merged(spans) -> tuple:
@@ -198,22 +202,26 @@ def _found(read: Read | None, record_pieces) -> list:
                 group = next((g for g in groups if index in g), [index])
                 gone, what = {at[i] for i in group if i in at}, "turn"
             mask = Mask(whole - gone)
-        out.append(_Found(f"{kind}:{n}", kind, p["label"], spans, mask, what, removed_why=why))
+        index = p.get("message_index")
+        out.append(_Found(f"{kind}:{n}", kind, p["label"], spans, mask, what, removed_why=why,
+                          messages=() if index is None else (int(index),)))
     if len(groups) >= 2:  # the groups: with one kept turn, each would be a piece already offered
         replies = [p for p in history if p["kind"] == "assistant"]
         if replies:
             spans = _merged((int(p["start"]), int(p["end"])) for p in replies)
             out.append(_Found("replies:0", "replies", f"the assistant's earlier replies ({_count(spans)} tokens)",
-                              spans, Mask(whole - {at[p["message_index"]] for p in replies}), "replies"))
+                              spans, Mask(whole - {at[p["message_index"]] for p in replies}), "replies",
+                              messages=tuple(p["message_index"] for p in replies)))
         spans = _merged((int(p["start"]), int(p["end"])) for p in history)
         out.append(_Found("history:0", "history", f"every earlier turn ({_count(spans)} tokens)", spans,
-                          Mask(whole - {at[p["message_index"]] for p in history}), "history"))
+                          Mask(whole - {at[p["message_index"]] for p in history}), "history",
+                          messages=tuple(p["message_index"] for p in history)))
     if read is not None and read.dropped:
         by_index = {d["message_index"]: d for d in read.dropped}
         for n, group in enumerate(turn_groups(sorted(by_index), by_index)):
             count = sum(by_index[i]["count"] for i in group)
             out.append(_Found(f"dropped:{n}", "dropped", f"dropped turn {n + 1} ({count} tokens)", (),
-                              Mask(whole, frozenset(group)), "dropped", knocked_why=NEVER_READ))
+                              Mask(whole, frozenset(group)), "dropped", knocked_why=NEVER_READ, messages=tuple(group)))
     return [f if f.mask is None or f.mask.keep or f.mask.add else _no_messages(f) for f in out]
 
 
@@ -222,7 +230,7 @@ def _count(spans) -> int:
 
 
 def _no_messages(f: _Found) -> _Found:
-    return _Found(f.name, f.kind, f.label, f.spans, None, None, f.knocked_why, NO_MESSAGES)
+    return _Found(f.name, f.kind, f.label, f.spans, None, None, f.knocked_why, NO_MESSAGES, f.messages)
 
 
 def _together(a: _Found, b: _Found) -> _Found:
@@ -237,7 +245,7 @@ def _together(a: _Found, b: _Found) -> _Found:
         mask = Mask(a.mask.keep & b.mask.keep, a.mask.add | b.mask.add, a.mask.header and b.mask.header)
     found = _Found(f"{a.name}+{b.name}", "together", f"{a.label} and {b.label}", _merged(a.spans + b.spans), mask,
                    "together", a.knocked_why or b.knocked_why,
-                   a.removed_why or b.removed_why if mask is None else None)
+                   a.removed_why or b.removed_why if mask is None else None, tuple(sorted({*a.messages, *b.messages})))
     return found if mask is None or mask.keep else _no_messages(found)
 
 
@@ -287,5 +295,5 @@ def turn_pieces(tokenizer, template, record, messages, names=None, *, plain=Fals
         knocked_why = f.knocked_why
         if knocked_why is None and f.spans and not Piece("", "", "", f.spans).hidden:
             knocked_why = FIRST_TOKEN  # the first token alone: it stays readable
-        out.append(Piece(f.name, f.kind, f.label, f.spans, ids, what, knocked_why, f.removed_why))
+        out.append(Piece(f.name, f.kind, f.label, f.spans, ids, what, knocked_why, f.removed_why, f.messages))
     return out
