@@ -31,7 +31,7 @@ test("in Live the control's preset is saved, and the mode only once chosen", () 
   const store = createStore();
   const controls = { preset: "pirate", custom: "", window: 256, specialInText: true };
   assert.deepEqual(conversationToSave(store.state, controls),
-                   { mode: undefined, preset: "pirate", custom: "", window: 256, specialInText: true, why: false });
+                   { mode: undefined, preset: "pirate", custom: "", window: 256, specialInText: true, why: false, guessFirst: false });
   store.modeChosen("live", { chosen: true });
   assert.equal(conversationToSave(store.state, controls).mode, "live");
 });
@@ -43,6 +43,9 @@ test("“Why this token” survives a reload: it was once off at every visit", (
   store.whyChosen(true);
   saveConversationPrefs(conversationToSave(store.state, controls), storage);
   assert.equal(conversationPrefs(settings, { location: nowhere, storage }).why, true);
+  store.guessFirstChosen(true); // "Guess first" too
+  saveConversationPrefs(conversationToSave(store.state, controls), storage);
+  assert.equal(conversationPrefs(settings, { location: nowhere, storage }).guessFirst, true);
   store.whyChosen(false);
   saveConversationPrefs(conversationToSave(store.state, controls), storage);
   assert.equal(conversationPrefs(settings, { location: nowhere, storage }).why, false);

@@ -38,7 +38,8 @@ test("the conversation's settings: the link over the saved ones, each checked ag
   const saved = memory({ [PREFS_KEY]: JSON.stringify({ mode: "plain", preset: "pirate", window: 512, custom: "Be brief.", specialInText: false, why: true }) });
   const p = conversationPrefs(settings, { location: at("?preset=none&window=256"), storage: saved });
   assert.deepEqual({ ...p, notes: p.notes.length }, { mode: "plain", preset: "none", custom: "Be brief.", specialInText: false,
-                                                      why: true, window: 256, pendingWindow: undefined, notes: 0 });
+                                                      why: true, guessFirst: undefined, window: 256, pendingWindow: undefined,
+                                                      notes: 0 });
   const bad = conversationPrefs(settings, { location: at("?mode=chat&preset=haiku&window=-3"), storage: memory() });
   assert.deepEqual([bad.mode, bad.preset, bad.window], [undefined, undefined, undefined]);
   assert.equal(bad.notes.length, 3);

@@ -4,7 +4,7 @@
 // stops the page. What a reload brings back of the page's work (the live conversation, a branch,
 // the comparison) is saved.mjs's.
 
-export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText, why}
+export const PREFS_KEY = "chatlens.prefs"; // {mode, preset, custom, window, specialInText, why, guessFirst}
 export const SOURCE_URL_KEY = "chatlens.model"; // the model source's URL (source.mjs): the key's name is the saved one
 export const BACKEND_KEY = "chatlens.backend";
 export const BACKENDS = ["auto", "webgpu", "numpy"];
@@ -88,6 +88,7 @@ export function conversationPrefs(settings, { location = globalThis.location, st
     custom: typeof stored.custom === "string" ? stored.custom : undefined,
     specialInText: typeof stored.specialInText === "boolean" ? stored.specialInText : undefined,
     why: typeof stored.why === "boolean" ? stored.why : undefined, // "why this token"
+    guessFirst: typeof stored.guessFirst === "boolean" ? stored.guessFirst : undefined, // "guess first"
     window: undefined,
     pendingWindow: undefined,
     notes,
@@ -117,7 +118,8 @@ export function checkWindow(pending, nCtx) {
 export function conversationToSave(state, controls) {
   return { mode: state.modeChosen ? state.mode : undefined,
            preset: state.customKept ? "custom" : controls.preset,
-           custom: controls.custom, window: controls.window, specialInText: controls.specialInText, why: state.why };
+           custom: controls.custom, window: controls.window, specialInText: controls.specialInText, why: state.why,
+           guessFirst: state.guessFirst };
 }
 
 export function saveConversationPrefs(prefs, storage = globalThis.localStorage) {

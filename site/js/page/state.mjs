@@ -12,6 +12,7 @@
 //   growing.mjs        the one way a reply grows, whatever the mode (no fields of its own)
 //   plain.mjs          plain text: the text, its tokens and its two sides
 //   stepbox.mjs        the step box: a step named, inspected, its cause asked, branched, kept
+//   needs.mjs          the conversation's matrix: which turn each reply needed
 //   comparison.mjs     the comparison's run and its four cells
 //   lesson.mjs         the challenges, Look inside's progress, Recorded mode, the workbench
 // An area reads any of the state, and sets another's field where a transition means it (a message
@@ -29,6 +30,7 @@ import * as comparison from "./state/comparison.mjs";
 import * as conversation from "./state/conversation.mjs";
 import * as growing from "./state/growing.mjs";
 import * as lesson from "./state/lesson.mjs";
+import * as needs from "./state/needs.mjs";
 import * as plain from "./state/plain.mjs";
 import * as settings from "./state/settings.mjs";
 import { record } from "./state/shapes.mjs";
@@ -38,7 +40,7 @@ export { addToken, replySoFar } from "./state/shapes.mjs";
 export { liveMessages, newTurn, sentAgain, unanswered } from "./state/conversation.mjs";
 export { cellsOf } from "./state/comparison.mjs";
 
-const AREAS = [settings, conversation, growing, plain, stepBox, comparison, lesson];
+const AREAS = [settings, conversation, growing, plain, stepBox, needs, comparison, lesson];
 
 /** Each area's own: fields or transitions, merged; a name two areas both declare throws. */
 function merged(parts, what) {

@@ -24,6 +24,9 @@ export const fields = () => ({
   // "Why this token": replies carry each token's candidates, and the preview predicts the
   // first one (modes/live.mjs). Off by default: off costs nothing.
   why: false,
+  // "Guess first": a cause's table and the conversation's matrix ask which piece the learner
+  // thinks the token or reply needed before they show the figures. Saved with the settings.
+  guessFirst: false,
   nearTieGap: null, // build.json's near_tie_gap (chatlens.defaults), once the settings are read
   // What the page read at its start (app.mjs): a window that waits for the model's context
   // (prefs.mjs conversationPrefs's pendingWindow), the notes about ignored settings, and
@@ -75,6 +78,10 @@ export function transitions({ state, emit }) {
     viewChosen(view) {
       state.view = view;
       emit("view", { view });
+    },
+    guessFirstChosen(on) {
+      state.guessFirst = on;
+      emit("guess-first", { on });
     },
     whyChosen(on) {
       state.why = on;
