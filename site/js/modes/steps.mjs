@@ -38,12 +38,14 @@
 import { branchRequest, causeRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../page/step.mjs";
 import { branchReloaded, saveBranch } from "../page/saved.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
+import { PART_OF } from "../page/state/stepbox.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
 import { causeView } from "../views/cause.mjs";
 import { cellName } from "../views/compare.mjs";
-import { stepParts } from "../views/chat.mjs";
-import { $, count, el, fill } from "../views/dom.mjs";
+import { $, el, refill } from "../views/dom.mjs";
 import { inspectView, knownTokens, readOf } from "../views/inspect.mjs";
+import { workWords } from "../views/progress.mjs";
+import { stripView } from "../views/strip.mjs";
 import { replyGrew, replyOf } from "../views/reply.mjs";
 import { visibleToken } from "../views/tokens.mjs";
 
@@ -158,7 +160,7 @@ export const inRange = (record, step) => Number.isInteger(step) && step >= 0 && 
 // -- the page --------------------------------------------------------------------------------------
 
 const STYLES = ["inspect.css", "branch.css", "cause.css"];
-const inspectionNodes = new WeakMap(); // an inspection (state.stepBox's) -> its view: drawn once, its controls its own
+const inspectionNodes = new WeakMap(); // an inspection (state.stepBox's) -> {looked, formed}: its views, drawn once each
 
 const context = (api) => ({ settings: api.settings, context: api.model?.n_ctx });
 
@@ -169,7 +171,10 @@ export function setUpStepActions(page) {
   for (const href of STYLES) {
     if (!document.querySelector(`link[href="${href}"]`)) document.head.append(el("link", { rel: "stylesheet", href }));
   }
-  $("reads").after(el("section", { id: "step-box", class: "step-box", "aria-label": "One step of a reply", "aria-live": "polite" }));
+  // The box is no live region (an inspection is hundreds of nodes, a cause's progress changes every
+  // second): what a screen reader hears is said once per event in #step-said (announce).
+  $("reads").after(el("section", { id: "step-box", class: "step-box", "aria-label": "One step of a reply" }),
+                   el("p", { id: "step-said", class: "visually-hidden", role: "status", "aria-live": "polite" }));
   const whereFrom = (node) => {
     const where = whereOf(state, replyOf(node), context(page.api));
     if (where.why) store.stepSaid(where.why, "error");
@@ -252,7 +257,7 @@ export async function causeStep(page, where, step, { context = {} } = {}) {
  * answer's reply_logprob is the whole reply's), or shown again once it is known. */
 export async function wholeReply(page, cause) {
   const { api, state, store } = page;
-  if (cause.whole?.answer) return store.wholeShown(cause, true), cause.whole.answer;
+  if (cause.whole?.answer) return store.wholeShown(cause, true), cause.whole.answer; // at the reply's last step: the token's own
   const why = refusal(api, state, "Taking a piece away");
   if (why) return store.stepSaid(why, "error"), null;
   return store.wholeAsked(cause, { controller: new AbortController() }) ? askCause(page, cause, "whole") : null;
@@ -273,6 +278,29 @@ async function askCause(page, cause, which) {
     return answer;
   } catch (e) {
     store.caused(cause, which, { error: e.name === "AbortError" ? "Stopped: no figures." : `No figures: ${e.message}` });
+    return null;
+  }
+}
+
+/** Two pieces taken away together (`name` "a+b"), at the step shown (the token's, or the whole
+ * reply's): a row of their own under the table. A single knockout can understate a piece when
+ * another carries the same thing. */
+export async function pairCause(page, cause, name) {
+  const { api, state, store } = page;
+  const why = refusal(api, state, "Taking two pieces away");
+  if (why) return store.stepSaid(why, "error"), null;
+  const which = cause.showWhole ? "whole" : "token";
+  const step = which === "token" ? cause.step : cause.where.record.reply_ids.length - 1;
+  const pair = store.pairAsked(cause, name, which, { controller: new AbortController() });
+  if (!pair) return null;
+  try {
+    const answer = await api.cause(causeRequest(cause.where.args, cause.where.record.reply_ids, step, { pieces: [name] }), {
+      signal: pair.controller.signal, onProgress: (p) => store.causeProgress(cause, pair, p),
+    });
+    store.pairCaused(cause, pair, { answer });
+    return answer;
+  } catch (e) {
+    store.pairCaused(cause, pair, { error: e.name === "AbortError" ? "Stopped: no figures." : `No figures: ${e.message}` });
     return null;
   }
 }
@@ -317,83 +345,191 @@ function keepBranch(page, branch) {
 
 // -- what the box draws ---------------------------------------------------------------------------
 
-/** A change of the store, as app.mjs's subscriber hands it on: the box draws its own changes; a
- * branch's token is appended by its reply view; with nothing open, the idle line follows the
- * reply the panel drew. */
+/** A change of the store, as app.mjs's subscriber hands it on: the box draws its own changes (a
+ * cause's progress in place, its Stop kept); a branch's token is appended by its reply view; with
+ * nothing open, the idle line follows the reply the panel drew. */
 export function stepsChanged(page, change) {
   const box = page.state.stepBox;
-  if (change.type === "step-box") return drawSteps(page);
+  if (change.type === "step-box") {
+    announce(page, change.what);
+    return change.what === "cause-progress" ? causeProgressed(page) : drawSteps(page);
+  }
   if (change.mode === "branch") return change.type !== "token" || replyGrew(change.reply) || drawSteps(page);
+  if (change.type === "guess-first" && box.cause) return drawSteps(page);
   if (!box.inspection && !box.branch) drawSteps(page);
   offerDraft();
 }
 
-/** The box, drawn from the store's stepBox: the step bar, what it says, the branch, the
- * inspection, and with nothing open what a click does. */
+/** What a screen reader hears of the box: once per event, in #step-said (the box itself is not
+ * live). A cause is said piece by piece: its line only when what it computes changes. */
+function announce(page, what) {
+  const node = $("step-said");
+  if (!node) return;
+  const { status, inspection, cause, branch, named } = page.state.stepBox;
+  const name = named ? stepName(named.where, named.step) : "the step";
+  const said = {
+    said: status?.text,
+    named: named ? `${stepName(named.where, named.step)}: its actions are below it.` : null,
+    inspected: inspection?.answer ? `Where ${name} looked, and how it chose: shown.` : null,
+    "inspect-failed": status?.text,
+    caused: cause && (cause.token.answer || cause.token.error) ? (cause.token.error ?? `Which piece ${name} needed: the table is shown.`) : null,
+    "branch-ended": branch?.answer ? `The branch is written: ${branch.answer.reply_ids.length} tokens.` : branch?.error,
+    kept: status?.text,
+    dropped: status?.text,
+  }[what];
+  if (what === "cause-progress") {
+    const measure = [cause?.token, cause?.whole, ...(cause?.pairs ?? [])].find((m) => m && m.progress && !m.answer);
+    const doing = measure?.progress?.doing;
+    if (doing && doing !== node.dataset.doing) {
+      node.dataset.doing = doing;
+      node.textContent = `Which piece it needed: ${workWords(measure.progress).line}`;
+    }
+    return;
+  }
+  if (said) node.textContent = said;
+}
+
+/** The box, drawn from the store's stepBox: the step bar, what it says, a tab for each part it
+ * holds (where it looked, how the choice formed, which piece it needed, what another token
+ * writes) and the part in view, and with nothing open what a click does. Redrawn whole, focus
+ * kept on the control of the same id (dom.mjs refill). */
 export function drawSteps(page) {
   const node = $("step-box");
   if (!node) return;
-  const { state, store } = page;
-  const { status, branch, inspection } = state.stepBox;
-  fill(
+  const { state } = page;
+  const { status, open } = state.stepBox;
+  refill(
     node,
     stepBar(page),
     status ? el("p", { class: `step-status ${status.cls}`, text: status.text }) : null,
-    branch ? branchView(branch.where.record, branch, {
-      gap: state.nearTieGap,
-      onStop: branch.controller ? () => branch.controller.abort() : null,
-      onKeep: branch.where.keep === null && branch.answer ? () => keepBranch(page, branch) : null,
-      onDrop: () => store.branchDropped(branch),
-    }) : null,
-    branch?.answer && branch.where.keep ? el("p", { class: "term branch-no-keep", text: branch.where.keep }) : null,
-    inspection?.answer ? inspectionNode(page, inspection) : null,
-    state.stepBox.cause ? causeNode(page, state.stepBox.cause) : null,
+    tabs(page),
+    open ? el("div", { id: `step-part-${open}`, class: "step-part", role: "tabpanel", "aria-labelledby": `step-tab-${open}` },
+      partNode(page, open)) : null,
     idle(page),
   );
 }
 
-/** The inspection's view, made once for it (its controls redraw it in place). */
-function inspectionNode(page, inspection) {
-  if (!inspectionNodes.has(inspection)) {
-    const { answer, where, draft, step } = inspection;
-    const tokens = knownTokens(answer, where.record); // the lens's spellings are in its answer
-    const title = `Inside ${draft ? "the first token of a reply to this draft" : stepName(where, step)}`;
-    inspectionNodes.set(inspection, inspectView(answer, readOf(answer, where.record), { tokens, title, onClose: () => page.store.inspectionClosed() }));
-  }
-  return inspectionNodes.get(inspection);
+const PARTS = [["looked", "Where it looked"], ["formed", "How the choice formed"], ["cause", "Which piece it needed"],
+               ["branch", "What another token writes"]];
+
+/** A tab for each part the box holds; the one in view selected. Arrow keys move between them. */
+function tabs(page) {
+  const box = page.state.stepBox;
+  const held = PARTS.filter(([part]) => box[PART_OF[part]] && (PART_OF[part] !== "inspection" || box.inspection.answer));
+  if (!held.length) return null;
+  const list = el("div", { class: "step-tabs", role: "tablist", "aria-label": "The step's parts",
+                           onkeydown: (e) => moveTab(e, held.map(([p]) => p), page) },
+    held.map(([part, label]) => el("button", {
+      type: "button", role: "tab", id: `step-tab-${part}`, class: "step-tab", "aria-selected": box.open === part ? "true" : "false",
+      "aria-controls": `step-part-${part}`, tabindex: box.open === part ? "0" : "-1", onclick: () => page.store.partOpened(part), text: label,
+    })));
+  return list;
 }
 
-/** Which piece the box's step needed: the figures once known, else how far they have got, with
- * a Stop; the whole reply so far behind a switch. */
+function moveTab(e, parts, page) {
+  const at = parts.indexOf(page.state.stepBox.open);
+  const to = e.key === "ArrowRight" ? at + 1 : e.key === "ArrowLeft" ? at - 1 : e.key === "Home" ? 0 : e.key === "End" ? parts.length - 1 : null;
+  if (to === null) return;
+  e.preventDefault();
+  const part = parts[(to + parts.length) % parts.length];
+  page.store.partOpened(part);
+  $(`step-tab-${part}`)?.focus();
+}
+
+/** The part of the box in view. */
+function partNode(page, open) {
+  const { state, store } = page;
+  const { branch, inspection, cause } = state.stepBox;
+  if (open === "branch" && branch) {
+    return [
+      branchView(branch.where.record, branch, {
+        gap: state.nearTieGap,
+        onStop: branch.controller ? () => branch.controller.abort() : null,
+        onKeep: branch.where.keep === null && branch.answer ? () => keepBranch(page, branch) : null,
+        onDrop: () => store.branchDropped(branch),
+      }),
+      branch.answer && branch.where.keep ? el("p", { class: "term branch-no-keep", text: branch.where.keep }) : null,
+    ];
+  }
+  if ((open === "looked" || open === "formed") && inspection?.answer) return inspectionNode(page, inspection, open);
+  if (open === "cause" && cause) return causeNode(page, cause);
+  return null;
+}
+
+/** The inspection's view for one of its parts, made once for it (its controls redraw it in place). */
+function inspectionNode(page, inspection, part) {
+  if (!inspectionNodes.has(inspection)) inspectionNodes.set(inspection, {});
+  const made = inspectionNodes.get(inspection);
+  if (!made[part]) {
+    const { answer, where, draft, step } = inspection;
+    const tokens = knownTokens(answer, where.record); // the lens's spellings are in its answer
+    const what = draft ? "the first token of a reply to this draft" : stepName(where, step);
+    const title = part === "looked" ? `Where ${what} looked` : `How the choice of ${what} formed, block by block`;
+    made[part] = inspectView(answer, readOf(answer, where.record), { tokens, title, part, onClose: () => page.store.inspectionClosed() });
+  }
+  return made[part];
+}
+
+/** Which piece the box's step needed: the figures once known (the whole reply so far as a token
+ * strip and a table behind a switch), else how far they have got, with a Stop. */
 function causeNode(page, cause) {
-  const { store } = page;
+  const { state, store } = page;
   const { where, step, token, whole } = cause;
   const computing = (measure) => measure && !measure.answer && !measure.error;
-  const progress = (measure, what) => el("div", { class: "cause-progress" },
-    el("p", { class: "note", text: `${what}: ${progressWords(measure.progress)}` }),
-    el("button", { type: "button", class: "cause-stop stop", onclick: () => measure.controller?.abort(), text: "Stop" }));
   const wholeState = !whole ? "none" : whole.error ? whole.error : computing(whole) ? "computing" : cause.showWhole ? "shown" : "none";
+  const which = cause.showWhole && whole?.answer ? "whole" : "token";
+  const pairs = cause.pairs.filter((p) => p.which === which);
   return el(
     "div",
     { class: "cause-box", dataset: { step } },
     el("div", { class: "inspect-head" },
       el("h3", { text: `Which piece ${stepName(where, step)} needed` }),
-      el("button", { type: "button", class: "cause-close", onclick: () => store.causeClosed(), text: "Close" })),
-    computing(token) ? progress(token, "Taking each piece away, one pass each") : null,
+      el("button", { type: "button", id: "cause-close", class: "cause-close", onclick: () => store.causeClosed(), text: "Close" })),
+    computing(token) ? progressNode(token, "token", "Taking each piece away, one pass each") : null,
     token.error ? el("p", { class: "error", text: token.error }) : null,
+    which === "whole" ? stripView(whole.answer, where.record.reply_tokens, cause.strip, {
+      label: "Every token of the reply so far",
+      onChoose: (chosen) => store.stripChosen(cause, chosen),
+      onOpen: (k) => nameStep(page, where, k),
+    }) : null,
     token.answer ? causeView(token.answer, whole?.answer ?? null, {
       wholeState, replyTokens: where.record.reply_tokens,
       onWhole: (show) => (show ? wholeReply(page, cause) : store.wholeShown(cause, false)),
+      pairs: pairs.filter((p) => p.answer).map((p) => p.answer.pieces[0]),
+      onPair: (name) => pairCause(page, cause, name),
+      guessFirst: state.guessFirst, guess: cause.guess[which], onGuess: (name) => store.guessed(cause, which, name),
+      onGuessFirst: (on) => store.guessFirstChosen(on),
     }) : null,
-    computing(whole) ? progress(whole, "The whole reply so far, each piece away") : null,
+    computing(whole) ? progressNode(whole, "whole", "The whole reply so far, each piece away") : null,
+    pairs.filter(computing).map((p) => progressNode(p, `pair-${cause.pairs.indexOf(p)}`, `${p.name.replace("+", " and ")} together`)),
+    pairs.filter((p) => p.error).map((p) => el("p", { class: "error", text: p.error })),
   );
 }
 
-/** "system: knocked out · 44 of 95 tokens run through" (the worker's progress of a cause). */
-export function progressWords(p) {
-  if (!p) return "starting…";
-  const doing = p.doing ? `${p.doing} · ` : "";
-  return `${doing}${p.read} of ${count(p.of, "token")} run through${stepParts(p)}`;
+/** A computation's progress and its Stop: ids that stay the same, so a redraw keeps the Stop a
+ * learner reached (and causeProgressed updates the words in place). */
+function progressNode(measure, key, what) {
+  const w = workWords(measure.progress);
+  return el("div", { class: "cause-progress progress-box", id: `cause-progress-${key}`, dataset: { key } },
+    el("p", { class: "note progress-line", text: `${what}: ${w.line}` }),
+    el("p", { class: "term progress-detail", text: w.detail }),
+    el("button", { type: "button", id: `cause-stop-${key}`, class: "cause-stop stop", onclick: () => measure.controller?.abort(), text: "Stop" }));
+}
+
+/** A cause's progress changed: its words updated in place (no redraw: the Stop keeps its focus). */
+function causeProgressed(page) {
+  const cause = page.state.stepBox.cause;
+  if (!cause) return;
+  const measures = { token: cause.token, whole: cause.whole, ...Object.fromEntries(cause.pairs.map((p, i) => [`pair-${i}`, p])) };
+  for (const [key, m] of Object.entries(measures)) {
+    if (!m?.progress) continue;
+    const node = $(`cause-progress-${key}`);
+    if (!node) return drawSteps(page);
+    const w = workWords(m.progress);
+    const line = node.querySelector(".progress-line");
+    line.textContent = `${line.textContent.split(":")[0]}: ${w.line}`;
+    node.querySelector(".progress-detail").textContent = w.detail;
+  }
 }
 
 /** The step a click named: what it is, and what can be done with it. */

@@ -79,41 +79,110 @@ export function pieceWords(answer, piece, what, whole = false) {
 }
 
 /**
+ * Where attention and need disagree at a step (or over the whole reply, `whole`): the piece the
+ * step read most (attention_share, the first token left out) against the one whose knockout (the
+ * measure of what reading a piece directly did; else its removal) moved the chosen token or the
+ * reply most, when they differ and the most read one's moves it little: one sentence with both
+ * figures, or null.
+ */
+export function readVsNeeded(answer, whole = false) {
+  const measure = (p) => p.knocked ?? p.removed;
+  const effect = (p) => (whole ? Math.exp(measure(p).reply_logprob - answer.reply_logprob) : measure(p).p / answer.p);
+  const read = answer.pieces.filter((p) => p.attention_share !== null && measure(p) && p.kind !== "together");
+  if (read.length < 2) return null;
+  const most = read.reduce((a, b) => (b.attention_share > a.attention_share ? b : a));
+  const needed = read.reduce((a, b) => (effect(b) < effect(a) ? b : a));
+  if (most === needed || change(effect(most)) !== "little" || change(effect(needed)) !== "falls") return null;
+  const how = (p) => (measure(p) === p.knocked ? "not read" : "without it");
+  const fig = (p) => (whole ? `the reply so far is ${likelier(measure(p).reply_logprob, answer.reply_logprob)}`
+    : `${quoted(answer.chosen_token)} ${moved(measure(p).p, answer.p)}`);
+  return `${most.label} holds ${percent(most.attention_share)} of the step's attention and, ${how(most)}, ${fig(most)}; ` +
+    `${needed.label}, with ${percent(needed.attention_share)} of the attention, ${how(needed)}: ${fig(needed)}. ` +
+    "Where a step looks is not what it needs.";
+}
+
+/**
  * The figures as an element. answer: chatlens.cause's (Caused) at the step inspected; whole: its
  * answer at the reply's last step (the whole reply so far), or null until asked; options:
- * {wholeState: "none" | "computing" | "shown" | an error sentence, onWhole(show), replyTokens}.
+ * {wholeState: "none" | "computing" | "shown" | an error sentence, onWhole(show), replyTokens,
+ * pairs (two pieces taken away together: each a CausePiece of its own answer), onPair(name),
+ * guessFirst, guess (a piece's name, or null: not yet), onGuess(name), onGuessFirst(on)}.
  */
-export function causeView(answer, whole, { wholeState = "none", onWhole = null, replyTokens = [] } = {}) {
+export function causeView(answer, whole, { wholeState = "none", onWhole = null, replyTokens = [], pairs = [], onPair = null,
+                                            guessFirst = false, guess = null, onGuess = null, onGuessFirst = null } = {}) {
   const showWhole = wholeState === "shown" && whole;
   const a = showWhole ? whole : answer;
   const heading = showWhole
     ? `With every piece read, the reply so far (${replySpan(a, replyTokens)}) has log-probability ${a.reply_logprob.toFixed(2)}.`
     : `With every piece read, the model gives ${quoted(a.chosen_token)} ${percent(a.p)}` +
       (a.top_id === a.chosen_id ? "." : `, and ${quoted(a.top_token ?? "")} leads.`);
-  const rows = a.pieces.map((p) => el(
+  const guessSwitch = onGuessFirst ? el("label", { class: "cause-guess-first" },
+    el("input", { type: "checkbox", id: "guess-first", checked: guessFirst, onchange: (e) => onGuessFirst(e.target.checked) }),
+    " Guess first") : null;
+  if (guessFirst && guess === null) {
+    return el("section", { class: "cause", "aria-label": "Which piece the step needed", dataset: { step: answer.step } },
+      el("p", { class: "cause-with", text: heading }), guessSwitch, guessForm(a, showWhole, onGuess));
+  }
+  const dropped = a.pieces.some((p) => p.kind === "dropped");
+  const rows = [...a.pieces, ...pairs].map((p) => el(
     "tr",
-    { class: `cause-row kind-${p.kind}`, dataset: { piece: p.name } },
+    { class: `cause-row kind-${p.kind}${guess === p.name ? " guessed" : ""}`, dataset: { piece: p.name } },
     el("th", { scope: "row", class: "cause-piece" }, p.label,
-      p.start !== null ? el("span", { class: "cause-count", text: ` (${count(p.end - p.start, "token")})` }) : null),
-    el("td", { class: "cause-share", text: p.attention_share === null ? "not read" : percent(p.attention_share) }),
+      p.start !== null ? el("span", { class: "cause-count", text: ` (${count(p.count ?? p.end - p.start, "token")})` }) : null,
+      guess === p.name ? el("span", { class: "cause-guess", text: " your guess" }) : null),
+    el("td", { class: "cause-share" }, el("span", { class: "cause-label", text: "attention: " }),
+      p.attention_share === null ? "not read" : percent(p.attention_share)),
     cell(a, p, "knocked", showWhole),
     cell(a, p, "removed", showWhole),
   ));
+  const said = readVsNeeded(a, Boolean(showWhole));
   return el(
     "section",
     { class: "cause", "aria-label": "Which piece the step needed", dataset: { step: answer.step } },
     el("p", { class: "cause-with", text: heading }),
+    guessSwitch,
     term(MEASURES.attention), term(MEASURES.knocked), term(MEASURES.removed),
     el("div", { class: "cause-scroll" }, el(
       "table",
       { class: "cause-table" },
-      el("thead", {}, el("tr", {}, el("th", { text: "piece" }), el("th", { text: "attention" }),
-        el("th", { text: "not read" }), el("th", { text: "without it (a dropped turn: put back)" }))),
+      el("thead", {}, el("tr", {}, el("th", { text: "piece" }), el("th", { text: "attention (the first token left out)" }),
+        el("th", { text: "not read" }), el("th", { text: dropped ? "without it (a dropped turn: put back)" : "without it" }))),
       el("tbody", {}, rows),
     )),
+    said ? el("p", { class: "cause-disagree", text: said }) : null,
+    onPair ? pairForm(a, onPair) : null,
     wholeSwitch(answer, wholeState, onWhole),
     el("p", { class: "cause-cost term", text: costWords(a) }),
   );
+}
+
+/** Before the figures (Guess first): which piece the learner thinks the token, or the reply, needed most. */
+function guessForm(answer, whole, onGuess) {
+  const pieces = answer.pieces.filter((p) => p.removed || p.knocked);
+  return el("form", { class: "cause-guess-form", onsubmit: (e) => {
+    e.preventDefault();
+    const chosen = e.currentTarget.querySelector("input:checked");
+    if (chosen) onGuess?.(chosen.value);
+  } },
+  el("p", { text: whole ? "Guess first: without which piece would the reply so far be least likely?"
+    : `Guess first: without which piece would ${quoted(answer.chosen_token)} be least likely?` }),
+  pieces.map((p) => el("label", { class: "cause-guess-choice" }, el("input", { type: "radio", name: "cause-guess", value: p.name }), ` ${p.label}`)),
+  el("button", { type: "submit", text: "Show the figures" }));
+}
+
+/** Two pieces taken away together, on request: a single knockout can understate a piece when
+ * another carries the same thing (self-repair). */
+function pairForm(answer, onPair) {
+  const pieces = answer.pieces.filter((p) => p.kind !== "dropped" && p.kind !== "together" && (p.knocked || p.removed));
+  if (pieces.length < 2) return null;
+  const pick = (id, at) => el("select", { id, "aria-label": at ? "The second piece" : "The first piece" },
+    pieces.map((p, i) => el("option", { value: p.name, selected: i === at, text: p.label })));
+  const a = pick("pair-a", 0);
+  const b = pick("pair-b", 1);
+  return el("p", { class: "cause-pair" }, "Two pieces together: ", a, " and ", b, " ",
+    el("button", { type: "button", id: "pair-ask", onclick: () => a.value !== b.value && onPair(`${a.value}+${b.value}`),
+                   text: "Take both away" }),
+    el("span", { class: "term", text: " (a piece knocked out alone can seem not needed when another carries the same thing)" }));
 }
 
 const COLUMNS = { knocked: "not read", removed: "without it" };

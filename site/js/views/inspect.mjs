@@ -90,7 +90,7 @@ function tokenWords(read, j) {
  * answer: chatlens.inspect's; read: readOf's (null: the text is not known, the figures are drawn
  * without it); options: {tokens: knownTokens's map, for the lens; onClose; title}.
  */
-export function inspectView(answer, read, { tokens = new Map(), onClose = null, title = null } = {}) {
+export function inspectView(answer, read, { tokens = new Map(), onClose = null, title = null, part = "both" } = {}) {
   const layers = answer.attention.length;
   const heads = answer.attention[0].length;
   const view = { layer: null, skipFirst: true, head: null, picked: null }; // what the controls chose
@@ -125,9 +125,9 @@ export function inspectView(answer, read, { tokens = new Map(), onClose = null, 
     el("p", { class: "inspect-chose" },
       "Reading ", el("b", { text: read ? tokenWords(read, answer.position) : word(answer.query_id) }),
       ` (position ${answer.position}), the model chose `, el("b", { text: word(chosen) }), "."),
-    term(ATTENTION_NOTE, "inspect-about"),
+    part !== "formed" ? term(ATTENTION_NOTE, "inspect-about") : null,
     costLine(answer),
-    el(
+    part === "formed" ? null : el(
       "div",
       { class: "inspect-controls" },
       el("label", {}, "Attention of ", layerSelect),
@@ -140,16 +140,19 @@ export function inspectView(answer, read, { tokens = new Map(), onClose = null, 
     const { layer, skipFirst } = view;
     const figures = layer === null ? answer.every_layer : answer.each_layer[layer];
     const weights = view.head ? answer.attention[view.head[0]][view.head[1]] : figures.mean;
+    // part: "looked" (where it looked: the attention's figures), "formed" (how the choice formed:
+    // the logit lens), or "both"; the step box shows them as two of its parts
+    const looked = part !== "formed";
     fill(
       body,
-      firstTokenLine(read, figures.mean[0], layer, skipFirst),
-      shareBars(skipFirst ? figures.shares_skip_first : figures.shares, skipFirst),
-      readBox(answer, read, weights, view, set),
-      topList(answer, read, skipFirst ? figures.top_skip_first : figures.top, skipFirst, set),
-      backHeads(read, figures.look_back, layer, answer.recent, view, set),
-      parkedHeads(read, figures.parked ?? [], view, set),
-      pieceHeads(read, answer.strongest_heads ?? [], view, set),
-      lensTable(answer, tokens, layer, word),
+      looked ? firstTokenLine(read, figures.mean[0], layer, skipFirst) : null,
+      looked ? shareBars(skipFirst ? figures.shares_skip_first : figures.shares, skipFirst) : null,
+      looked ? readBox(answer, read, weights, view, set) : null,
+      looked ? topList(answer, read, skipFirst ? figures.top_skip_first : figures.top, skipFirst, set) : null,
+      looked ? backHeads(read, figures.look_back, layer, answer.recent, view, set) : null,
+      looked ? parkedHeads(read, figures.parked ?? [], view, set) : null,
+      looked ? pieceHeads(read, answer.strongest_heads ?? [], view, set) : null,
+      part !== "looked" ? lensTable(answer, tokens, layer, word) : null,
     );
   }
   draw();
