@@ -15,6 +15,7 @@ import { registerOffline } from "./offline.mjs";
 import { drawPlain, setUpPlain, stopPlain, tokenizePlain } from "../modes/plain.mjs";
 import { drawLookInside } from "../modes/inside.mjs";
 import { setUpRecorded, showRecorded } from "../modes/recorded.mjs";
+import { needsChanged, setUpNeeds } from "../modes/needs.mjs";
 import { setUpStepActions, stepsChanged } from "../modes/steps.mjs";
 import * as prefs from "./prefs.mjs";
 import * as saved from "./saved.mjs";
@@ -142,6 +143,7 @@ store.subscribe((change) => {
   drawWriting();
   drawChange(change, readControls()); // the snapshot of the controls this change is drawn from
   stepsChanged(page, change);
+  needsChanged(page, change);
 });
 
 function drawChange(change, controls) {
@@ -157,6 +159,8 @@ function drawChange(change, controls) {
       return refresh(controls);
     case "view":
       return state.drawn && page.draw(...state.drawn);
+    case "guess-first":
+      return remember(controls); // survives a reload, as the other settings do; the views redraw on their own changes
     case "why":
       remember(controls); // "why this token" survives a reload, as the other settings do
       if (state.mode === "live") return showLive(page, controls);
@@ -331,6 +335,7 @@ setUpWorkbench(page);
 setUpByHand(page);
 setUpRecorded(page);
 setUpStepActions(page); // a reply's step: inspected, branched
+setUpNeeds(page); // the conversation's matrix, under the step box
 drawLookInside(page); // the lesson's cases, which open a step
 api.settingsReady.then(() => {
   buildControls(api.settings);
@@ -352,6 +357,7 @@ api.settingsReady.then(() => {
   restoreRecords(page);
   if (p.why !== undefined) $("why").checked = p.why;
   if (p.why) store.whyChosen(true); // after the conversation is back: a setting changed saves it
+  if (p.guessFirst) store.guessFirstChosen(true);
   // A message a reload cut off before its reply began: back in the box, to send again.
   const cut = state.live.turns.at(-1);
   if (cut?.reloaded?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;

@@ -27,9 +27,18 @@ export function inspectRequest(turn, replyIds, step, { topK } = {}) {
 }
 
 /** chatlens.cause's arguments: which piece of the turn the step that chose replyIds[step] needed
- * (pieces: ["system:0", ...]; undefined: every piece). */
-export function causeRequest(turn, replyIds, step, { pieces } = {}) {
-  return { ...stepOf(turn, replyIds, step), pieces };
+ * (pieces: ["system:0", "user:0+assistant:0", ...]; undefined: every piece), every reply token's
+ * figures with it (tokens: the token strip's; false for a figure alone). */
+export function causeRequest(turn, replyIds, step, { pieces, tokens = true } = {}) {
+  return { ...stepOf(turn, replyIds, step), pieces, tokens };
+}
+
+/** chatlens.needs's arguments: the conversation's matrix, read under `turn`'s settings (the last
+ * turn's request), every assistant message of `messages` a reply measured with its ids
+ * (`replies`, each as its record has them), each token's figures with it (the strips'). */
+export function needsRequest(turn, messages, replies, { knocked = false } = {}) {
+  const { topK, replyIds, step, ...args } = turn;
+  return { ...args, messages, replies: replies.map((ids) => [...ids]), knocked, tokens: true };
 }
 
 /** chatlens.inspect's arguments for the first token of a reply to the draft `preview` (the
