@@ -99,13 +99,17 @@ def test_a_clicked_token_names_its_step_and_its_inspection_is_the_engines(page, 
                tiny=tiny)
     view = page.eval_on_selector("#step-box .inspect", "n => ({...n.dataset})")
     assert int(view["position"]) == want["position"] == len(first["prompt_ids"])
-    # the lens's last block: the model's own choice first, as the command line's lens has it
-    last = page.eval_on_selector_all("#step-box .lens-table tr.is-last td", "cs => cs.map(c => Number(c.dataset.id))")
-    assert last == [i for i, _ in want["lens"][-1]] and last[0] == want["chosen_id"] == first["reply_ids"][1]
     kinds = page.eval_on_selector_all("#step-box .share-row", "rs => rs.map(r => r.dataset.kind)")
     assert kinds == [p["kind"] for p in want["by_piece"]]
     # the text it read: the prompt and the reply's first token, each a chip with its weight
     assert ids_of(page, "#step-box .inspect-read .tok") == first["prompt_ids"] + first["reply_ids"][:1]
+    # the lens's last block: the model's own choice first, as the command line's lens has it (the
+    # box's part "How the choice formed", a tab beside "Where it looked")
+    assert page.get_attribute("#step-tab-looked", "aria-selected") == "true"
+    page.get_by_role("tab", name="How the choice formed").click()
+    last = page.eval_on_selector_all("#step-box .lens-table tr.is-last td", "cs => cs.map(c => Number(c.dataset.id))")
+    assert last == [i for i, _ in want["lens"][-1]] and last[0] == want["chosen_id"] == first["reply_ids"][1]
+    page.get_by_role("tab", name="Where it looked").click()
 
 
 def causes_drawn(page):
@@ -145,13 +149,45 @@ def test_which_piece_it_needed_is_the_engines_and_the_whole_reply_too(page, firs
     assert "cannot be left out" in default
     page.click("#step-box .cause-whole button")
     page.wait_for_selector("#step-box .cause-whole.link")  # the switch back: the whole reply is shown
-    last = cli("cause", payload, "--step", str(len(first["reply_ids"]) - 1), tiny=tiny)
+    last = cli("cause", payload, "--step", str(len(first["reply_ids"]) - 1), "--tokens", tiny=tiny)
     assert_cause_drawn(causes_drawn(page), last, key="logprob")
+    # every reply token at once: the strip, its piece and measure chosen, each token's figures the engine's
+    page.select_option("#step-box .strip-piece", "new:0")
+    page.check("#step-box .strip-measure input[value=knocked]")
+    page.wait_for_selector("#step-box .strip[data-piece='new:0'][data-measure='knocked']")
+    drawn = page.eval_on_selector_all("#step-box .strip-tok", "ts => ts.map(t => [Number(t.dataset.p), Number(t.dataset.under)])")
+    new = next(p for p in last["pieces"] if p["name"] == "new:0")
+    assert len(drawn) == len(first["reply_ids"])
+    for (p, under), base, row in zip(drawn, last["tokens"], new["knocked"]["tokens"]):
+        assert abs(p - base["p"]) < 1e-3 and abs(under - row["p"]) < 1e-3
+    page.focus("#step-box .strip-tok >> nth=0")  # a token's figures on focus, in a sentence
+    assert page.text_content("#step-box .strip-detail").startswith("Token 1, ")
     shots(page, "cause-tiny-whole", at="#step-box .cause-box")
     page.click("#step-box .cause-whole.link")
     assert_cause_drawn(causes_drawn(page), want)
     page.click("#step-box .cause-close")
     assert page.locator("#step-box .cause-box").count() == 0
+
+
+def test_which_turn_each_reply_needed_is_the_engines(page, first, tiny):
+    """The conversation's matrix, asked in its box under the step box: each cell the reply's
+    log-probability with a piece removed, as CPython's `needs` computes it on the same files; a
+    cell opens the reply's token strip."""
+    page.click("#needs-box .needs-ask")
+    page.wait_for_selector("#needs-box .needs-table")
+    messages = [{"role": "user", "content": FIRST}, {"role": "assistant", "content": first["reply_text"]}]
+    want = cli("needs", {"messages": messages, "replies": [first["reply_ids"]]}, tiny=tiny)
+    cells = page.eval_on_selector_all("#needs-box .needs-fig", "bs => bs.map(b => [b.closest('.needs-piece').dataset.piece, Number(b.dataset.delta)])")
+    [turn] = want["turns"]
+    removed = {p["name"]: p["removed"]["reply_logprob"] - turn["reply_logprob"] for p in turn["pieces"] if p["removed"]}
+    assert sorted(name for name, _ in cells) == sorted(removed)
+    for name, delta in cells:
+        assert abs(delta - removed[name]) < 1e-2, name
+    page.locator("#needs-box .needs-fig").first.click()
+    page.wait_for_selector("#needs-box .strip .strip-tok")
+    assert page.locator("#needs-box .strip-tok").count() == len(first["reply_ids"])
+    shots(page, "needs-tiny", at="#needs-box")
+    page.click("#needs-box .needs-close")
 
 
 def test_a_candidate_picked_branches_there_and_keep_makes_it_the_reply_the_next_turn_reads(page, first, tiny):
@@ -220,6 +256,7 @@ def test_after_a_reload_the_last_reply_is_inspected_and_branched_as_before(page,
         view = tab.wait_for_selector("#step-box .inspect[data-step='0']")
         want = cli("inspect", {"messages": messages, "reply_ids": reply}, "--step", "0", tiny=tiny)
         assert int(view.get_attribute("data-position")) == want["position"]
+        tab.get_by_role("tab", name="How the choice formed").click()
         last = tab.eval_on_selector_all("#step-box .lens-table tr.is-last td", "cs => cs.map(c => Number(c.dataset.id))")
         assert last == [i for i, _ in want["lens"][-1]] and last[0] == reply[0]
         tab.set_viewport_size({"width": 1400, "height": 1000})
@@ -343,16 +380,21 @@ def test_the_drafts_predicted_first_token_is_inspected_from_the_prediction(page,
 def test_look_inside_runs_the_pirate_case_in_one_click_and_completes_from_its_numbers(page, tiny):
     """The Pirate case: its preset and the site's default window set, the step it is about (the
     name's first token; on the tiny model, whose words are random, its first capitalised word)
-    inspected and each piece taken away; its line quotes that step's own figures, as CPython's
-    `cause` and `inspect` give them."""
+    inspected and each piece taken away, then every token of the reply so far with the system
+    prompt removed (the strip it opens on); its line quotes that step's own figures, as CPython's
+    `cause` and `inspect` give them, and the strip's."""
     page.select_option("#window", str(WINDOW))  # another window first: the case sets its own
     page.click("#inside-box button.inside-try[data-inside=pirate]")
     page.wait_for_selector("#inside-box li[data-inside=pirate].done")
     assert page.input_value("#preset") == "pirate"
     assert page.input_value("#window") == str(page.evaluate("chatlens.settings.default_window"))
     step = int(page.get_attribute("#step-box .cause", "data-step"))
-    assert page.get_attribute("#step-box .inspect", "data-step") == str(step)
+    # it opens on every token of the reply so far, the system prompt removed (the token strip)
+    page.wait_for_selector("#step-box .strip[data-piece='system:0'][data-measure='removed']")
     line = page.text_content("#inside-box li[data-inside=pirate] .showed")
+    assert "Over every token of the reply so far" in line
+    page.get_by_role("tab", name="Where it looked").click()
+    assert page.get_attribute("#step-box .inspect", "data-step") == str(step)
     record = page.evaluate("chatlens.pageState.live.turns.at(-1).record")
     payload = {"messages": [{"role": "user", "content": "Who are you?"}], "reply_ids": record["reply_ids"],
                "window": record["window"], "max_tokens": record["max_tokens"]}

@@ -54,6 +54,11 @@ test("the Pirate case completes from its name's first token without the system p
     "the system prompt's “·pirate” (“The head that reads each piece most”, in the inspection).");
   // another step's inspection is not this step's: nothing is said of where it looked
   assert.ok(!caused(PIRATE, cause, { inspection: { ...inspection, step: 0 } }).pirate.includes("Where it looked"));
+  // with the whole reply's figures (the token strip): which of its tokens fell without the system prompt
+  const row = (p) => ({ p, top_id: 0, top_p: p, top_token: "x" });
+  const whole = { reply_logprob: -10, tokens: PIRATE.reply_tokens.map(() => row(0.5)),
+                  pieces: [{ kind: "system", removed: { reply_logprob: -20, tokens: PIRATE.reply_tokens.map((_, k) => row([1, 4].includes(k) ? 0.001 : 0.5)) } }] };
+  assert.match(caused(PIRATE, cause, { whole }).pirate, /Over every token of the reply so far \(10\), without the system prompt 2 fall, most “ye” \(500 times\), “·Captain” \(500 times\); the reply so far is about 2 × 10\^4 times less likely/);
   // another step than the name's, or not the first message of its conversation: not the case
   assert.deepEqual(caused(PIRATE, { ...cause, step: 1 }), {});
   assert.deepEqual(caused({ ...PIRATE, pieces: [...PIRATE.pieces, { kind: "user", text: "Hi" }] }, cause), {});

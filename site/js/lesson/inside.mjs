@@ -158,13 +158,29 @@ function lookedAt(record, inspection, kind, on) {
 }
 const PIECE_WORDS = { default_system: "the template's default system prompt", system: "the system prompt" };
 
+/** Every token of the reply so far with a piece removed (a cause's answer at the reply's last
+ * step, with `tokens`): how many fall, the ones that fall most ([token, factor], most first), and
+ * the whole reply's factor, or null when the answer carries no tokens. */
+export function stripFalls(whole, kind) {
+  const piece = pieceOf(whole, kind);
+  const rows = piece?.removed?.tokens;
+  if (!rows || !whole.tokens) return null;
+  const tokens = whole.tokens.map((base, k) => ({ k, ratio: rows[k].p / base.p }));
+  const falls = tokens.filter((t) => change(t.ratio) === "falls").sort((a, b) => a.ratio - b.ratio);
+  return { falls, of: tokens.length, reply: Math.exp(piece.removed.reply_logprob - whole.reply_logprob) };
+}
+
+const times = (f) => (f >= 1e4 ? `about ${Number(f.toPrecision(1)).toExponential(0).replace("e+", " × 10^")}` :
+  f >= 10 ? Math.round(f).toLocaleString("en-US") : f.toFixed(1));
+
 /**
  * What "which piece it needed" (chatlens.cause's answer) of a live turn's step completes: {id:
  * line} for the case it shows, each line in its own figures. record: the turn's record; context:
  * {inspection: chatlens.inspect's answer of the same step, or null; digits: the year's earlier
- * digits, [{token, p, removed}] (Look inside measures them with the date removed)}.
+ * digits, [{token, p, removed}] (Look inside measures them with the date removed); whole: the
+ * cause at the reply's last step with every token's figures (the token strip), or null}.
  */
-export function caused(record, cause, { inspection = null, digits = [] } = {}) {
+export function caused(record, cause, { inspection = null, digits = [], whole = null } = {}) {
   const found = {};
   if (inspection && inspection.step !== cause.step) inspection = null;
   const chosen = shown(cause.chosen_token);
@@ -177,10 +193,14 @@ export function caused(record, cause, { inspection = null, digits = [] } = {}) {
       ? " Not read, it barely moves, yet removed it falls: the system prompt reaches this token through the tokens that " +
         "read it, which a knockout leaves as they were and a removal does not."
       : "";
+    const strip = whole ? stripFalls(whole, "system") : null;
+    const words = strip ? ` Over every token of the reply so far (${strip.of}), without the system prompt ${strip.falls.length} ` +
+      `fall, most ${strip.falls.slice(0, 3).map((t) => `${shown(record.reply_tokens[t.k])} (${times(1 / t.ratio)} times)`).join(", ")}; ` +
+      `the reply so far is ${times(1 / strip.reply)} times less likely (the strip under the table).` : "";
     found.pirate = `Writing ${chosen}, the first token of the name it gives (${percent(cause.p)}): without the system ` +
       `prompt (the template's default in its place) it ${moved(removed.p, cause.p)}${instead(cause, removed)}; with the ` +
       `system prompt there but not read by the reply, it ${moved(knocked.p, cause.p)}${instead(cause, knocked)}.${through}` +
-      lookedAt(record, inspection, "system", (t) => `the system prompt's ${t}`);
+      words + lookedAt(record, inspection, "system", (t) => `the system prompt's ${t}`);
   }
   const back = pieceOf(cause, "dropped");
   if ((record.dropped_messages || []).some((d) => d.message_index === 0) && NAME.test(newMessage(record)) && back?.removed) {

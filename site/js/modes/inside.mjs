@@ -16,7 +16,7 @@ import { $ } from "../views/dom.mjs";
 import { causeRequest } from "../page/step.mjs";
 import { send, stop } from "./live.mjs";
 import { findConversation, loadRecorded, userMessage } from "./recorded.mjs";
-import { branchStep, causeStep, inspectStep, nameStep, refusal, stepName, whereOf } from "./steps.mjs";
+import { branchStep, causeStep, inspectStep, nameStep, refusal, stepName, wholeReply, whereOf } from "./steps.mjs";
 
 /** The box of cases, drawn from the store's progress (app.mjs's subscriber, on "inside"). */
 export function drawLookInside(page) {
@@ -72,7 +72,14 @@ async function run(page, c) {
   await inspectStep(page, where, step);
   const digits = c.step === "year" ? await earlierDigits(page, where, turn.record) : [];
   if (digits === null) return undefined; // refused or stopped: the box says why
-  return causeStep(page, where, step, { context: { digits } });
+  // the Pirate's claim is about the reply's voice: it opens on every token of the reply so far,
+  // the system prompt removed (the token strip; the same figures when the step is the reply's last)
+  const strip = c.id === "pirate";
+  const answer = await causeStep(page, where, step, { context: { digits, strip } });
+  const cause = state.stepBox.cause;
+  if (!strip || !answer || !cause) return answer;
+  store.stripChosen(cause, { piece: answer.pieces.find((p) => p.kind === "system")?.name ?? null, measure: "removed" });
+  return wholeReply(page, cause);
 }
 
 /** Watch the reply Look inside sent: once the case's step is written, stop the reply there
