@@ -89,6 +89,11 @@ def test_a_dropped_turn_is_put_back_and_the_default_system_prompt_kept(tiny):
     assert default.removed is None and "cannot be left out" in default.removed_why and default.knocked is not None
     assert dropped.knocked is None and "never read it" in dropped.knocked_why and dropped.attention_share is None
     assert dropped.removed.what.startswith("Put back") and len(dropped.removed.prompt_ids) > len(record.prompt_ids)
+    # its count is the whole turn's, both messages, the figure its label gives (Look inside's line quotes it): the
+    # tokens it adds put back, and the window's counts of its messages
+    assert dropped.count == len(dropped.removed.prompt_ids) - len(record.prompt_ids)
+    assert dropped.count == sum(d["count"] for d in record.dropped_messages) > record.dropped_messages[0]["count"]
+    assert dropped.label == f"dropped turn 1 ({dropped.count} tokens)"
 
 
 def test_plain_text_is_one_piece_that_cannot_be_taken_away(replied):

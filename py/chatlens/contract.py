@@ -399,7 +399,8 @@ class CausePiece:
     removed_why: str | None = doc("why it cannot be removed, in a sentence; null when it was")
     spans: list = doc("[[start, end], ...]: every run of its tokens in the prompt (a group's are several); [] for a "
                       "dropped turn", factory=list)
-    count: int = doc("its tokens in the prompt", 0)
+    count: int = doc("its tokens in the prompt; a dropped turn's, the whole turn's (its messages together, as "
+                     "its label says) put back", 0)
     messages: list = doc("the conversation's messages it holds, their indexes in `messages` ([] for the template's "
                          "own pieces: its default system prompt, the header; and a system prompt given apart)",
                          factory=list)

@@ -90,6 +90,8 @@ class Piece:
       removed_why   why it cannot be removed (None: it can)
       messages      the conversation's messages it holds (their indexes; () for the template's own:
                     its default system prompt, the header; a system prompt given apart)
+      put_back      a dropped turn's tokens, its messages together as the window counted them when
+                    it dropped them (what its label says); 0 for a piece that was read
     """
     name: str
     kind: str
@@ -100,6 +102,7 @@ class Piece:
     knocked_why: str | None = None
     removed_why: str | None = None
     messages: tuple = ()
+    put_back: int = 0
 
     @property
     def start(self) -> int | None:
@@ -111,7 +114,8 @@ class Piece:
 
     @property
     def tokens(self) -> int:
-        return sum(b - a for a, b in self.spans)
+        """Its tokens: those it holds in the prompt; a dropped turn's, the whole turn's put back."""
+        return sum(b - a for a, b in self.spans) or self.put_back
 
     @property
     def hidden(self) -> tuple:
@@ -160,6 +164,7 @@ class _Found:
     knocked_why: str | None = None
     removed_why: str | None = None
     messages: tuple = ()
+    put_back: int = 0  # a dropped turn's tokens (Piece.put_back)
 
 
 def _merged(spans) -> tuple:
@@ -221,7 +226,7 @@ def _found(read: Read | None, record_pieces) -> list:
         for n, group in enumerate(turn_groups(sorted(by_index), by_index)):
             count = sum(by_index[i]["count"] for i in group)
             out.append(_Found(f"dropped:{n}", "dropped", f"dropped turn {n + 1} ({count} tokens)", (),
-                              Mask(whole, frozenset(group)), "dropped", knocked_why=NEVER_READ, messages=tuple(group)))
+                              Mask(whole, frozenset(group)), "dropped", knocked_why=NEVER_READ, messages=tuple(group), put_back=count))
     return [f if f.mask is None or f.mask.keep or f.mask.add else _no_messages(f) for f in out]
 
 
@@ -230,7 +235,7 @@ def _count(spans) -> int:
 
 
 def _no_messages(f: _Found) -> _Found:
-    return _Found(f.name, f.kind, f.label, f.spans, None, None, f.knocked_why, NO_MESSAGES, f.messages)
+    return _Found(f.name, f.kind, f.label, f.spans, None, None, f.knocked_why, NO_MESSAGES, f.messages, f.put_back)
 
 
 def _together(a: _Found, b: _Found) -> _Found:
@@ -295,5 +300,5 @@ def turn_pieces(tokenizer, template, record, messages, names=None, *, plain=Fals
         knocked_why = f.knocked_why
         if knocked_why is None and f.spans and not Piece("", "", "", f.spans).hidden:
             knocked_why = FIRST_TOKEN  # the first token alone: it stays readable
-        out.append(Piece(f.name, f.kind, f.label, f.spans, ids, what, knocked_why, f.removed_why, f.messages))
+        out.append(Piece(f.name, f.kind, f.label, f.spans, ids, what, knocked_why, f.removed_why, f.messages, f.put_back))
     return out

@@ -68,13 +68,16 @@ test("the dropped case puts the turn back and says what the model writes then, w
   const prompt = ["<|im_start|>", "system", "\n", "You", " are", " Sm", "ol", "LM", "<|im_end|>", "What", " is", " my", " name", "?"];
   const record = {
     preset: "none", prompt_ids: prompt.map((_, i) => i), prompt_tokens: prompt, reply_tokens: ["I", "'m", " Emily"], reply_ids: [1, 2, 3],
-    pieces: [{ kind: "new", text: "What is my name?" }], dropped_messages: [{ message_index: 0, count: 13 }],
+    pieces: [{ kind: "new", text: "What is my name?" }],
+    dropped_messages: [{ message_index: 0, count: 13 }, { message_index: 1, count: 45 }], // your message, a long reply
   };
   const cause = causeOf(2, " Emily", 0.115, { default_system: [null, 0.002, " called"], dropped: [0.032, null, " Sarah"] });
+  // the cause answer's dropped turn, as pieces.py makes it: its row says the whole turn's tokens, both messages
+  Object.assign(cause.pieces[1], { label: "dropped turn 1 (58 tokens)", count: 58 });
   const inspection = { step: 2, every_layer: { look_back: [{ layer: 23, head: 5, reads: [[7, 0.4]] }] },
                        by_piece: [{ kind: "default_system", label: "system (template default)", start: 0, end: 9 }, { label: "new message", start: 9, end: 14 }] };
   assert.equal(caused(record, cause, { inspection }).dropped,
-    "Writing “·Emily” (11.5%): the turn with your name was dropped (13 tokens), so nothing the model read holds your " +
+    "Writing “·Emily” (11.5%): the turn with your name was dropped (the whole turn: 58 tokens), so nothing the model read holds your " +
     "name; the head that reads furthest back, block 24 · head 6, reads “LM” in the template's default system prompt. Put back, as " +
     "a larger window would read it, the model would write “·Sarah” there (30.0%), and “·Emily” falls to 3.2% (from 11.5%).");
 });

@@ -210,8 +210,9 @@ export function caused(record, cause, { inspection = null, digits = [], whole = 
     const where = far?.reads?.length ? inspection.by_piece.find((p) => far.reads[0][0] >= p.start && far.reads[0][0] < p.end) : null;
     const reads = where ? `; the head that reads furthest back, ${head(far)}, reads ${shown(tokens[far.reads[0][0]])} in ` +
       `${PIECE_WORDS[where.kind] ?? where.label}` : "";
+    // the turn's tokens, the figure its row in the cause table gives: both its messages, not the first one's alone
     found.dropped = `Writing ${chosen} (${percent(cause.p)}): the turn with your name was dropped ` +
-      `(${record.dropped_messages[0].count} tokens), so nothing the model read holds your name${reads}. Put back, as a ` +
+      `(the whole turn: ${back.count} tokens), so nothing the model read holds your name${reads}. Put back, as a ` +
       `larger window would read it, the model would write ${shown(m.top_token)} there (${percent(m.top_p)})` +
       (m.top_id === cause.chosen_id ? "." : `, and ${chosen} ${moved(m.p, cause.p)}.`);
   }
