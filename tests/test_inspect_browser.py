@@ -109,6 +109,14 @@ def test_a_clicked_token_names_its_step_and_its_inspection_is_the_engines(page, 
     page.get_by_role("tab", name="How the choice formed").click()
     last = page.eval_on_selector_all("#step-box .lens-table tr.is-last td", "cs => cs.map(c => Number(c.dataset.id))")
     assert last == [i for i, _ in want["lens"][-1]] and last[0] == want["chosen_id"] == first["reply_ids"][1]
+    # the commitment strip: a cell a block, the chosen token first for good from the command line's settles on, and
+    # a legend that says in words each kind of cell it shows (a phone has no hover titles)
+    said = [t.split(": ", 1)[1] for t in page.eval_on_selector_all("#step-box .commit-cell", "cs => cs.map(c => c.title)")]
+    legend = page.eval_on_selector_all("#step-box .commit-legend li[data-kind]", "ls => ls.map(l => l.textContent)")
+    assert len(said) == len(want["lens"]) and sorted(set(said)) == sorted(legend)
+    stays = [l for l, w in enumerate(said) if w.endswith("to the last block")]
+    assert stays == ([] if want["settles"] is None else list(range(want["settles"], len(want["lens"]))))
+    shots(page, "inspect-commit-legend", at="#step-box .inspect-lens")
     page.get_by_role("tab", name="Where it looked").click()
 
 

@@ -1,8 +1,9 @@
 // views/inspect.mjs's parts that hold logic and no DOM: which text an inspection's weights lie
-// on, the token texts the lens can name, and the labels that count blocks from 1.
+// on, the token texts the lens can name, the labels that count blocks from 1, and the commitment
+// strip's kinds of cell, each with the words its legend gives.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { blockLabel, headLabel, knownTokens, readOf } from "../../site/js/views/inspect.mjs";
+import { blockLabel, COMMIT_KEY, commitKinds, headLabel, knownTokens, readOf } from "../../site/js/views/inspect.mjs";
 
 // A turn record of 4 prompt tokens and a 3-token reply, and an inspection of its step 2 (the step
 // that chose reply id 12: its query is reply id 11, at position 4 + 2 - 1).
@@ -45,4 +46,17 @@ test("the lens's tokens: every id whose text the record or a branch shows, candi
 test("blocks and heads are counted from 1 on the page: block 25 is the answer's layer 24", () => {
   assert.equal(blockLabel(24), "block 25");
   assert.equal(headLabel(23, 4), "block 24 · head 5");
+});
+
+test("the commitment strip's cells: another token first, the chosen one first for a while, then for good; each in words", () => {
+  // five blocks: the chosen id 7 first at block 2, lost at block 3, first from block 4 on (settles: 3)
+  const lens = [[[5, 0.4]], [[7, 0.3]], [[5, 0.5]], [[7, 0.6]], [[7, 0.9]]];
+  assert.deepEqual(commitKinds({ lens, settles: 3, chosen_id: 7 }), ["other", "first", "other", "stays", "stays"]);
+  // not the last block's first choice (a step chosen by hand): nothing stays
+  assert.deepEqual(commitKinds({ lens: lens.slice(0, 3), settles: null, chosen_id: 7 }), ["other", "first", "other"]);
+  // every kind a cell can be has its words in the legend, each different
+  const words = Object.values(COMMIT_KEY);
+  assert.deepEqual(Object.keys(COMMIT_KEY).sort(), ["first", "other", "stays"]);
+  assert.equal(new Set(words).size, words.length);
+  assert.ok(words.every((w) => typeof w === "string" && w.length > 0));
 });

@@ -349,18 +349,39 @@ function pieceHeads(read, strongest, view, set) {
   );
 }
 
+/** The commitment strip's kinds of cell, each in words: its legend (a phone has no hover title) and
+ * each cell's title say them alike. */
+export const COMMIT_KEY = {
+  other: "another token first",
+  first: "the chosen token first, not yet for good",
+  stays: "the chosen token first, from here to the last block",
+};
+
+/** Each block's kind of cell in the commitment strip (COMMIT_KEY's keys), block 1 first. */
+export function commitKinds(answer) {
+  const { lens, settles } = answer;
+  return lens.map((row, l) => (settles !== null && l >= settles ? "stays" : row[0]?.[0] === answer.chosen_id ? "first" : "other"));
+}
+
 /** The commitment strip: a cell a block, filled where the chosen id is the lens's first choice,
- * marked from the block where it stays first (the answer's settles) on. */
+ * marked from the block where it stays first (the answer's settles) on; its legend below it, the
+ * kinds it shows in words. */
 function commitStrip(answer) {
   const { lens, settles } = answer;
-  return el("div", { class: "commit-strip", role: "img",
-                     "aria-label": settles === null ? "The chosen token is not the last block's first choice"
-                       : `The chosen token is the lens's first choice from block ${settles + 1} on` },
+  const kinds = commitKinds(answer);
+  const strip = el("div", { class: "commit-strip", role: "img",
+                            "aria-label": settles === null ? "The chosen token is not the last block's first choice"
+                              : `The chosen token is the lens's first choice from block ${settles + 1} on` },
     lens.map((row, l) => el("span", {
       class: `commit-cell${row[0]?.[0] === answer.chosen_id ? " is-first" : ""}${settles !== null && l >= settles ? " stays" : ""}`,
-      title: `${blockLabel(l)}: ${row[0]?.[0] === answer.chosen_id ? "first choice" : "another token first"}`,
+      title: `${blockLabel(l)}: ${COMMIT_KEY[kinds[l]]}`,
       dataset: { layer: l },
     })));
+  const legend = el("ul", { class: "legend commit-legend" },
+    el("li", { text: "A cell a block, block 1 at the left:" }),
+    Object.keys(COMMIT_KEY).filter((k) => kinds.includes(k)).map((k) =>
+      el("li", { dataset: { kind: k } }, el("span", { class: `swatch commit-key is-${k}`, "aria-hidden": "true" }), COMMIT_KEY[k])));
+  return [strip, legend];
 }
 
 function lensTable(answer, tokens, layer, word) {
