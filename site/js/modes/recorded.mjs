@@ -8,7 +8,7 @@ import { drawRecordedSuggestions } from "../views/challenges.mjs";
 import { drawChat, droppedOf } from "../views/chat.mjs";
 import { $, el, fill } from "../views/dom.mjs";
 import { renderMessage } from "../views/overflow.mjs";
-import { RERECORD_HINT, weightsSentence } from "../page/weights.mjs";
+import { weightsForDevelopers, weightsSentence } from "../page/weights.mjs";
 import { recordedKvNote } from "../views/lessonfigures.mjs";
 
 export async function loadRecorded(url = new URL("../../recorded.json", import.meta.url)) {
@@ -50,12 +50,13 @@ async function ensureRecorded(store) {
   if (state.recorded || state.recordedError) return;
   try {
     store.recordedLoaded(await loadRecorded());
-    // Which weights speak first, in one plain sentence; then the file's details.
-    fill($("rec-about"), 
+    // What the recording is and which weights speak, for a learner; the file's details and how to
+    // record another, for a developer, folded away.
+    fill($("rec-about"),
       el("strong", { class: "weights", text: weightsSentence(state.recorded) }),
-      " ",
-      el("span", { class: "rerecord", text: RERECORD_HINT }),
-      el("span", { class: "recorded-detail", text: describe(state.recorded) }),
+      el("details", { class: "for-developers" }, el("summary", { text: "For developers: the file" }),
+        el("span", { class: "recorded-detail", text: describe(state.recorded) }),
+        el("span", { class: "rerecord", text: weightsForDevelopers(state.recorded) })),
     );
   } catch (e) {
     store.recordedFailed(e.message);

@@ -5,7 +5,7 @@ import { MODEL_DELETED, PERSISTENCE } from "./downloads.mjs";
 import { downloadFailure, drawBaseBox, drawManage, drawModelBox } from "../views/downloads.mjs";
 import { hostNote } from "./hosts.mjs";
 import { SOURCE_URL_KEY, saveChoice } from "./prefs.mjs";
-import { baseNameOf, weightsSentence } from "./weights.mjs";
+import { baseNameOf, weightsForDevelopers, weightsSentence } from "./weights.mjs";
 
 /** Where NumPy comes from, said before it is needed: the NumPy path (chosen, or the fallback of
  * "automatic" without a usable GPU) fetches Pyodide's NumPy from its CDN once, and the service
@@ -68,7 +68,8 @@ export function createModelBox(api) {
 
   const draw = () =>
     drawModelBox({ ...box, source: api.source, model: api.model, status: api.status.state, detail: api.status.detail,
-                   weightsSentence: api.source ? weightsSentence(api.source) : null, numpyNote: numpyNote(api),
+                   weightsSentence: api.source ? weightsSentence(api.source) : null,
+                   weightsForDevelopers: api.source ? weightsForDevelopers(api.source) : null, numpyNote: numpyNote(api),
                    hostNote: hostNote(api.source) }, {
       download: () => download(),
       cancel: () => box.controller?.abort(),

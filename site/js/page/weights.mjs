@@ -60,8 +60,14 @@ export function weightsOf(x) {
            computes: x.label || url, exported: false };
 }
 
+// What weights are, for a learner who has not met the word: said once, in each sentence below.
+const WHAT = "the numbers the model computes with, learned in training";
+/** "a 4-bit", "an 8-bit": the article a number of bits takes. */
+const aBits = (bits) => `${/^(8|11|18)/.test(String(bits)) ? "an" : "a"} ${bits}-bit`;
+
 /**
- * One plain sentence: which weights are in use, and that replies differ between copies.
+ * Which weights are in use, for a learner: what they are, and that replies differ between copies,
+ * in words that need no file formats (those are in weightsForDevelopers).
  *   weightsSentence(recordedDoc)    for recorded mode
  *   weightsSentence(chatlens.source) for the model-source line and the download box
  */
@@ -69,32 +75,57 @@ export function weightsSentence(x) {
   const w = weightsOf(x);
   const recorded = Boolean(x?.model && !x.origin);
   if (recorded) {
+    const kept = "These replies were recorded: the model was run once on these conversations and what it wrote was " +
+      "kept, so they show without downloading the model.";
     if (w.kind === "copy") {
-      const from = w.from ? ` from ${w.from.replace(/==[\w.]+$/, "")}` : "";
-      return `These replies were recorded with a ${w.bits}-bit copy of the model (the ${w.quant} GGUF${from}), ` +
-        "not the original bf16 weights the lesson quotes, so they differ from the lesson's: " +
-        "“Blackbeak Betty” and “The year is 2026.” do not appear here.";
+      return `${kept} It ran on a smaller copy of its weights (${WHAT}), each number rounded to ${w.bits} bits, not the ` +
+        "original weights the lesson quotes, so the replies differ from the lesson's: “Blackbeak Betty” and “The year " +
+        "is 2026.” do not appear here.";
     }
-    return `These replies were recorded with ${w.name || "weights the file does not name"}, which may not be the ` +
-      "original bf16 weights the lesson quotes, so they can differ from the lesson's.";
+    return `${kept} It ran on weights (${WHAT}) that may not be the original ones the lesson quotes, so the replies can ` +
+      "differ from the lesson's.";
   }
   if (w.kind === "original") {
-    return "These are the original bf16 weights from Hugging Face, the ones the lesson quotes, and this page computes with them; " +
-      "the recorded replies come from a 4-bit copy and differ from them.";
+    return `These are the model's original weights (${WHAT}), from Hugging Face: the ones the lesson quotes. The ` +
+      "recorded replies come from a smaller copy and differ from them.";
   }
   if (w.kind === "copy" && x?.origin === "mirror") {
-    const which = w.exported ? " This page computes with the bf16 folder; the command line reads the GGUF itself unless " +
-      "given that folder with --model (docs/fidelity.md), so their figures differ a little." : "";
-    return `This site's mirror holds a ${w.bits ?? "quantized"}-bit copy of the model (the ${w.quant || "quantized"} GGUF ` +
-      "and a bf16 folder exported from it), not the original bf16 weights from Hugging Face, so its replies differ from the lesson's." +
-      which;
+    return `This site serves its own copy of the model's weights (${WHAT}), each number rounded to ${w.bits ?? "a few"} bits ` +
+      "to make the download smaller: not the original weights from Hugging Face, so its replies differ from the lesson's.";
   }
   if (w.kind === "copy") {
-    return `These weights are a ${w.bits ? `${w.bits}-bit` : "quantized"} copy (${w.name}), not the original bf16 ` +
+    return `These weights (${WHAT}) are ${w.bits ? aBits(w.bits) : "a smaller"} copy (${w.name}), not the original ` +
       "weights from Hugging Face, so replies can differ from the lesson's.";
   }
-  return `These weights come from ${w.name || "an address you gave"}; whether they are the original bf16 weights ` +
+  return `These weights (${WHAT}) come from ${w.name || "an address you gave"}; whether they are the original ones ` +
     "cannot be told from here, and replies from other weights differ.";
+}
+
+/**
+ * The files behind weightsSentence, for a developer (the page shows it under "For developers"):
+ * the format and the copy, which of them this page and the command line compute with, and, for a
+ * recording, how to make another. Null where there is nothing to add.
+ */
+export function weightsForDevelopers(x) {
+  const w = weightsOf(x);
+  const recorded = Boolean(x?.model && !x.origin);
+  if (recorded) {
+    const what = w.kind === "copy" ? `The ${w.quant} GGUF is ${aBits(w.bits)} copy, not the original bf16 weights. ` : "";
+    return `${what}${RERECORD_HINT}`;
+  }
+  if (w.kind === "original") {
+    return `The bf16 weights of ${ORIGINAL_REPO} at the revision build.json pins; the command line computes with ` +
+      `${CLI_COPY} unless --model names other weights (docs/fidelity.md).`;
+  }
+  if (w.kind === "copy" && x?.origin === "mirror") {
+    const gguf = `the ${w.quant || "quantized"} GGUF`;
+    return w.exported
+      ? `The mirror holds ${gguf} and a bf16 folder exported from it. This page computes with the bf16 folder; the ` +
+        "command line reads the GGUF itself unless given that folder with --model (docs/fidelity.md), so their figures " +
+        "differ a little."
+      : `The mirror holds ${gguf}, the file this page computes with, as the command line does.`;
+  }
+  return null;
 }
 
 /** The copy the command line computes with by default (`chatlens inspect`, `run`, ...). */

@@ -67,7 +67,8 @@ export function sizeOf(files) {
 /**
  * Draw the box. m: {source, files: [{name, size}], stored (summary or null), progress (snapshot or
  * null), persistence ({persisted, pending} or null), error, model ({backend} or {error} or null), status,
- * detail, weightsSentence}; on: {download, cancel, useDefault}.
+ * detail, weightsSentence (for a learner), weightsForDevelopers (folded under "For developers")}; on: {download,
+ * cancel, useDefault}.
  */
 export function drawModelBox(m, on) {
   const body = $("model-body");
@@ -107,6 +108,13 @@ export function drawModelBox(m, on) {
     }
     if (m.numpyNote) parts.push(el("p", { class: "about-download", id: "numpy-note", text: m.numpyNote }));
     parts.push(el("button", { type: "button", id: "download", onclick: on.download, disabled: !m.source, text: "Download" }));
+  }
+  if (m.weightsForDevelopers) {
+    // after what a learner needs; the box is redrawn at each status or progress change: a fold opened stays open,
+    // and its summary keeps the focus (refill, by its id)
+    const open = body.querySelector("#weights-developers")?.open;
+    parts.push(el("details", { class: "about-download for-developers", id: "weights-developers", open },
+      el("summary", { id: "weights-developers-summary", text: "For developers: the files" }), el("p", { text: m.weightsForDevelopers })));
   }
   if (m.error) parts.push(el("p", { class: "error", id: "download-error", role: "alert", text: elideUrls(m.error) }));
   refill(body, ...parts);
