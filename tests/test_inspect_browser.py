@@ -341,6 +341,25 @@ def test_what_cannot_be_done_is_said_in_a_sentence(page, first):
     status = page.text_content("#step-box .step-status.error")
     assert status == "Taking a piece away waits for the reply being written: press Stop, or wait until it ends, then ask again."
     assert page.evaluate("chatlens.pageState.stepBox.cause") is None
+    # the page's API asked then: each job that looks at a reply already written refuses at once, in the sentence its
+    # button says (a branch's and a cause's, above), rather than waiting behind the reply with nothing said
+    asked = page.evaluate("""async (ids) => {
+        const turn = {messages: [{role: 'user', content: 'x'}], window: 256};
+        const asks = {inspect: {...turn, replyIds: ids, step: 0}, cause: {...turn, replyIds: ids, step: 0},
+                      branch: {...turn, replyIds: ids, step: 0, id: ids[0]},
+                      needs: {messages: [{role: 'user', content: 'x'}, {role: 'assistant', content: 'y'}], window: 256}};
+        const said = {};
+        for (const [type, args] of Object.entries(asks)) {
+            said[type] = await chatlens[type](args).then(() => 'answered', (e) => e.message);
+            said[type + ' writing'] = chatlens.writing;  // refused before the reply ended: at once
+        }
+        return said;
+    }""", first["reply_ids"])
+    words = {"inspect": "Inspecting a step", "cause": "Taking a piece away", "branch": "A branch",
+             "needs": "Measuring which turn each reply needed"}
+    for job, what in words.items():
+        assert asked[job] == f"{what} waits for the reply being written: press Stop, or wait until it ends, then ask again."
+        assert asked[f"{job} writing"], job
     assert page.evaluate("chatlens.writing")  # still being written: the sentences above were refusals
     page.evaluate("window.__stop.abort(); window.__running")
     # a step out of range, through the page's API

@@ -16,6 +16,7 @@ import { workWords } from "../views/progress.mjs";
 import { stripView } from "../views/strip.mjs";
 import { findConversation, userMessage } from "./recorded.mjs";
 import { nameStep, recordRequest, refusal, whereOf } from "./steps.mjs";
+import { HELD_OFF } from "../page/writing.mjs";
 
 /** The conversation a matrix can be asked of now: {label, messages, replies, args, note, records}
  * (records: each reply's, to open its steps), or {why} (a sentence), or null (nothing to offer). */
@@ -50,7 +51,7 @@ export async function askNeeds(page, { knocked = false } = {}) {
   const { api, state, store } = page;
   const conv = conversationOf(state);
   if (!conv || conv.why) return;
-  const why = refusal(api, state, "The matrix");
+  const why = refusal(api, state, HELD_OFF.needs);
   if (why) return store.needsEnded(store.needsAsked({ label: conv.label, args: null, knocked, controller: null }), { error: why });
   const controller = new AbortController();
   const args = needsRequest(conv.args, conv.messages, conv.replies, { knocked });

@@ -39,6 +39,7 @@ import { branchRequest, causeRequest, compareCellRequest, draftRequest, inspectR
 import { branchReloaded, saveBranch } from "../page/saved.mjs";
 import { cellsOf, liveMessages } from "../page/state.mjs";
 import { PART_OF } from "../page/state/stepbox.mjs";
+import { HELD_OFF, waitsForReply } from "../page/writing.mjs";
 import { branchChoices, branchView, nearTieList } from "../views/branch.mjs";
 import { causeView } from "../views/cause.mjs";
 import { cellName } from "../views/compare.mjs";
@@ -124,14 +125,13 @@ export function whereOf(state, reply, { settings, context } = {}) {
 }
 
 /** Why nothing can be computed now (a sentence), or null: the weights must be in, and one reply
- * is written at a time. `api`: chatlens; `state`: the page's. */
+ * is written at a time (page/writing.mjs: chatlens refuses in the same sentence). `api`: chatlens;
+ * `state`: the page's; `what`: the words the sentence starts with (writing.mjs HELD_OFF's). */
 export function refusal(api, state, what) {
   if (!api.model?.backend) {
     return `${what} needs the model's weights: ${api.model?.error ? api.model.error : "download them in the box at the top of the page"}.`;
   }
-  if (state.writing || api.writing) {
-    return `${what} waits for the reply being written: press Stop, or wait until it ends, then ask again.`;
-  }
+  if (state.writing || api.writing) return waitsForReply(what);
   return null;
 }
 
@@ -226,7 +226,7 @@ export function nameStep(page, where, step) {
 export async function inspectStep(page, where, step, { draft = false } = {}) {
   const { api, state, store } = page;
   const what = draft ? "the first token of a reply to this draft" : stepName(where, step);
-  const why = refusal(api, state, "Inspecting a step");
+  const why = refusal(api, state, HELD_OFF.inspect);
   if (why) return store.stepSaid(why, "error");
   if (!draft && !inRange(where.record, step)) return store.stepSaid(`There is no token ${step + 1} in ${where.label}'s reply.`, "error");
   const controller = new AbortController();
@@ -245,7 +245,7 @@ export async function inspectStep(page, where, step, { draft = false } = {}) {
  * or null (refused, stopped or failed: the box says why). */
 export async function causeStep(page, where, step, { context = {} } = {}) {
   const { api, state, store } = page;
-  const why = refusal(api, state, "Taking a piece away") ?? (where.args.layout === "plain" ? PLAIN_CAUSE : null);
+  const why = refusal(api, state, HELD_OFF.cause) ?? (where.args.layout === "plain" ? PLAIN_CAUSE : null);
   if (why) return store.stepSaid(why, "error"), null;
   if (!inRange(where.record, step)) return store.stepSaid(`There is no token ${step + 1} in ${where.label}'s reply.`, "error"), null;
   const cause = store.causeAsked(where, step, { controller: new AbortController(), context });
@@ -258,7 +258,7 @@ export async function causeStep(page, where, step, { context = {} } = {}) {
 export async function wholeReply(page, cause) {
   const { api, state, store } = page;
   if (cause.whole?.answer) return store.wholeShown(cause, true), cause.whole.answer; // at the reply's last step: the token's own
-  const why = refusal(api, state, "Taking a piece away");
+  const why = refusal(api, state, HELD_OFF.cause);
   if (why) return store.stepSaid(why, "error"), null;
   return store.wholeAsked(cause, { controller: new AbortController() }) ? askCause(page, cause, "whole") : null;
 }
@@ -310,7 +310,7 @@ const PLAIN_CAUSE = "Plain text is one piece with nothing around it: there is no
 /** Branch at `step` with `id` (token: its text, when the step's candidates do not say it). */
 export async function branchStep(page, where, step, id, token = undefined) {
   const { api, state, store } = page;
-  const why = refusal(api, state, "A branch");
+  const why = refusal(api, state, HELD_OFF.branch);
   if (why) return store.stepSaid(why, "error");
   if (where.branchWhy) return store.stepSaid(where.branchWhy, "error");
   if (!inRange(where.record, step)) return store.stepSaid(`There is no token ${step + 1} in ${where.label}'s reply to branch at.`, "error");

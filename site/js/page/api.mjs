@@ -19,7 +19,10 @@
 //        that stops the reply: it ends with stop_reason "stopped", keeping what it wrote (aborted
 //        before the call, it rejects with an Error named AbortError); topK: K fills the record's
 //        top_k, each reply token's K best [id, logit, probability]. Replies are written one at a
-//        time: a second waits for the first to end (stop it with its own signal)
+//        time: a second waits for the first to end (stop it with its own signal); while one is
+//        written, inspect, cause, needs and branch reject at once with the sentence the page's
+//        buttons say ("Taking a piece away waits for the reply being written: press Stop, ...";
+//        page/writing.mjs)
 //   await chatlens.predict({...as preview, topK}) -> {top_k, top_k_tokens, top_k_bytes, used, reused_tokens,
 //        backend}: the reply's most likely first tokens, computed now (the cache is left as it was)
 //   await chatlens.count({...as preview}, {onProgress, signal}) -> what a preview's overflow needs,
@@ -123,6 +126,7 @@
 import { createDownloads } from "./downloads.mjs";
 import { connect } from "./connection.mjs";
 import { toWire } from "./protocol.mjs";
+import { HELD_OFF, waitsForReply } from "./writing.mjs";
 import { FIELDS, JOBS, MESSAGES } from "../worker/protocol.gen.mjs";
 import { backendPref, sourceUrlPref } from "./prefs.mjs";
 import { resolveSource } from "./source.mjs";
@@ -260,9 +264,13 @@ export function createApi() {
       checked(type, args);
       const aborted = () => new DOMException(`the ${declared.writes ? "reply" : type} was stopped before it started`, "AbortError");
       if (signal?.aborted) throw aborted();
+      // a step of a reply looked at while a reply is written: refused now, as the page's buttons refuse (writing.mjs)
+      const held = HELD_OFF[type];
+      if (held && running) throw new Error(waitsForReply(held));
       await api.ready;
       if (declared.both_models) await baseAttached();
       if (signal?.aborted) throw aborted(); // while the page waited for the worker
+      if (held && running) throw new Error(waitsForReply(held)); // a reply begun meanwhile
       const c = conn; // a stop goes to the worker that computes it, even once another replaced it
       const token = onToken && declared.both_models
         ? (t) => onToken({ model: t.model, layout: t.layout, token: { id: t.id, text: t.text, token: t.token, bytes: t.bytes } })
