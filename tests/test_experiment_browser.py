@@ -295,6 +295,13 @@ def test_a_step_of_the_bases_template_cell_is_inspected_where_it_was_drawn_and_n
     assert page.locator("#step-box .share-row").count() == len(got["by_piece"])
     shots(page, "inspect-base-cell", "#step-box")
     page.click("#step-box .inspect-close")
+    # a plain cell's step: no "Which piece it needed", and the bar says why where the button would be
+    page.locator('.compare-cell[data-model="base"][data-layout="plain"] .reply-tokens .tok').nth(0).click()
+    assert page.text_content("#step-box .step-name").startswith("Token 1 of the base model's plain-text cell's reply")
+    assert page.locator("#step-box .step-cause").count() == 0
+    said = page.text_content("#step-box .step-no-cause")
+    assert said.startswith("“Which piece it needed” is not offered here. Plain text is one piece with nothing around it")
+    shots(page, "plain-cell-step", "#step-box")
 
 
 def test_the_base_is_named_as_what_its_files_are_everywhere(both):

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { inRange, noCandidates, recordRequest, refusal, stepName, whereOf } from "../../site/js/modes/steps.mjs";
+import { inRange, noCandidates, noCause, recordRequest, refusal, stepName, whereOf } from "../../site/js/modes/steps.mjs";
 import { branchRequest, inspectRequest, recordedRequest } from "../../site/js/page/step.mjs";
 import { createStore, liveMessages } from "../../site/js/page/state.mjs";
 import { toWire } from "../../site/js/page/protocol.mjs";
@@ -96,6 +96,11 @@ test("a comparison cell: each is a step of its model and layout; only the instru
   for (const other of [ans.base.plain, ans.base.template, ans.instruct.plain]) {
     assert.match(whereOf(store.state, other, { settings, context: 8192 }).branchWhy, /can be inspected, not branched/);
   }
+  // which piece it needed: asked of the template cells, and of no plain cell, which says why
+  for (const model of ["base", "instruct"]) {
+    assert.equal(noCause(whereOf(store.state, ans[model].template, { settings, context: 8192 })), null);
+    assert.match(noCause(whereOf(store.state, ans[model].plain, { settings, context: 8192 })), /^Plain text is one piece with nothing around it/);
+  }
 });
 
 test("plain text's continuation is a step of the text read with no template, not a branch", () => {
@@ -108,6 +113,11 @@ test("plain text's continuation is a step of the text read with no template, not
   assert.equal(where.record, answer);
   assert.match(where.branchWhy, /plain text's continuation can be inspected, not branched/);
   assert.equal(stepName(where, 1), "token 2 of the plain-text side's reply, “·there”");
+  // no piece to take away: said in a sentence; the same words sent as a chat message have pieces
+  assert.equal(noCause(where), "Plain text is one piece with nothing around it: there is no piece to take away and keep the rest.");
+  const chat = { ...recordOf(null, [5]), reply_tokens: ["Hi"] };
+  store.sideEnded(p.chat, { answer: chat });
+  assert.equal(noCause(whereOf(store.state, chat, { settings })), null);
 });
 
 test("nothing is computed without the weights, or while a reply is written", () => {

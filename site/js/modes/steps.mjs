@@ -245,7 +245,7 @@ export async function inspectStep(page, where, step, { draft = false } = {}) {
  * or null (refused, stopped or failed: the box says why). */
 export async function causeStep(page, where, step, { context = {} } = {}) {
   const { api, state, store } = page;
-  const why = refusal(api, state, HELD_OFF.cause) ?? (where.args.layout === "plain" ? PLAIN_CAUSE : null);
+  const why = refusal(api, state, HELD_OFF.cause) ?? noCause(where);
   if (why) return store.stepSaid(why, "error"), null;
   if (!inRange(where.record, step)) return store.stepSaid(`There is no token ${step + 1} in ${where.label}'s reply.`, "error"), null;
   const cause = store.causeAsked(where, step, { controller: new AbortController(), context });
@@ -306,6 +306,11 @@ export async function pairCause(page, cause, name) {
 }
 
 const PLAIN_CAUSE = "Plain text is one piece with nothing around it: there is no piece to take away and keep the rest.";
+
+/** Why a step of `where`'s reply is not asked which piece it needed (a sentence), or null: plain
+ * text (the plain-text side, a comparison's plain cells). The step bar says it where it would
+ * offer the button; causeStep refuses with it. */
+export const noCause = (where) => (where.args?.layout === "plain" ? PLAIN_CAUSE : null);
 
 /** Branch at `step` with `id` (token: its text, when the step's candidates do not say it). */
 export async function branchStep(page, where, step, id, token = undefined) {
@@ -553,13 +558,14 @@ function stepBar(page) {
       "div",
       { class: "step-actions" },
       el("button", { type: "button", class: "step-inspect", onclick: () => inspectStep(page, where, step), text: "Where it looked, and how it chose" }),
-      where.args.layout === "plain" ? null
+      noCause(where) ? null
         : el("button", { type: "button", class: "step-cause", onclick: () => causeStep(page, where, step), text: "Which piece it needed" }),
       offer ? el("button", { type: "button", class: "branch-offer", dataset: { step, id: offer.id }, onclick: () => branchStep(page, where, step, offer.id),
                               text: `Take “${visibleToken(offer.token)}”, which it nearly chose` }) : null,
       lensChoices.map(([id, p]) => el("button", { type: "button", class: "branch-lens", dataset: { step, id }, onclick: () => branchStep(page, where, step, id, tokens.get(id)),
                                                   text: `Take ${tokens.has(id) ? `“${visibleToken(tokens.get(id))}”` : `token ${id}`} (${(100 * p).toFixed(1)}%)` })),
     ),
+    noCause(where) ? el("p", { class: "term step-no-cause", text: `“Which piece it needed” is not offered here. ${noCause(where)}` }) : null,
     where.branchWhy ? el("p", { class: "term", text: where.branchWhy })
       : where.record.top_k
       ? el("p", { class: "term", text: "Another of this step's candidates, picked in the table of candidates, starts a branch: what the model would have written after it." })
