@@ -12,10 +12,22 @@ PY=${PYTHON:-python3}
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
 # `pip install -e .` points this Python's chatlens (python3 -m chatlens, the chatlens command) at
-# this checkout: say so when it replaces another checkout's or another install's.
-other=$("$PY" -c 'import importlib.util as u, os, sys
+# this checkout: say so when it replaces another checkout's or another install's, also one whose
+# folder was deleted (Python finds no chatlens then, but the install's record still names it: the
+# folder its editable .pth put on the path, else the checkout its direct_url.json names).
+other=$("$PY" -c 'import importlib.metadata as m, importlib.util as u, json, os, sys, urllib.parse as p
 s = u.find_spec("chatlens")
 at = os.path.realpath(list(s.submodule_search_locations)[0]) if s and s.submodule_search_locations else ""
+if not at:
+    try:
+        d = m.distribution("chatlens")
+    except m.PackageNotFoundError:
+        d = None
+    pth = [d.locate_file(f) for f in (d.files or ()) if f.name.endswith(".pth")] if d else []
+    put = [line.strip() for f in pth if os.path.isfile(f) for line in open(f) if line.strip() and not line.startswith("import")]
+    url = json.loads(d.read_text("direct_url.json") or "{}").get("url", "") if d else ""
+    was = os.path.join(put[0], "chatlens") if put else p.unquote(p.urlparse(url).path) if url.startswith("file:") else ""
+    at = f"{was} (a folder that no longer exists)" if was and not os.path.exists(was) else ""
 print(at if at and at != os.path.realpath(sys.argv[1]) else "")' "$(pwd -P)/py/chatlens" 2>/dev/null || true)
 if [ -n "$other" ]; then
   echo "scripts/setup.sh: $PY's chatlens was $other; it is now this checkout's, $(pwd -P)/py/chatlens (pip install -e .)" >&2
