@@ -233,8 +233,9 @@ def test_each_cell_shows_its_own_state_and_its_result_the_moment_it_ends(both):
     # the 2x2 brought into view on a phone, and how long the rest takes said while they are written
     writing = [s for s in seen if "writing" in s["s"].values()]
     assert writing and any(s["inView"] for s in writing), seen
-    assert any(re.match(r"(About \d+ s more \(so far|Between about .* more: the most if no reply ends before the cap of)", s["estimate"])
-               for s in writing), seen
+    assert any(re.match(r"(About \d+ s more \(so far|Between about .* more: the most if no reply ends before the cap of|"
+                        r"Likely about .* more, between .*: likely if each reply still to come is as long as the median)",
+                        s["estimate"]) for s in writing), seen
     # what both read comes below the 2x2: the cells stay where they are when it comes (issue 43.9)
     came = next(i for i, s in enumerate(seen) if s["both"])
     assert came > 0 and seen[came]["top"] == seen[came - 1]["top"], seen[came - 1:came + 1]
@@ -251,8 +252,12 @@ def test_each_cell_shows_its_own_state_and_its_result_the_moment_it_ends(both):
     until(page, "() => !document.getElementById('compare-restored') && "
                 "document.querySelector('.compare-cell[data-model=instruct][data-layout=plain] [data-stop]') && "
                 "document.querySelector('.compare-cell[data-model=instruct][data-layout=template]')?.dataset.state === 'writing' && "
-                "/^(About|Between about)/.test(document.getElementById('compare-estimate')?.textContent)", "the second reply under way")
+                "/^Likely about/.test(document.getElementById('compare-estimate')?.textContent)", "the second reply under way")
     assert page.get_attribute('.compare-cell[data-model="base"][data-layout="template"]', "data-state") == "waiting"
+    # the likely figure beside the worst case, made from the one reply ended so far: its length, as its cell shows it
+    ended = page.locator('.compare-cell[data-model="instruct"][data-layout="plain"] .reply-tokens .tok').count()
+    said = page.text_content("#compare-estimate")
+    assert f"as long as the median of those ended so far ({ended} token" in said and "the most if no reply ends" in said
     assert page.evaluate("getComputedStyle(document.getElementById('compare-stop')).backgroundColor") == "rgb(185, 28, 28)"  # red, as Live's Stop
     shots(page, "mid-run", "#compare-estimate")
     page.click("#compare-stop")

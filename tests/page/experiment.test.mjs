@@ -112,9 +112,32 @@ test("how long the four will take: each prompt's reading and each token's step m
   assert.equal(e.read, 12.5); // the two prompts read so far: 20 s and 5 s
   assert.equal(e.most, 44 + 2 * (12.5 + 47)); // the one under way to the cap, then two prompts and their replies to the cap
   assert.equal(e.least, 1 + 2 * 12.5); // each ends at its next token
-  const line = estimateSentence(e, 48);
-  assert.equal(line, "Between about 26 s and 3 min more: the most if no reply ends before the cap of 48 tokens, the least if each " +
-    "ends at its next token (so far 1.0 s a token, 13 s to read a prompt).");
+  // likely: each as long as the median reply ended so far, the instruct's plain one of 1 token (the one under way,
+  // at least a token more than its 4)
+  assert.deepEqual([e.length, e.likely], [1, e.least]);
+  assert.equal(estimateSentence(e, 48), "Likely about 26 s more, between 26 s and 3 min: likely if each reply still to come " +
+    "is as long as the median of those ended so far (1 token), the most if no reply ends before the cap of 48 tokens, the " +
+    "least if each ends at its next token (so far 1.0 s a token, 13 s to read a prompt).");
+  // before any reply has ended: the range alone, and when a likely figure comes
+  const none = estimate({ cells: cells.map((c) => ({ ...c, ended: false })), now: 28_500, cap: 48 });
+  assert.equal(none.likely, null);
+  assert.equal(estimateSentence(none, 48), "Between about 27 s and 4 min more: the most if no reply ends before the cap of 48 " +
+    "tokens, the least if each ends at its next token (so far 1.0 s a token, 13 s to read a prompt); a likely figure once " +
+    "a reply has ended.");
+  // the base's first reply under way: the instruct's two ended at 1 and 8 tokens (median 4.5), the base's plain one has
+  // written 10 (so at least 11), its template one is still to come
+  const later = [
+    { written: 1, ended: true, begun: 0, first: 20_000, last: 20_000 },
+    { written: 8, ended: true, begun: 20_000, first: 25_000, last: 32_000 },
+    { written: 10, ended: false, begun: 32_000, first: 37_000, last: 46_000 },
+    { written: 0, ended: false, begun: null, first: null, last: null },
+  ];
+  const l = estimate({ cells: later, now: 46_500, cap: 48 });
+  assert.equal(l.perToken, 1); // 7 + 9 steps in 16 s
+  assert.equal(l.read, 10); // 20 s, 5 s and 5 s
+  assert.deepEqual([l.length, l.likely], [4.5, 1 + 10 + 3.5]); // 11 - 10 more, then a prompt read and 3.5 steps
+  assert.ok(l.least <= l.likely && l.likely <= l.most);
+  assert.match(estimateSentence(l, 48), /^Likely about 15 s more, between 11 s and 2 min: .* the median of those ended so far \(4\.5 tokens\)/);
   assert.equal(estimateSentence({ ...e, least: 3, most: 3.2 }, 48), "About 3 s more (so far 1.0 s a token, 13 s to read a prompt).");
   assert.match(estimateSentence(null, 48), /^Timing the first tokens/);
   assert.equal(estimateSentence({ ...e, least: 0, most: 0 }, 48), null); // nothing left to write
@@ -125,7 +148,8 @@ test("the page's estimate comes from each reply's own clock, as its tokens come"
   let page;
   page = pageOf(fakeApi({ at: (model, layout, i) => model === "base" && layout === "plain" && i === 3 && (said = estimateOf(page)) }));
   await compareMessage(page, "Hi");
-  assert.match(said, /^(About \d+ s more \(so far|Between about \d+ s and \d+ s more: the most if no reply ends before the cap of 4 tokens)/);
+  // the instruct's two have ended: a likely figure from their lengths (unless the rest rounds to one figure)
+  assert.match(said, /^(About \d+ s more \(so far|Likely about \d+ s more, between \d+ s and \d+ s: likely if each reply still to come is as long as the median of those ended so far \(\d+(\.\d)? tokens?\))/);
   assert.equal(estimateOf(page), null); // ended: nothing runs
 });
 

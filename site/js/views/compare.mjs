@@ -150,15 +150,17 @@ export function stateSentence(state, reply, before) {
 }
 
 /**
- * How long the rest of a run takes, from what each reply took so far: {least, most, perToken,
- * read, written} (seconds; written: tokens the four wrote), or null until a reply has written a
- * few tokens after its first. cells: the four in the order they are computed, each {written, ended
- * (it has stopped), begun, first, last} (ms: when its prompt began to be read, when its first and
- * its last token came; null before). A reply costs the reading of its prompt (up to its first
- * token: the GPU's first steps, their compiling and upload included, so never divided among the
- * tokens) and then a step a token: both are measured apart. Where each reply still to write will
- * end is not known before it does: `most` is the worst case, every one running to the cap;
- * `least`, every one ending at its next token.
+ * How long the rest of a run takes, from what each reply took so far: {least, most, likely,
+ * length, perToken, read, written} (seconds; written: tokens the four wrote), or null until a
+ * reply has written a few tokens after its first. cells: the four in the order they are computed,
+ * each {written, ended (it has stopped), begun, first, last} (ms: when its prompt began to
+ * be read, when its first and its last token came; null before). A reply costs the reading of its
+ * prompt (up to its first token: the GPU's first steps, their compiling and upload included, so
+ * never divided among the tokens) and then a step a token: both are measured apart. Where each
+ * reply still to write will end is not known before it does: `most` is the worst case, every one
+ * running to the cap; `least`, every one ending at its next token; `likely`, every one as long as
+ * the median of the replies ended so far, `length` tokens (the one under way at least a token
+ * longer than it is now), null until a reply has ended.
  */
 export function estimate({ cells, now, cap }) {
   let steps = 0;
@@ -177,24 +179,39 @@ export function estimate({ cells, now, cap }) {
   if (steps < 2 || !reads.length) return null;
   const perToken = stepMs / steps;
   const read = reads.reduce((a, b) => a + b, 0) / reads.length;
+  // a cell a stop kept from starting wrote nothing: no length
+  const length = median(cells.filter((c) => c.ended && c.written > 0).map((c) => c.written));
   let least = 0;
   let most = 0;
+  let likely = length === null ? null : 0;
   for (const c of cells) {
     if (c.ended) continue;
     if (!c.written) { // still to read its prompt (or reading it): then its first token
       const reading = Math.max(0, read - (c.begun != null ? now - c.begun : 0));
       least += reading;
       most += reading + (cap - 1) * perToken;
+      if (likely !== null) likely += reading + (length - 1) * perToken;
     } else {
       least += perToken;
       most += (cap - c.written) * perToken;
+      if (likely !== null) likely += (Math.max(length, c.written + 1) - c.written) * perToken;
     }
   }
-  return { least: least / 1000, most: most / 1000, perToken: perToken / 1000, read: read / 1000, written };
+  return { least: least / 1000, most: most / 1000, likely: likely === null ? null : likely / 1000, length,
+           perToken: perToken / 1000, read: read / 1000, written };
+}
+
+/** The middle of some numbers (the mean of the two middle ones where they are even), null of none. */
+function median(xs) {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 const duration = (s) => (s < 90 ? `${Math.max(1, Math.round(s))} s` : `${Math.round(s / 60)} min`);
 const stepTime = (s) => `${s < 1 ? s.toFixed(2) : s.toFixed(1)} s`;
+const tokensOf = (n) => count(Math.round(n * 10) / 10, "token");
 
 /** The estimate in a sentence (null once nothing is left to write). cap: the cap each reply has. */
 export function estimateSentence(e, cap) {
@@ -203,8 +220,12 @@ export function estimateSentence(e, cap) {
   const [least, most] = [duration(e.least), duration(e.most)];
   const so = `so far ${stepTime(e.perToken)} a token, ${duration(e.read)} to read a prompt`;
   if (least === most) return `About ${most} more (${so}).`;
-  return `Between about ${least} and ${most} more: the most if no reply ends before the cap of ${cap} tokens, ` +
-    `the least if each ends at its next token (${so}).`;
+  const bounds = `the most if no reply ends before the cap of ${cap} tokens, the least if each ends at its next token`;
+  if (e.likely === null || e.likely === undefined) {
+    return `Between about ${least} and ${most} more: ${bounds} (${so}); a likely figure once a reply has ended.`;
+  }
+  return `Likely about ${duration(e.likely)} more, between ${least} and ${most}: likely if each reply still to come is as ` +
+    `long as the median of those ended so far (${tokensOf(e.length)}), ${bounds} (${so}).`;
 }
 
 // -- the DOM -----------------------------------------------------------------------------------------
