@@ -131,7 +131,10 @@ def test_chunked_passes_equal_one_pass():
     """A page's NumPy reads a few ids a pull (its chunk): the figures are the same, up to float32
     rounding of a chunk's products against the whole's (about 1e-6)."""
     whole = pulled(Causing(PromptCache(BACKENDS["numpy"](40)), PROMPT, REPLY, tiny_pieces(), step=4))
-    parts = pulled(Causing(PromptCache(BACKENDS["numpy"](40)), PROMPT, REPLY, tiny_pieces(), step=4, chunk=2))
+    cache = PromptCache(BACKENDS["numpy"](40))
+    cache.prefill(PROMPT + REPLY)
+    parts = pulled(Causing(cache, PROMPT, REPLY, tiny_pieces(), step=4, chunk=2))
+    assert cache.ids == PROMPT + REPLY  # put back in one copy, not fed again a chunk at a time on top of it
     for name in whole.measures:
         for what in ("knocked", "removed"):
             for key in ("p", "top_p", "reply_logprob"):

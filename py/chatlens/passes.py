@@ -68,14 +68,15 @@ class Running(Stepper):
         own = int(getattr(cache, "chunk", 0) or 0)
         self.chunk = min((c for c in (own, int(chunk)) if c > 0), default=0)
         self.rows = [[] for _ in self.passes]
-        self._units = deque(_Unit(i, part, scored, nxt, k == 0, k + len(part) >= len(p.ids))
-                            for i, p in enumerate(self.passes)
-                            for k, part, scored, nxt in chunks(p.ids, self.chunk, p.score_from, p.next_id))
         self._hiding = None  # the pass whose hidden keys' ids the cache holds now
         # NumPy keeps what the passes overwrite and puts it back (the restore, done so)
         restore = [p for p in self.passes if p.measure == "restore"]
         self._kept = cache.kept(min(p.at for p in self.passes)) if restore else None
-        self._copies = self._kept is not None  # the restore is a copy: it computes nothing
+        self._copies = self._kept is not None  # the restore is a copy: it computes nothing, one step
+        self._units = deque(_Unit(i, part, scored, nxt, k == 0, k + len(part) >= len(p.ids))
+                            for i, p in enumerate(self.passes)
+                            for k, part, scored, nxt in chunks(p.ids, 0 if p.measure == "restore" and self._copies
+                                                               else self.chunk, p.score_from, p.next_id))
         self.prompt_tokens = sum(len(p.ids) for p in self.passes if not (p.measure == "restore" and self._copies))
         self._batch = not self.planned and hasattr(cache.backend, "score_many")
         if not self.passes:
