@@ -101,6 +101,10 @@ def test_without_replies_each_message_is_read_as_the_template_writes_it(conversa
         assert t.reply_ids[-1] == tiny.eos_id
         assert tiny.tokenizer.decode(t.reply_ids[:-1]) == messages[t.message_index]["content"]
         assert all(p.knocked is None and p.knocked_why for p in t.pieces)  # not asked
+    # some replies' ids given, the others (null) read as the template writes them
+    mixed = finished("needs", {"messages": messages, "window": WINDOW, "max_tokens": 6,
+                               "replies": [None, records[1].reply_ids, None]})
+    assert [t.reply_ids for t in mixed.turns] == [got.turns[0].reply_ids, records[1].reply_ids, got.turns[2].reply_ids]
 
 
 def test_groups_and_pairs_render_the_conversation_without_them(conversation, tiny, hf_chat):  # noqa: F811

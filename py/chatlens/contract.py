@@ -126,8 +126,8 @@ class Needs(Conversation):
     """Which turn each reply of a conversation needed (chatlens.needs): every assistant message is a
     reply to measure, each piece it read removed (and, asked, knocked out), the whole reply watched.
     The messages may end with the last reply (a user message after it, a draft, is not read)."""
-    replies: list | None = doc("each assistant message's reply ids, in order, as its turn's record has them (null: "
-                               "each message as the template writes it, up to its end of turn)", None)
+    replies: list | None = doc("each assistant message's reply ids, in order, as its turn's record has them (null, "
+                               "or a null entry: the message as the template writes it, up to its end of turn)", None)
     knocked: bool = doc("knock each piece out too (twice the passes)", False)
     pieces: list | None = doc("more pieces for every turn that has them: two together \"a+b\" (null: the turn's "
                               "own pieces and groups)", None)

@@ -80,7 +80,7 @@ def replies_of(record_of, tokenizer, template, eos_id, request) -> list:
                                 "one")
         asked = messages[:i]
         record = record_of(replace(request, messages=asked))
-        ids = [int(x) for x in given[turn]] if given is not None else \
+        ids = [int(x) for x in given[turn]] if given is not None and given[turn] is not None else \
             written_ids(tokenizer, template, messages, i, eos_id, request.special_in_text)
         if not ids:
             raise ChatlensError(f"reply {turn + 1} has no ids to measure")

@@ -22,15 +22,17 @@ import { HELD_OFF } from "../page/writing.mjs";
  * (records: each reply's, to open its steps), or {why} (a sentence), or null (nothing to offer). */
 export function conversationOf(state) {
   if (state.mode === "live") {
-    const turns = state.live.turns.filter((t) => t.record?.reply_ids?.length && t.reply !== undefined);
-    if (!turns.length) return null;
+    const turns = state.live.turns.filter((t) => t.reply !== undefined);
+    if (!turns.length || !turns.at(-1).record?.reply_ids?.length) return null;
     if (turns.length !== state.live.turns.length) return { why: "A turn of this conversation has no reply yet: the matrix measures every reply." };
     const messages = turns.flatMap((t) => [{ role: "user", content: t.user }, { role: "assistant", content: t.reply }]);
     const last = turns.at(-1).record;
-    const other = turns.findIndex((t) => t.record.window !== last.window || (t.record.system ?? null) !== (last.system ?? null));
+    const other = turns.findIndex((t) => t.record && (t.record.window !== last.window || (t.record.system ?? null) !== (last.system ?? null)));
     const note = other < 0 ? null : `Turn ${other + 1} was sent with another window or system prompt: every reply is measured here ` +
       "with the last turn's, as a next message would read the conversation.";
-    return { label: "this conversation", messages, replies: turns.map((t) => t.record.reply_ids), args: recordRequest(last, messages),
+    // a reply this visit has no record of (one a Look inside case restored from the recording) is
+    // read as the template writes its text (null)
+    return { label: "this conversation", messages, replies: turns.map((t) => t.record?.reply_ids ?? null), args: recordRequest(last, messages),
              records: turns.map((t) => t.record), note };
   }
   if (state.mode === "recorded" && state.recorded) {

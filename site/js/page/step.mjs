@@ -38,7 +38,7 @@ export function causeRequest(turn, replyIds, step, { pieces, tokens = true } = {
  * (`replies`, each as its record has them), each token's figures with it (the strips'). */
 export function needsRequest(turn, messages, replies, { knocked = false } = {}) {
   const { topK, replyIds, step, ...args } = turn;
-  return { ...args, messages, replies: replies.map((ids) => [...ids]), knocked, tokens: true };
+  return { ...args, messages, replies: replies.map((ids) => (ids ? [...ids] : null)), knocked, tokens: true };
 }
 
 /** chatlens.inspect's arguments for the first token of a reply to the draft `preview` (the
