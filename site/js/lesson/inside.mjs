@@ -178,9 +178,10 @@ const times = (f) => (f >= 1e4 ? `about ${Number(f.toPrecision(1)).toExponential
  * line} for the case it shows, each line in its own figures. record: the turn's record; context:
  * {inspection: chatlens.inspect's answer of the same step, or null; digits: the year's earlier
  * digits, [{token, p, removed}] (Look inside measures them with the date removed); whole: the
- * cause at the reply's last step with every token's figures (the token strip), or null}.
+ * cause at the reply's last step with every token's figures (the token strip), or null; needed:
+ * the conversation's matrix's row for this turn (chatlens.needs's, its last), or null}.
  */
-export function caused(record, cause, { inspection = null, digits = [], whole = null } = {}) {
+export function caused(record, cause, { inspection = null, digits = [], whole = null, needed = null } = {}) {
   const found = {};
   if (inspection && inspection.step !== cause.step) inspection = null;
   const chosen = shown(cause.chosen_token);
@@ -214,7 +215,7 @@ export function caused(record, cause, { inspection = null, digits = [], whole = 
     found.dropped = `Writing ${chosen} (${percent(cause.p)}): the turn with your name was dropped ` +
       `(the whole turn: ${back.count} tokens), so nothing the model read holds your name${reads}. Put back, as a ` +
       `larger window would read it, the model would write ${shown(m.top_token)} there (${percent(m.top_p)})` +
-      (m.top_id === cause.chosen_id ? "." : `, and ${chosen} ${moved(m.p, cause.p)}.`);
+      (m.top_id === cause.chosen_id ? "." : `, and ${chosen} ${moved(m.p, cause.p)}.`) + matrixWords(needed);
   }
   const year = statedYear(record);
   if (year && system?.removed && system.knocked && caseStep(CASES.find((c) => c.id === "year"), record) === cause.step) {
@@ -228,6 +229,20 @@ export function caused(record, cause, { inspection = null, digits = [], whole = 
       lookedAt(record, inspection, "system", (t) => `${t} in the system prompt`);
   }
   return found;
+}
+
+/** Which turn the whole reply needed, from the conversation's matrix (its row for the turn): the
+ * piece whose removal moved the reply most, and the dropped turn put back; "" without a row. */
+function matrixWords(row) {
+  if (!row) return "";
+  const delta = (p) => p.removed.reply_logprob - row.reply_logprob;
+  const removed = row.pieces.filter((p) => p.removed && p.kind !== "dropped" && p.kind !== "replies" && p.kind !== "history");
+  const most = removed.length ? removed.reduce((a, b) => (delta(b) < delta(a) ? b : a)) : null;
+  const back = row.pieces.find((p) => p.kind === "dropped" && p.removed);
+  const factor = (d) => `${times(Math.exp(Math.abs(d)))} times ${d < 0 ? "less" : "more"} likely`;
+  const text = row.reply_tokens.join("").replace(/<\|im_end\|>$/, "");
+  return ` Over the whole reply (“${visibleToken(text)}”, the conversation's matrix): without ${most ? most.label : "any piece"} ` +
+    `it is ${most ? factor(delta(most)) : "as likely"}` + (back ? `; with the dropped turn put back, ${factor(delta(back))}.` : ".");
 }
 
 /** What a branch of a live turn completes: {branch: line} when it took the runner-up at the

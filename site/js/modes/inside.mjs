@@ -15,6 +15,7 @@ import { drawInside } from "../views/challenges.mjs";
 import { $ } from "../views/dom.mjs";
 import { causeRequest } from "../page/step.mjs";
 import { send, stop } from "./live.mjs";
+import { askNeeds } from "./needs.mjs";
 import { findConversation, loadRecorded, userMessage } from "./recorded.mjs";
 import { branchStep, causeStep, inspectStep, nameStep, refusal, stepName, wholeReply, whereOf } from "./steps.mjs";
 
@@ -75,9 +76,21 @@ async function run(page, c) {
   // the Pirate's claim is about the reply's voice: it opens on every token of the reply so far,
   // the system prompt removed (the token strip; the same figures when the step is the reply's last)
   const strip = c.id === "pirate";
-  const answer = await causeStep(page, where, step, { context: { digits, strip } });
+  // the dropped name's is about which turn the reply needed: it completes from the conversation's matrix
+  const matrix = c.id === "dropped";
+  const answer = await causeStep(page, where, step, { context: { digits, strip, matrix } });
   const cause = state.stepBox.cause;
-  if (!strip || !answer || !cause) return answer;
+  if (!answer || !cause) return answer;
+  if (matrix) {
+    await askNeeds(page);
+    const needed = state.needs.run?.answer?.turns.at(-1) ?? null;
+    const seen = state.stepBox.inspection;
+    const inspection = seen?.where.record === turn.record && seen.step === step ? seen.answer : null;
+    if (needed) store.insideLooked(inside.caused(turn.record, answer, { inspection, needed }));
+    $("needs-box")?.scrollIntoView?.({ block: "nearest" });
+    return answer;
+  }
+  if (!strip) return answer;
   store.stripChosen(cause, { piece: answer.pieces.find((p) => p.kind === "system")?.name ?? null, measure: "removed" });
   return wholeReply(page, cause);
 }

@@ -35,6 +35,11 @@ export function transitions({ state, emit }) {
       state.progress = next;
       emit("challenges");
     },
+    /** What Look inside measured of a live turn beyond one cause (the conversation's matrix):
+     * lesson/inside.mjs's found lines. */
+    insideLooked(found) {
+      insideFound({ state, emit }, found);
+    },
     progressReset() {
       state.progress = {};
       emit("challenges");

@@ -166,7 +166,9 @@ export function transitions({ state, emit, store }) {
       if (answer && which === "token" && lastStep(cause) && !cause.whole) cause.whole = measure; // the same figures
       // a live turn's cause completes what it shows of Look inside: the step's figures, and the
       // token strip's once the whole reply's come (a case that opens on the strip waits for them)
-      if (answer && cause.where.kind === "live" && cause.token.answer && (which === "whole" || !cause.context.strip || cause.whole === measure)) {
+      // (one that opens on the conversation's matrix completes there: modes/inside.mjs)
+      if (answer && cause.where.kind === "live" && cause.token.answer && !cause.context.matrix &&
+          (which === "whole" || !cause.context.strip || cause.whole === measure)) {
         const seen = box.inspection;
         const inspection = seen?.where.record === cause.where.record && seen.step === cause.step ? seen.answer : null;
         const whole = cause.whole?.answer ?? null;
