@@ -80,6 +80,14 @@ test("the dropped case puts the turn back and says what the model writes then, w
     "Writing “·Emily” (11.5%): the turn with your name was dropped (the whole turn: 58 tokens), so nothing the model read holds your " +
     "name; the head that reads furthest back, block 24 · head 6, reads “LM” in the template's default system prompt. Put back, as " +
     "a larger window would read it, the model would write “·Sarah” there (30.0%), and “·Emily” falls to 3.2% (from 11.5%).");
+  // with the conversation's matrix (its row for this turn): which turn the whole reply needed
+  const needed = { reply_logprob: -3, reply_tokens: ["I", "'m", " Emily", ".", "<|im_end|>"], pieces: [
+    { kind: "user", label: "turn 2 · user", removed: { reply_logprob: -4 } },
+    { kind: "assistant", label: "turn 2 · assistant", removed: { reply_logprob: -9.5 } },
+    { kind: "dropped", label: "dropped turn 1 (58 tokens)", removed: { reply_logprob: -8 } },
+  ] };
+  assert.match(caused(record, cause, { inspection, needed }).dropped,
+    /“·Sarah” there \(30\.0%\), and “·Emily” falls to 3\.2% \(from 11\.5%\)\. Over the whole reply \(“I'm·Emily\.”, the conversation's matrix\): without turn 2 · assistant it is 665 times less likely; with the dropped turn put back, 148 times less likely\.$/);
 });
 
 test("the year case: the last digit needs the date; the digits before it are said as measured", () => {
