@@ -155,6 +155,14 @@ def test_which_piece_it_needed_is_the_engines_and_the_whole_reply_too(page, firs
     # the template's default system prompt cannot be removed: the cell says why, in a sentence
     default = page.text_content("#step-box .cause-row[data-piece='default_system:0'] .cause-cell[data-what=removed]")
     assert "cannot be left out" in default
+    # Guess first: the figures wait for the learner's guess, which is then marked beside them
+    page.check("#guess-first")
+    page.wait_for_selector("#step-box .cause-guess-form")
+    assert page.locator("#step-box .cause-table").count() == 0
+    page.check("#step-box .cause-guess-form input[value='new:0']")
+    page.click("#step-box .cause-guess-form button[type=submit]")
+    page.wait_for_selector("#step-box .cause-row.guessed[data-piece='new:0']")
+    page.uncheck("#guess-first")
     page.click("#step-box .cause-whole button")
     page.wait_for_selector("#step-box .cause-whole.link")  # the switch back: the whole reply is shown
     last = cli("cause", payload, "--step", str(len(first["reply_ids"]) - 1), "--tokens", tiny=tiny)
