@@ -137,8 +137,12 @@ export function createJobs() {
     const tellProgress = () => {
       if (progress) self.postMessage({ type: "progress", id, ...progress, ms: performance.now() - t0 });
     };
-    const partDone = (covers) => ({ part, of }) => {
-      if (progress) Object.assign(progress, { parts: part, parts_of: of, covers }), tellProgress();
+    // A comparison's next reply discards the runs of the one before, which the GPU may still be
+    // running: their parts are not the new reply's (a cell's first parts once named the last
+    // cell's one-token step). `epoch` counts the replies; a part tells only within its own.
+    let epoch = 0;
+    const partDone = (covers, at = epoch) => ({ part, of }) => {
+      if (progress && at === epoch) Object.assign(progress, { parts: part, parts_of: of, covers }), tellProgress();
       return Boolean(job.ended);
     };
     try {
@@ -165,6 +169,7 @@ export function createJobs() {
         if (out.cell !== cell) { // a comparison's next reply: the runs still in flight were the last one's
           for (const f of flight.splice(0)) f.catch(() => {});
           cell = out.cell;
+          epoch += 1;
         }
         // The runs go to the executor of the model whose reply it is: asked once a model, at the
         // job's first runs and when a comparison moves to the other model, not at every step.
