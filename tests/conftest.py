@@ -80,6 +80,7 @@ SLOW_TESTS = {
     "test_model.py::test_exported_hf_folder_matches_transformers": "transformers loading the exported folder",
     "test_model.py::test_tiny_random_llama_of_another_shape": "a greedy reply beside transformers'",
     "test_worker.py::test_a_run_streams_its_reply_and_reuses_the_cache_like_the_cli": "two replies of the real model",
+    "test_check.py::test_the_check_passes_on_lavapipe_and_fails_with_the_fault": LAVAPIPE,
 }
 
 

@@ -100,6 +100,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--reference-child", action="store_true", help=argparse.SUPPRESS)
 
+    p = sub.add_parser("check", help="the GPU program's known-answer check (docs/compute.md): JSON, exit status 2 "
+                                     "when it fails")
+    p.add_argument("--backend", choices=("webgpu", "numpy"), default="webgpu",
+                   help="webgpu (default): wgpu-py's adapter; numpy: the NumPy backend's einsum path")
+    p.add_argument("--model", help="also check this model's own weights on the GPU (its first step against NumPy's)")
+    p.add_argument("--gpu-fault", action="store_true",
+                   help="put the documented fault into the GPU program (chatlens.gpu.fault; also CHATLENS_GPU_FAULT=1)")
+
     p = sub.add_parser("render", help="messages (JSON array) on stdin -> rendered text and ids")
     _model_arg(p)
     p.add_argument("--no-generation-prompt", action="store_true", help="end without the assistant's header")
@@ -219,6 +227,9 @@ def main(argv=None) -> int:
         elif args.command == "bench":
             from .bench import main as bench
             return bench(args)
+        elif args.command == "check":
+            from .check import main as check
+            return check(args)
         elif args.command == "complete":
             from .complete import complete
             return complete(args)
