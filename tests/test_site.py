@@ -81,9 +81,16 @@ def test_build_holds_everything_the_page_loads(built):
             assert (built / recorded.name).read_bytes() == recorded.read_bytes()
     # the defaults, and the comparison's models and layouts as Python computes them: the page
     # writes none of them again
-    from chatlens import compare, protocol
+    from chatlens import check, compare, protocol
+    from chatlens.host import bench, check as host_check
 
-    assert manifest["settings"] == {**defaults.for_page(), "model_keys": list(protocol.MODELS), "layouts": list(compare.LAYOUTS)}
+    assert manifest["settings"] == {**defaults.for_page(), "model_keys": list(protocol.MODELS), "layouts": list(compare.LAYOUTS),
+                                    "bench": bench.page_input()}
+    # the GPU's known-answer check: its reference beside build.json, as NumPy computes it, keyed
+    assert manifest["check"]["file"] == "check.json" and manifest["check"]["fault"] is None
+    reference = json.loads((built / "check.json").read_text())
+    assert reference == json.loads(json.dumps(host_check.reference()))
+    assert manifest["check"]["reference"] == check.reference_id(reference)
     assert manifest["settings"]["model_keys"] == ["instruct", "base"] and manifest["settings"]["layouts"] == ["plain", "template"]
 
 

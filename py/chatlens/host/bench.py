@@ -39,6 +39,33 @@ CONVERSATION = [
     {"role": "user", "content": "Give me one tip for sleeping better, and then explain in two sentences why dropping an old turn means less of the cache can be reused."},
 ]
 
+NEW_TOKENS = 96  # new tokens a row decodes (--new-tokens)
+# The figures every chatlens row prints, and the page's chatlens.bench() resolves with (page/bench.mjs,
+# through build.json's settings.bench): on NumPy the last two are null.
+FIGURE_KEYS = ("prefill_tok_s", "decode_tok_s", "first_token_ms", "backend", "dispatches_per_token", "adapter")
+# Measured elsewhere: what the page's "Measure this device" shows beside a device's own figures
+# (docs/speed.md and docs/gpu.md's notes list the same; tests/test_check_page.py holds them equal).
+OTHER_DEVICES = (
+    {"device": "this project's 2-core machine, NumPy in CPython, one BLAS thread", "prefill": "about 180",
+     "decode": "about 11", "source": "docs/speed.md"},
+    {"device": "the same machine, NumPy without BLAS (as Pyodide's)", "prefill": "25 to 33", "decode": "6 to 10",
+     "source": "docs/speed.md"},
+    {"device": "a 16-core desktop, wllama (llama.cpp in wasm), 16 threads", "prefill": "", "decode": "57.5",
+     "source": "wllama's published figure"},
+    {"device": "an M-series Mac in Chrome, WebLLM (f16/f32 weights)", "prefill": "", "decode": "about 100",
+     "source": "WebLLM's published figure"},
+    {"device": "an M-series Mac in Chrome, Flare (GGUF Q8_0)", "prefill": "", "decode": "173",
+     "source": "Flare's published figure"},
+)
+
+
+def page_input() -> dict:
+    """build.json's settings.bench: the conversation and new tokens every row reads, the keys of a
+    row's figures, and OTHER_DEVICES (the page's chatlens.bench(), page/bench.mjs)."""
+    return {"conversation": CONVERSATION, "new_tokens": NEW_TOKENS, "keys": list(FIGURE_KEYS),
+            "others": [dict(d) for d in OTHER_DEVICES]}
+
+
 NOBLAS_PYTHON = Path(".cache") / "noblas-venv" / "bin" / "python"  # in the checkout: scripts/noblas-numpy.sh
 BUSY_LOOP = "while True: pass"
 
@@ -117,7 +144,8 @@ def run_chatlens(model, ids, new_tokens, repeats):
     decode = [(new_tokens - 1) / d for _, d in runs]
     first = [p * 1000 for p, _ in runs]
     out = {"prefill_tok_s": statistics.median(prefill), "decode_tok_s": statistics.median(decode), "peak_mb": peak_mb(),
-           "first_token_ms": statistics.median(first), "backend": backend.name}
+           "first_token_ms": statistics.median(first), "backend": backend.name, "dispatches_per_token": None,
+           "adapter": backend.name.removeprefix("webgpu: ") if backend.name.startswith("webgpu: ") else None}
     if hasattr(backend, "meta"):  # the GPU: what one token costs it, at the decode's mean context
         out.update(gpu_figures(backend.meta, model.path, len(ids) + new_tokens // 2))
     if getattr(backend, "planned", False):  # the GPU's loop as chatlens.pull drives it
@@ -337,6 +365,8 @@ def main(args) -> int:
             return 1
         done.append((run, figures))
         _row(run.label, figures, args.bandwidth, getattr(args, "dispatch_us", None))
+    if getattr(args, "json", False):  # the rows' figures, as the page's chatlens.bench() names them
+        print(json.dumps([{"label": run.label, **figures} for run, figures in done]))
     if len(done) > 1:
         print(f"ratios against {done[0][0].label}:")
         for run, r in done[1:]:

@@ -8,7 +8,9 @@ build writes a deployable static site (default build/site/ in the checkout) from
   sdist (it has no pure wheel), and chatlens itself packed from its runtime modules (never
   chatlens.host: the browser runs no host job);
 - build.json: what the worker loads, by URL relative to the site, so the page boots offline,
-  and the site's settings (chatlens.defaults), so the page states no default of its own.
+  and the site's settings (chatlens.defaults), so the page states no default of its own;
+- check.json beside it: the known-answer check's reference (chatlens.check), which build.json's
+  "check" names, with the documented fault (chatlens.gpu.fault) when built with --gpu-fault.
 Inputs are cached in build/node_modules and build/wheels; a build whose inputs are cached
 copies only what changed. NumPy for Pyodide is not on npm or PyPI: the page loads it at run
 time from the Pyodide CDN of the pinned version, or from the site itself when the build
@@ -82,6 +84,7 @@ NOBLE_FILES = ("sha2.js", "_md.js", "_u64.js", "utils.js", "LICENSE")  # sha2.js
 NPM_FILES = {"pyodide": PYODIDE_CORE, "@noble/hashes": NOBLE_FILES}  # what the build copies from each pinned package
 RUNTIME_PACKAGES = ("numpy",)  # Pyodide packages the page loads when it computes (CDN or --pyodide-dist)
 BUILD_MANIFEST = "build.json"
+CHECK_FILE = "check.json"  # the known-answer check's reference (chatlens.check), beside build.json
 SERVICE_WORKER = "sw.js"  # at the site's root, so its scope is the whole site
 PRECACHE_MARK = "/* chatlens:precache */ null"
 
@@ -249,15 +252,16 @@ def _self_hosted_files(dist: Path, core_lock: dict) -> dict:
     return out
 
 
-def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, root=None) -> Path:
+def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, root=None, gpu_fault=False) -> Path:
     """Write the static site of the checkout at `root` (default: the working directory) into
     `out` (default build/site in it) and return its path.
 
     pyodide_dist: a full Pyodide distribution of the pinned version whose NumPy (and what it
     depends on) is copied in, so the site needs no CDN at all. keep_self_hosted: without
-    pyodide_dist, keep the packages a previous self-hosted build copied in (serve's rebuilds)."""
+    pyodide_dist, keep the packages a previous self-hosted build copied in (serve's rebuilds).
+    gpu_fault: a faulty test build (chatlens.gpu.fault), by default into build/site-gpu-fault."""
     co = Checkout.at(root)
-    out = Path(out) if out else co.default_out
+    out = Path(out) if out else co.default_out if not gpu_fault else co.build / "site-gpu-fault"
     _check_out(out)
     version = pyodide_version(co)
     modules = ensure_node_modules(co, log)
@@ -322,6 +326,9 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
         "settings": page_settings(),
         "protocol": protocol.describe(),  # the worker's requests and their arguments (chatlens.protocol)
     }
+    reference = check_reference(co, data, log)
+    files[CHECK_FILE] = (json.dumps(reference, separators=(",", ":")) + "\n").encode()
+    manifest["check"] = check_manifest(reference, manifest["pyodide"]["snapshot_id"], gpu_fault)
     files[BUILD_MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()
     files[SERVICE_WORKER] = service_worker(files, manifest["pyodide"]["packages"] if not self_hosted else None)
     changed = _sync(out, files)
@@ -329,13 +336,48 @@ def build_site(out=None, pyodide_dist=None, keep_self_hosted=False, log=print, r
     return out
 
 
+def check_reference(co: Checkout, wheel: bytes, log=print) -> dict:
+    """The known-answer check's reference (chatlens.host.check.reference), computed once for this
+    chatlens (its wheel's bytes), this host module and this NumPy, and cached in build/."""
+    import numpy
+
+    from . import check as host_check
+
+    key = hashlib.sha256(wheel + Path(host_check.__file__).read_bytes() + numpy.__version__.encode()).hexdigest()[:16]
+    cached = co.build / "cache" / "check" / f"{key}.json"
+    if cached.exists():
+        return _read_json(cached)
+    log("chatlens: computing the GPU check's reference with NumPy ...")
+    reference = host_check.reference()
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    for old in cached.parent.glob("*.json"):
+        old.unlink()
+    cached.write_text(json.dumps(reference, separators=(",", ":")), encoding="utf-8")
+    return reference
+
+
+def check_manifest(reference: dict, snapshot_id: str, gpu_fault: bool) -> dict:
+    """build.json's "check": where the reference is, and what keys a result the page keeps: the
+    reference, the Python the page runs (its snapshot id: the wheels, so the GPU program's
+    kernels) and the fault, if any (chatlens.gpu.fault: the page says it is a faulty test build)."""
+    from .. import check
+    from ..gpu import fault
+
+    ref_id = check.reference_id(reference)
+    return {"file": CHECK_FILE, "reference": ref_id, "tolerance": check.TOLERANCE,
+            "key": hashlib.sha256(f"{ref_id} {snapshot_id} {gpu_fault}".encode()).hexdigest()[:16],
+            "fault": fault.DESCRIPTION if gpu_fault else None}
+
+
 def page_settings() -> dict:
     """build.json's "settings": chatlens.defaults' for the page, and the comparison's shape as Python
     computes it, so the page writes neither again: its two models' keys, in the order a comparison
     computes them (chatlens.protocol.MODELS), and the layouts each reads (chatlens.compare.LAYOUTS)."""
     from .. import compare
+    from .bench import page_input
 
-    return {**defaults.for_page(), "model_keys": list(protocol.MODELS), "layouts": list(compare.LAYOUTS)}
+    return {**defaults.for_page(), "model_keys": list(protocol.MODELS), "layouts": list(compare.LAYOUTS),
+            "bench": page_input()}
 
 
 def service_worker(files: dict, packages: str | None) -> bytes:
@@ -403,7 +445,7 @@ def _sync(out: Path, files: dict) -> int:
 
 
 def build(args) -> int:
-    build_site(args.out, pyodide_dist=args.pyodide_dist)
+    build_site(args.out, pyodide_dist=args.pyodide_dist, gpu_fault=args.gpu_fault)
     return 0
 
 

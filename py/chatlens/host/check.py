@@ -19,6 +19,7 @@ import copy
 import json
 import sys
 import time
+from dataclasses import replace
 
 from .. import check
 from ..errors import ChatlensError
@@ -58,7 +59,9 @@ def reference(products=None) -> dict:
         return int(np.argmax(logits))
 
     for op in check.OPS:
-        if op.kind == "prefill":
+        if op.kind == "skip":
+            nb.length = op.ids[0]  # positions up to it left as they are: zeros (check.SKIP_TO)
+        elif op.kind == "prefill":
             nb.prefill(list(op.ids))
             last = nb.logits.copy()
             figures.append(logits_figure(last))
@@ -89,7 +92,7 @@ def reference(products=None) -> dict:
 def _numpy_checks(want: dict, got: dict) -> list:
     """Each figure of two references against each other (the NumPy check)."""
     out = []
-    for op, w, g in zip(check.OPS, want["figures"], got["figures"]):
+    for op, w, g in zip(check.RUNS, want["figures"], got["figures"]):
         diffs = []
         for key in ("logits", "attention", "lens"):
             if key in w:
@@ -122,8 +125,8 @@ def run(backend: str = "webgpu", fault: bool = False, want: dict | None = None) 
     docstring), against `want` (default: reference() computed now)."""
     from ..gpu import fault as faults
 
-    t0 = time.perf_counter()
     want = want or reference()
+    t0 = time.perf_counter()
     if backend == "numpy":
         from ..model import EINSUM
 
@@ -146,18 +149,17 @@ def run(backend: str = "webgpu", fault: bool = False, want: dict | None = None) 
             return made[file][offset:offset + nbytes]
 
         executor = NativeExecutor(device, program, read, info["name"])
+        setup_ms = round(1000 * (time.perf_counter() - t0), 1)
         runs = check.plan_of(program)
         raws = [executor.run(list(r.sequences), r.params, r.readback) for r in runs]
-        result = check.compare(want, program["meta"], runs, raws, adapter=info["name"], backend="webgpu",
-                               fault=faults.DESCRIPTION if fault else None)
+        result = replace(check.compare(want, program["meta"], runs, raws, adapter=info["name"], backend="webgpu",
+                                       fault=faults.DESCRIPTION if fault else None), setup_ms=setup_ms)
     else:
         raise ChatlensError(f"check --backend must be numpy or webgpu, not {backend!r}")
     return _timed(result, t0)
 
 
 def _timed(result, t0):
-    from dataclasses import replace
-
     return replace(result, ms=round(1000 * (time.perf_counter() - t0), 1))
 
 
@@ -193,6 +195,11 @@ def main(args) -> int:
 
     from ..gpu import fault as faults
 
+    if args.weights_reference:  # the mirror's child: one model file's reference, as JSON
+        from pathlib import Path
+
+        print(json.dumps(weights_reference(Path(args.weights_reference))))
+        return 0
     fault = args.gpu_fault or faults.from_env()
     if args.model and args.backend != "webgpu":
         raise ChatlensError("check --model checks a model's weights on the GPU: add --backend webgpu")

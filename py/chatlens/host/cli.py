@@ -83,7 +83,9 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="prefill/decode speed and peak memory, against transformers when installed")
     _model_arg(p)
     _backend_arg(p)
-    p.add_argument("--new-tokens", type=int, default=96)
+    from .bench import NEW_TOKENS  # the page's bench reads the same (build.json's settings.bench)
+
+    p.add_argument("--new-tokens", type=int, default=NEW_TOKENS, help=f"new tokens each row decodes (default {NEW_TOKENS})")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--numpy", nargs="+", default=["1", "2", "noblas"], metavar="ROW",
                    help="the NumPy backend's rows: a BLAS thread count, or noblas for the NumPy without BLAS "
@@ -97,6 +99,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dispatch-us", type=float, metavar="US",
                    help="the fixed cost of one GPU dispatch in microseconds, for the roofline (default: bench.DISPATCH_US, an assumption)")
     p.add_argument("--no-reference", action="store_true", help="skip the transformers run")
+    p.add_argument("--json", action="store_true",
+                   help="end with one JSON line: each row's figures (bench.FIGURE_KEYS, as the page's chatlens.bench())")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--reference-child", action="store_true", help=argparse.SUPPRESS)
 
@@ -107,6 +111,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="also check this model's own weights on the GPU (its first step against NumPy's)")
     p.add_argument("--gpu-fault", action="store_true",
                    help="put the documented fault into the GPU program (chatlens.gpu.fault; also CHATLENS_GPU_FAULT=1)")
+    p.add_argument("--weights-reference", metavar="PATH", help=argparse.SUPPRESS)  # the mirror's (host.check)
 
     p = sub.add_parser("render", help="messages (JSON array) on stdin -> rendered text and ids")
     _model_arg(p)
@@ -199,6 +204,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="build the static site into build/site/")
     p.add_argument("--out", help="output folder (default: build/site)")
     p.add_argument("--pyodide-dist", help="a full Pyodide distribution to self-host (numpy included)")
+    _gpu_fault_arg(p)
 
     p = sub.add_parser("protocol", help="print the page's side of the worker protocol (site/js/worker/protocol.gen.mjs)")
     p.add_argument("--write", action="store_true", help="write it into the checkout (the working directory)")
@@ -208,7 +214,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--no-build", action="store_true", help="serve the existing build as it is")
     _base_model_arg(p, help="a base model (a .gguf or a Hugging Face folder) to serve beside the instruct model")
+    _gpu_fault_arg(p)
     return ap
+
+
+def _gpu_fault_arg(p):
+    p.add_argument("--gpu-fault", action="store_true",
+                   help="for tests only: a site whose GPU program has chatlens.gpu.fault's documented fault (built into "
+                        "build/site-gpu-fault unless --out says otherwise); the page says it is a faulty test build")
 
 
 def main(argv=None) -> int:

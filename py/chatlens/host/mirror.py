@@ -3,6 +3,7 @@ Hugging Face folder, served same-origin from the cache in the Hub's `resolve/<re
 and with `serve --base-model PATH` a base model beside it under the base model's repo name."""
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -56,6 +57,7 @@ class Mirror:
     hf: bool = False  # files hold a Hugging Face folder (config, tokenizer, weights)
     stand_in: bool | None = None  # a base model: whether its README says it is a stand-in
     base_model: "Mirror | None" = field(default=None, repr=False)  # served beside this one (serve --base-model)
+    check: dict = field(default_factory=dict)  # weights file sha256 -> its weights check's reference (weights_references)
 
     @property
     def base(self) -> str:
@@ -72,6 +74,8 @@ class Mirror:
             "files": {n: p.stat().st_size for n, p in sorted(self.files.items())},
             "chunk_size": CHUNK_SIZE,
             "digests": {n: file_digests(p) for n, p in sorted(self.files.items())},
+            # what the page's GPU must compute on each weights file (chatlens.check's weights check)
+            "check": self.check,
         }
         if self.stand_in is not None:
             out["stand_in"] = self.stand_in
@@ -145,8 +149,38 @@ def prepare_mirror(quiet=False, base_model=None) -> Mirror:
     if base_model is not None:
         from ..source import load_text_side
         mirror.base_model = base_mirror(base_model, load_text_side(gguf).tokenizer)
+    for m in (mirror, mirror.base_model):
+        if m is not None:
+            m.check = weights_references(m, quiet)
     mirror.manifest()  # hash the files now, not during the first page load
     return mirror
+
+
+def weights_references(mirror: Mirror, quiet=False) -> dict:
+    """{sha256 of a weights file: its reference} for the mirror's weights (its GGUF, its folder's
+    model.safetensors): chatlens.host.check.weights_reference, computed once a file in a child
+    process (it holds the weights in float32, which the server should not keep) and kept in
+    $CHATLENS_HOME/check/."""
+    out = {}
+    folder = next((p.parent for n, p in mirror.files.items() if n == "model.safetensors"), None)
+    for path in [p for p in (mirror.files.get(mirror.gguf) if mirror.gguf else None, folder) if p is not None]:
+        weights = path / "model.safetensors" if path.is_dir() else path
+        sha = file_digests(weights)["sha256"]
+        kept = fetch.home() / "check" / f"{sha}.json"
+        if not kept.exists():
+            if not quiet:
+                print(f"chatlens: computing the GPU's weights check for {path.name} with NumPy ...", file=sys.stderr)
+            importable = str(Path(chatlens.__file__).parent.parent)
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                [importable] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
+            done = subprocess.run([sys.executable, "-m", "chatlens", "check", "--weights-reference", str(path)],
+                                  capture_output=True, text=True, env=env)
+            if done.returncode != 0:
+                raise ChatlensError(f"the weights check's reference for {path} failed:\n{done.stderr.strip()[-2000:]}")
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(done.stdout, encoding="utf-8")
+        out[sha] = json.loads(kept.read_text(encoding="utf-8"))
+    return out
 
 
 STAND_IN_MARK = "stand-in"  # a base model folder whose README.md's first line says this is not the real one

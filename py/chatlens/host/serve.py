@@ -218,9 +218,11 @@ class SiteServer(ThreadingHTTPServer):
 
 
 def serve(args) -> int:
-    out = Checkout.at().default_out
+    co = Checkout.at()
+    fault = getattr(args, "gpu_fault", False)
+    out = co.build / "site-gpu-fault" if fault else co.default_out  # a faulty test build is never the default one
     if not args.no_build:
-        build_site(out, keep_self_hosted=True, log=lambda m: print(m, file=sys.stderr, flush=True))
+        build_site(out, keep_self_hosted=True, log=lambda m: print(m, file=sys.stderr, flush=True), gpu_fault=fault)
     elif not (out / BUILD_MANIFEST).exists():
         raise ChatlensError(f"{out} holds no build: run `python -m chatlens build` or drop --no-build")
     mirror = prepare_mirror(base_model=args.base_model)
@@ -231,6 +233,9 @@ def serve(args) -> int:
     print(f"chatlens: serving {out} with the model mirror at {server.url}{mirror.base}", file=sys.stderr)
     if mirror.base_model is not None:
         print(f"chatlens: the base model at {server.url}{mirror.base_model.base}: {mirror.base_model.about}",
+              file=sys.stderr)
+    if fault:
+        print("chatlens: this is a faulty test build (--gpu-fault): its GPU program computes wrong values on purpose",
               file=sys.stderr)
     print(f"chatlens: open {server.url}", flush=True)
     try:
