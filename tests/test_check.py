@@ -92,7 +92,7 @@ def test_the_fault_changes_only_the_mlp_activation():
 def test_the_numpy_check_passes_and_the_cli_prints_it(reference):
     result = host_check.run("numpy", want=reference)
     assert result.passed and result.max_diff <= check.TOLERANCE
-    assert [c["what"] for c in result.checks] == [op.what for op in check.OPS]
+    assert [c["what"] for c in result.checks] == [op.what for op in check.RUNS]
     done = cli_in_process("check", "--backend", "numpy")
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
@@ -119,7 +119,7 @@ def _numpy_raws(program, runs, reference):
     """The reference's figures written as the GPU's readbacks lay them out (top_k, logits, inspection, score)."""
     meta = program["meta"]
     raws = []
-    for op, run, fig in zip(check.OPS, runs, reference["figures"]):
+    for op, run, fig in zip(check.RUNS, runs, reference["figures"]):
         size = {r: v["size"] for r, v in program["readbacks"].items()}[run.readback]
         out = bytearray(size)
         if run.readback == "top_k":

@@ -195,13 +195,14 @@ def _ids(n: int) -> list:
     return [1 + fmix32(SEED + 7919 * i) % (CONFIG.vocab_size - 1) for i in range(n)]
 
 
-IDS = _ids(139)
+IDS = _ids(51)
 
 
 @dataclass(frozen=True)
 class Op:
     """One call of the script, as both backends take it."""
-    kind: str  # "prefill" (then its logits read back whole: "logits"), "decode", "inspect" or "score"
+    kind: str  # "prefill" (then its logits read back whole: "logits"), "decode", "inspect", "score", or "skip"
+    # (the cache's length set to ids[0], the positions between left as they are: zeros)
     what: str  # the figures it checks, in words (a Checked's `what`)
     ids: tuple = ()
     top_k: int = 0
@@ -210,26 +211,31 @@ class Op:
     hidden: tuple | None = None
 
 
-# Short: keys within one attention workgroup (kernels.SHORT_KEYS, 128); then past it, split. A
-# GEMM tile takes 64 tokens (kernels.GEMMS) and costs the same with fewer: the prompts are one
-# tile each.
+# Short: keys within one attention workgroup (kernels.SHORT_KEYS, 128); then past it, split. The
+# cache's positions 26..119 are skipped rather than computed (a "skip": both backends' length set
+# past them): they hold zeros, as a fresh GPU buffer and NumpyBackend's cache both do, and every
+# later query reads them as keys and values all the same, at a fraction of a prompt's cost on a
+# CPU emulation of a GPU.
+SKIP_TO = 120
 OPS = (
     Op("prefill", "a prompt read within one attention workgroup (prefill_short, head, top_k): the 8 best "
-       "logits and the normalizer", tuple(IDS[:64]), top_k=TOP_K),
+       "logits and the normalizer", tuple(IDS[:16]), top_k=TOP_K),
     Op("logits", "the same step's logits over the whole vocabulary"),
     Op("decode", "a token decoded from the GPU's own choice (decode_short, head): every logit"),
     Op("inspect", "a token inspected (inspect_short, lens): its attention weights and each layer's logit lens",
-       (IDS[64],), top_k=TOP_K),
+       (IDS[16],), top_k=TOP_K),
     Op("score", "a pass with keys hidden, scored (prefill_hidden_short, score): each row's target logit, "
-       "normalizer and best", tuple(IDS[65:73]), score_from=2, next_id=IDS[73], hidden=(5, 40)),
+       "normalizer and best", tuple(IDS[17:25]), score_from=2, next_id=IDS[25], hidden=(3, 12)),
+    Op("skip", "", (SKIP_TO,)),
     Op("prefill", "a prompt read past 128 keys, attention split and merged (prefill, head): every logit",
-       tuple(IDS[73:129])),
+       tuple(IDS[25:41])),
     Op("decode", "a token decoded past 128 keys, the o projection merging the splits (decode, head): every logit"),
-    Op("inspect", "a token inspected past 128 keys (inspect, lens): attention weights and logit lens", (IDS[129],),
+    Op("inspect", "a token inspected past 128 keys (inspect, lens): attention weights and logit lens", (IDS[41],),
        top_k=TOP_K),
-    Op("score", "a pass past 128 keys with keys hidden, scored (prefill_hidden, score)", tuple(IDS[130:138]),
-       score_from=1, next_id=IDS[138], hidden=(10, 120)),
+    Op("score", "a pass past 128 keys with keys hidden, scored (prefill_hidden, score)", tuple(IDS[42:50]),
+       score_from=1, next_id=IDS[50], hidden=(8, 126)),
 )
+RUNS = tuple(op for op in OPS if op.kind != "skip")  # the ops that run and are compared
 
 
 def plan_of(program: dict) -> list:
@@ -241,7 +247,9 @@ def plan_of(program: dict) -> list:
     vocab = gpu.vocab
     runs = []
     for op in OPS:
-        if op.kind == "prefill":  # a whole vocabulary's top-k is more than the GPU's: its logits are read back
+        if op.kind == "skip":
+            gpu.length = op.ids[0]
+        elif op.kind == "prefill":  # a whole vocabulary's top-k is more than the GPU's: its logits are read back
             runs.append(gpu.plan(list(op.ids), op.top_k or vocab))
         elif op.kind == "logits":
             runs.append(Run((), b"", "logits", 0, False))
@@ -276,6 +284,8 @@ class CheckResult:
     adapter: str = doc("the adapter that computed them (numpy: the NumPy backend)")
     backend: str = doc('"webgpu" or "numpy"')
     ms: float | None = doc("how long the check took, pipelines compiled and weights made included", None)
+    setup_ms: float | None = doc("of ms: the program built, its pipelines compiled, its weights made and uploaded "
+                                 "(the rest ran the script)", None)
     cached: bool = doc("kept from an earlier run on the same adapter, build and weights (the page's)", False)
     fault: str | None = doc("the fault a test build put in the GPU program on purpose (chatlens.gpu.fault), or null",
                             None)
@@ -335,7 +345,7 @@ def compare(reference: dict, meta: dict, runs, raws, adapter: str = "", backend:
             fault=None) -> CheckResult:
     """Each run's bytes (raws, in the runs' order) against the reference's figures; meta: the
     check program's (program["meta"]), whose layout the bytes follow."""
-    if reference.get("format") != FORMAT or len(reference.get("figures", ())) != len(OPS):
+    if reference.get("format") != FORMAT or len(reference.get("figures", ())) != len(RUNS):
         raise ChatlensError("the check's reference is not this version's chatlens-gpu-check file: build the site again")
     from .gpu.backend import WebGPUBackend
 
@@ -343,7 +353,7 @@ def compare(reference: dict, meta: dict, runs, raws, adapter: str = "", backend:
     figures = reference["figures"]
     vocab = CONFIG.vocab_size
     checks = []
-    for op, run, raw, fig in zip(OPS, runs, raws, figures):
+    for op, run, raw, fig in zip(RUNS, runs, raws, figures):
         d = _Diffs()
         raw = bytes(raw)
         if op.kind == "prefill" and run.readback == "top_k":
@@ -445,6 +455,53 @@ def with_weights(result: CheckResult, entry: Checked) -> CheckResult:
     """The result with the weights check added (its checks, its verdict and sentence again)."""
     checks = [Checked(**c) for c in result.checks if not c["what"].startswith("the model's own weights")] + [entry]
     return result_of(checks, result.adapter, result.backend, result.fault, result.ms)
+
+
+# -- the worker's requests (chatlens.worker, chatlens.protocol) ----------------------------------
+
+@dataclass(frozen=True)
+class CheckProgram:
+    """Build the check model's GPU program for this adapter (as gpu_program builds a model's)."""
+    features: list = doc("the adapter's features", factory=list)
+    limits: dict = doc("the adapter's limits, by WebGPU's names", factory=dict)
+    info: dict | None = doc("what the adapter says of itself (gpu_program's info: the emulated GEMM on a CPU "
+                            "emulation)", None)
+    fault: bool = doc("a faulty test build's program (chatlens.gpu.fault)", False)
+
+
+@dataclass(frozen=True)
+class CheckProgramAnswer:
+    """The check's program and what to run on it."""
+    program: dict = doc("the GPU program (chatlens.gpu.program's plain data)")
+    runs: list = doc("the script's runs, in order (GpuRun's shape): each one's bytes go to check_read")
+    spec: dict = doc("the check model's weights to make (check.spec(): site/js/gpu/checkmodel.mjs makes them)")
+
+
+@dataclass(frozen=True)
+class CheckRead:
+    """Compare the bytes each run of check_program's read back (extra argument: a list of byte
+    arrays, in the runs' order) with the reference."""
+    reference: dict = doc("check.json: the reference build.json names")
+    adapter: str = doc("the adapter's name, for the result", "")
+
+
+@dataclass(frozen=True)
+class CheckWeights:
+    """The run that computes a model's first step after its weights reference's ids on the GPU."""
+    reference: dict = doc("the weights reference {text, ids, top, log_z} (the mirror's, for this file)")
+    model: str = doc("instruct or base", "instruct")
+
+
+@dataclass(frozen=True)
+class CheckWeightsAnswer:
+    """check_weights' answer."""
+    runs: list = doc("the runs (GpuRun's shape), in order; the last one's bytes go to check_weights_read")
+
+
+@dataclass(frozen=True)
+class CheckWeightsRead:
+    """The last check_weights run's bytes (extra argument) against its reference."""
+    reference: dict = doc("as check_weights'")
 
 
 # -- the reference's file (check.json) ---------------------------------------------------------

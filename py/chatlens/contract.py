@@ -185,6 +185,7 @@ class GpuProgram:
     info: dict | None = doc("what the adapter says of itself (vendor, architecture, device, description, fallback): "
                             "on a CPU emulation (chatlens.device.emulated) the prefill GEMM is the one whose tiles "
                             "compile fastest (chatlens.gpu.kernels.EMULATED_GEMM)", None)
+    fault: bool = doc("a faulty test build's program (chatlens.gpu.fault: build --gpu-fault)", False)
 
 
 @dataclass(frozen=True)

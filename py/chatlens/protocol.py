@@ -32,6 +32,10 @@ from .contract import (
     Render, Rendered, Reply, RunPython, Stage, Start, Step, Stopped, TemplateInfo, Text, Token, Tokenize, Tokenized,
     Turn, UseGpu, UseNumpy,
 )
+from .check import (
+    Checked, CheckProgram, CheckProgramAnswer, CheckRead, CheckResult, CheckWeights, CheckWeightsAnswer,
+    CheckWeightsRead,
+)
 from .errors import ChatlensError
 from .jobs import KINDS
 from .record import TurnRecord
@@ -51,6 +55,10 @@ REQUESTS = {
     "use_numpy": (UseNumpy, BackendInfo),
     "gpu_program": (GpuProgram, GpuProgramAnswer),
     "use_gpu": (UseGpu, BackendInfo),
+    "check_program": (CheckProgram, CheckProgramAnswer),
+    "check_read": (CheckRead, CheckResult),
+    "check_weights": (CheckWeights, CheckWeightsAnswer),
+    "check_weights_read": (CheckWeightsRead, Checked),
     "start": (Start, PullAnswer),
     "step": (Step, PullAnswer),
     "stop": (Empty, PullAnswer),
@@ -83,6 +91,10 @@ class Init:
     hide_jspi: bool = doc("tests: hide JSPI before Python starts, as a browser without it would", False)
     one_model_on_gpu: bool = doc("tests: the GPU has room for one model's weights only, as a small one may (the "
                               "comparison then puts one model on it at a time)", False)
+    kept: dict | None = doc("the known-answer checks' results the page kept, by key (page/check.mjs): one for this "
+                            "adapter and build is used, not run again", None)
+    check_override: bool = doc("developers (?gpu-check=ignore): compute on a GPU that failed its check, its backend "
+                               "labelled unchecked on every figure", False)
 
 
 @dataclass(frozen=True)
@@ -93,7 +105,8 @@ class Booted:
     pyodide: str = doc("Pyodide's version")
     stored: dict | None = doc("the store's status of the source, or null")
     snapshot: str = doc('"restored", "saved" or "none": how Python started')
-    device: dict = doc("{backend, why, adapter}: what was chosen to compute replies")
+    device: dict = doc("{backend, why, adapter, emulated}: what was chosen to compute replies (emulated: a CPU "
+                       "emulation of a GPU, chatlens.device)")
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,9 @@ class ModelInfo:
     why: str = doc("why that backend")
     model: str = doc("instruct or base: whose weights these are", "instruct")
     note: str | None = doc("a sentence when the two models cannot both be on the device (one at a time then)", None)
+    check: dict | None = doc("on the GPU: the known-answer check that let it compute (a CheckResult, the weights' "
+                             "check among its checks when their reference was known)", None)
+    dispatches_per_token: int | None = doc("on the GPU: the dispatches a decode token runs (decode and head)", None)
 
 
 @dataclass(frozen=True)
@@ -120,6 +136,14 @@ class DebugInfo:
     wasm_heap: int | None = doc("Python's wasm memory, in bytes")
     last_reply: dict | None = doc("where the last job's time went in the worker: python_ms, submit_ms, wait_ms, "
                                   "pulls (calls into Python), most_in_flight")
+
+
+@dataclass(frozen=True)
+class CheckEvent:
+    """A known-answer check's result, run now or used as kept (page/check.mjs keeps it)."""
+    key: str = doc("what it is kept under: the build's check key, the adapter's, and for a weights check the file's "
+                   "sha256")
+    result: dict = doc("a CheckResult (a weights check's: a Checked)")
 
 
 @dataclass(frozen=True)
@@ -205,6 +229,7 @@ PAGE_REQUESTS = {
     "attach": (Empty, ModelInfo),
     "attach_base": (AttachBase, ModelInfo),
     "debug": (Empty, DebugInfo),
+    "check": (Empty, CheckResult),
     "preview": (Turn, TurnRecord),
     "render": (Render, Rendered),
     "tokenize": (Tokenize, Tokenized),
@@ -214,7 +239,7 @@ PAGE_REQUESTS = {
     **{job.request: (job.takes, job.answers) for job in KINDS.values()},
 }
 SIGNALS = {"stop": StopSignal, "lose_gpu": Empty}  # lose_gpu (tests): the GPU device goes, as a driver reset takes it
-EVENTS = {"status": StatusEvent, "model": ModelEvent, "record": RecordEvent, "prompt": PromptEvent,
+EVENTS = {"status": StatusEvent, "model": ModelEvent, "check": CheckEvent, "record": RecordEvent, "prompt": PromptEvent,
           "token": TokenEvent, "cell_end": CellEndEvent, "progress": ProgressEvent}
 GENERATED = "site/js/worker/protocol.gen.mjs"  # javascript()'s file, in the checkout
 

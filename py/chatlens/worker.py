@@ -74,6 +74,8 @@ class _Worker:
         self.base_text = None  # the base model's TextSide, its tokenizer checked to be the instruct's
         self.sides = {model: _Side() for model in protocol.MODELS}
         self.job = None  # the job being pulled (chatlens.jobs), if any
+        self.checking = None  # the known-answer check's (program meta, runs), between check_program and check_read
+        self.checking_weights = None  # (backend, run) between check_weights and check_weights_read
 
     def load(self, a: protocol.Load) -> protocol.Loaded:
         self.path = a.path
@@ -112,13 +114,63 @@ class _Worker:
         return protocol.BackendInfo(backend="numpy", n_ctx=model.config.n_ctx)
 
     def gpu_program(self, a: protocol.GpuProgram) -> dict:
-        from .gpu import build_program, kernels, weight_plan  # the GPU program's modules: on the GPU path only
+        from .gpu import build_program, weight_plan  # the GPU program's modules: on the GPU path only
 
         path = self._path_of(a.model)
         side = self.sides[a.model]
-        gemm = kernels.EMULATED_GEMM if emulated(a.info) else None  # compiling is most of the setup there
-        side.program = build_program(weight_plan(path), a.n_ctx, a.features, a.limits, gemm=gemm)
+        side.program = _faulty(build_program(weight_plan(path), a.n_ctx, a.features, a.limits, gemm=_gemm_for(a.info)),
+                               a.fault)
         return side.program
+
+    # -- the known-answer check (chatlens.check; site/js/worker/check.mjs runs it) --------------
+    def check_program(self, a: protocol.CheckProgram) -> protocol.CheckProgramAnswer:
+        from . import check
+        from .gpu import build_program
+
+        program = _faulty(build_program(check.plan(), check.N_CTX, a.features, a.limits, gemm=_gemm_for(a.info)),
+                          a.fault)
+        self.checking = (program["meta"], check.plan_of(program))
+        return protocol.CheckProgramAnswer(program=program, runs=[r.to_json() for r in self.checking[1]],
+                                           spec=check.spec())
+
+    def check_read(self, a: protocol.CheckRead, raws=None) -> protocol.CheckResult:
+        from . import check
+
+        if self.checking is None:
+            raise ChatlensError("check_read reads the runs check_program planned: build it first")
+        meta, runs = self.checking
+        raws = [r.to_bytes() if hasattr(r, "to_bytes") else bytes(r) for r in (raws or [])]
+        if len(raws) != len(runs):
+            raise ChatlensError(f"check_read takes the bytes of {len(runs)} runs, not {len(raws)}")
+        return check.compare(a.reference, meta, runs, raws, adapter=a.adapter, fault=meta.get("fault"))
+
+    def check_weights(self, a: protocol.CheckWeights) -> protocol.CheckWeightsAnswer:
+        from .check import WEIGHTS_TOP_K
+        from .gpu.backend import WebGPUBackend
+
+        self._path_of(a.model)
+        side = self.sides[a.model]
+        if side.program is None:
+            raise ChatlensError("check_weights runs on the program gpu_program built")
+        ids = [int(i) for i in a.reference["ids"]]
+        if self.text.tokenizer.encode(a.reference.get("text", "")) != ids:
+            raise ChatlensError("the weights reference's ids are not this tokenizer's reading of its text")
+        # A backend of its own over the same buffers: the model's cache starts empty after it
+        # (use_gpu), so what these runs leave in it is overwritten by the first prompt.
+        gpu = WebGPUBackend(side.program, None)
+        runs = [gpu.plan(ids[at:at + gpu.chunk], WEIGHTS_TOP_K, chooses=at + gpu.chunk >= len(ids))
+                for at in range(0, len(ids), gpu.chunk)]
+        self.checking_weights = (gpu, runs[-1])
+        return protocol.CheckWeightsAnswer(runs=[r.to_json() for r in runs])
+
+    def check_weights_read(self, a: protocol.CheckWeightsRead, raw=None):
+        from . import check
+
+        if self.checking_weights is None:
+            raise ChatlensError("check_weights_read reads the run check_weights planned")
+        gpu, run = self.checking_weights
+        step = gpu.read(run, raw.to_bytes() if hasattr(raw, "to_bytes") else bytes(raw))
+        return check.weights_entry(a.reference, step.top_k, step.log_z)
 
     def use_gpu(self, a: protocol.UseGpu) -> protocol.BackendInfo:
         from .gpu.backend import WebGPUBackend  # on the GPU path only
@@ -315,6 +367,23 @@ class _Worker:
         _, system = self._turn(a)
         return counting(self.text.tokenizer, self.text.template, system=system, messages=a.messages,
                         window=a.window, reserve=a.reserve, special_in_text=a.special_in_text)
+
+
+def _gemm_for(info):
+    """The prefill GEMM of a program for this adapter: on a CPU emulation (chatlens.device.emulated)
+    the one whose tiles compile fastest, since compiling is most of the setup there."""
+    from .gpu import kernels
+
+    return kernels.EMULATED_GEMM if emulated(info) else None
+
+
+def _faulty(program, fault):
+    """The program with chatlens.gpu.fault's fault when a faulty test build asks (build --gpu-fault)."""
+    if not fault:
+        return program
+    from .gpu import fault as faults
+
+    return faults.perturb(program)
 
 
 _worker = _Worker()

@@ -47,7 +47,7 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
     status("weights", "loading the model's weights");
     try {
       attached = await attachWeights(session.device, {
-        py, call, store, source, path, nCtx, asked: session.backend, packages,
+        py, call, store, source, path, nCtx, asked: session.backend, packages, check: session.checks,
         say: (detail) => status("weights", detail),
         onCorrupt: refetching,
       });
@@ -68,7 +68,7 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
       inTurn(() => attached?.executor === executor && attach(attached.n_ctx));
     });
     self.postMessage({ type: "model", computes: model });
-    status("ready", `${session.source.label} on ${attached.backend} (${attached.why})`);
+    status("ready", `${session.source.label} on ${attached.backend} (${attached.why})${checkWords(attached.check)}`);
     return model;
   }
 
@@ -104,7 +104,7 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
     const one = (m) => attachWeights(session.device, {
       py, call, store: session.store, source: base.source, path: base.path, model: "base",
       nCtx: attached?.n_ctx ?? Math.max(...session.build.settings.windows), asked: attached?.kind ?? session.backend,
-      packages, say: (detail) => status("weights", `base model: ${detail}`), onCorrupt: refetching, ...m,
+      packages, check: session.checks, say: (detail) => status("weights", `base model: ${detail}`), onCorrupt: refetching, ...m,
     });
     status("weights", "loading the base model's weights beside the instruct model's");
     let got;
@@ -148,7 +148,7 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
     const which = model === "base" ? { source: base.source, path: base.path, nCtx: base.model.n_ctx }
       : { source: session.source, path: session.path, nCtx: attached.n_ctx };
     mine.executor = await gpuExecutor(await probe(), {
-      py, call, store: session.store, ...which, model,
+      py, call, store: session.store, ...which, model, check: session.checks,
       say: (detail) => status("weights", `${model} model: ${detail}`),
       onCorrupt: refetching,
     });
@@ -167,7 +167,7 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
   }
 
   return {
-    /** The instruct's weights: {backend, n_ctx, kind: "webgpu" | "numpy", why, executor?}, or null. */
+    /** The instruct's weights: {backend, n_ctx, kind: "webgpu" | "numpy", why, check?, executor?}, or null. */
     get instruct() {
       return attached;
     },
@@ -186,4 +186,12 @@ export function createPlacement({ py, call, session, site, status, inTurn, roomF
       if (base?.executor && !base.executor.destroyed) base.executor.device.destroy();
     },
   };
+}
+
+/** The known-answer check, for the status line: what let the GPU compute (nothing on NumPy). */
+function checkWords(check) {
+  if (!check) return "";
+  if (!check.passed) return `; unchecked: it failed its known-answer check (${check.sentence})`;
+  const within = `its known-answer check agrees with the reference within ${check.max_diff.toExponential(0)}`;
+  return `; ${within}${check.cached ? " (kept from an earlier visit)" : ""}`;
 }

@@ -12,6 +12,10 @@ export const REQUESTS = {
   use_numpy: { args: "UseNumpy", answers: "BackendInfo" },
   gpu_program: { args: "GpuProgram", answers: "GpuProgramAnswer" },
   use_gpu: { args: "UseGpu", answers: "BackendInfo" },
+  check_program: { args: "CheckProgram", answers: "CheckProgramAnswer" },
+  check_read: { args: "CheckRead", answers: "CheckResult" },
+  check_weights: { args: "CheckWeights", answers: "CheckWeightsAnswer" },
+  check_weights_read: { args: "CheckWeightsRead", answers: "Checked" },
   start: { args: "Start", answers: "PullAnswer" },
   step: { args: "Step", answers: "PullAnswer" },
   stop: { args: "Empty", answers: "PullAnswer" },
@@ -33,6 +37,7 @@ export const MESSAGES = {
     attach: { args: "Empty", answers: "ModelInfo" },
     attach_base: { args: "AttachBase", answers: "ModelInfo" },
     debug: { args: "Empty", answers: "DebugInfo" },
+    check: { args: "Empty", answers: "CheckResult" },
     preview: { args: "Turn", answers: "TurnRecord" },
     render: { args: "Render", answers: "Rendered" },
     tokenize: { args: "Tokenize", answers: "Tokenized" },
@@ -50,7 +55,7 @@ export const MESSAGES = {
     needs: { args: "Needs", answers: "Needed" },
   },
   signals: {"stop": "StopSignal", "lose_gpu": "Empty"},
-  events: {"status": "StatusEvent", "model": "ModelEvent", "record": "RecordEvent", "prompt": "PromptEvent", "token": "TokenEvent", "cell_end": "CellEndEvent", "progress": "ProgressEvent"},
+  events: {"status": "StatusEvent", "model": "ModelEvent", "check": "CheckEvent", "record": "RecordEvent", "prompt": "PromptEvent", "token": "TokenEvent", "cell_end": "CellEndEvent", "progress": "ProgressEvent"},
   answer: "Answer",
 };
 
@@ -70,7 +75,7 @@ export const JOBS = {
 
 /** The fields of each type a page request takes, in order. */
 export const FIELDS = {
-  Init: ["source", "build", "backend", "lock", "hide_jspi", "one_model_on_gpu"],
+  Init: ["source", "build", "backend", "lock", "hide_jspi", "one_model_on_gpu", "kept", "check_override"],
   Empty: [],
   AttachBase: ["source"],
   Turn: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k"],

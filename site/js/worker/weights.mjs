@@ -45,9 +45,32 @@ export async function attachWeights(device, m) {
   throw e;
 }
 
+/** The model on the GPU, once the GPU passed its known-answer check (worker/check.mjs: a GPU that
+ * failed it throws the check's sentence here, which `auto` answers with NumPy), and then its
+ * weights' own check where a reference for them is published. */
 async function attachGpu(gpu, m) {
+  const trust = m.check ? await m.check.gate(gpu, m.call) : { label: "", result: null };
   const executor = await gpuExecutor(gpu, m);
-  return { ...m.call("use_gpu", { name: gpu.name, model: m.model ?? "instruct" }), kind: "webgpu", executor };
+  const model = m.model ?? "instruct";
+  const answer = m.call("use_gpu", { name: `${gpu.name}${trust.label}`, model });
+  let check = trust.result;
+  try {
+    if (m.check) check = await m.check.weights({ call: m.call, executor, model, ...(await weightsReference(m)) });
+  } catch (e) {
+    executor.destroy(); // figures from these weights on this GPU would be wrong
+    throw e;
+  }
+  return { ...answer, kind: "webgpu", executor, check, dispatches_per_token: executor.dispatchesPerToken };
+}
+
+/** The weights file's sha256 as stored, and the reference its source publishes for it (the
+ * mirror's manifest: chatlens.host.check.weights_reference), or none. */
+async function weightsReference({ store, source }) {
+  const references = source.manifest?.check;
+  if (!references) return {};
+  const name = source.kind === "hf" ? WEIGHTS_FILE : (await store.status(source)).files[0]?.name;
+  const sha256 = name ? (await store.file(source, name))?.sha256 : null;
+  return { sha256, reference: sha256 ? references[sha256] ?? null : null };
 }
 
 /**
@@ -55,12 +78,15 @@ async function attachGpu(gpu, m) {
  * store: an executor, Python's side untouched (attachGpu then points Python's backend at it; a
  * comparison swapping one model at a time only makes the executor anew). m: attachWeights's.
  */
-export async function gpuExecutor(gpu, { py, call, store, source, path, nCtx, say, onCorrupt, model = "instruct" }) {
+export async function gpuExecutor(gpu, { py, call, store, source, path, nCtx, say, onCorrupt, model = "instruct", check }) {
   say(`building the GPU program on ${gpu.name}`);
   if (source.kind === "hf") await mountWeightsHeader(py, store, source, path);
-  const program = call("gpu_program", { n_ctx: nCtx, features: gpu.features, limits: gpu.limits, model, info: gpu.info });
+  const program = call("gpu_program", { n_ctx: nCtx, features: gpu.features, limits: gpu.limits, model, info: gpu.info,
+                                        fault: Boolean(check?.fault) });
   say(`uploading the weights to ${gpu.name}`);
-  return createExecutor(gpu.adapter, program, storedReader(store, source, { onCorrupt }), { name: gpu.name });
+  const executor = await createExecutor(gpu.adapter, program, storedReader(store, source, { onCorrupt }), { name: gpu.name });
+  executor.dispatchesPerToken = program.meta.dispatches.decode + program.meta.dispatches.head;
+  return executor;
 }
 
 async function attachNumpy({ py, call, store, source, path, say, packages, model = "instruct" }) {

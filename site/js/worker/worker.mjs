@@ -18,9 +18,10 @@
 import { openModelStore } from "../store/models.mjs";
 import { mountTextFiles, textFiles } from "./files.mjs";
 import { installChatlens, startPython } from "./python.mjs";
-import { chooseBackend } from "./device.mjs";
+import { chooseBackend, emulated } from "./device.mjs";
 import { createJobs } from "./jobs.mjs";
 import { createPlacement } from "./placement.mjs";
+import { createChecks } from "./check.mjs";
 import { probe } from "../gpu/executor.mjs";
 import { JOBS } from "./protocol.gen.mjs";
 
@@ -31,6 +32,7 @@ let python = null; // chatlens.worker's {call}, once Python is up
 let booting = null;
 let models = null; // where the models' weights are (placement.mjs), once Python is up
 let roomForOne = false; // tests (init's one_model_on_gpu): a second model's weights on the GPU fail as on a small GPU
+let checks = null; // the known-answer check (check.mjs), once init has come
 const jobs = createJobs();
 
 const status = (state, detail = "") => {
@@ -38,8 +40,10 @@ const status = (state, detail = "") => {
   self.postMessage({ type: "status", state, detail });
 };
 
-async function boot({ source, build, backend }) {
+async function boot({ source, build, backend, kept, check_override: override }) {
   status("booting", "starting Python (Pyodide)");
+  checks = createChecks({ build, site: SITE, kept: kept ?? {}, override, status,
+                          post: (key, result) => self.postMessage({ type: "check", key, result }) });
   const store = await openModelStore().catch(() => null); // no IndexedDB (a private window): HTTP only
   const stored = store ? await store.status(source).catch(() => null) : null;
   const files = textFiles(source, store, stored?.complete ? stored : null) // while Python starts
@@ -48,7 +52,8 @@ async function boot({ source, build, backend }) {
   // The device first: Python starts from its memory snapshot only where the weights will go to
   // the GPU (NumPy for Pyodide is a binary package loaded after the boot, not tried on a Python
   // started from a snapshot).
-  const device = await chooseDevice(backend, build.settings.emulated_adapters);
+  // (a GPU that failed its known-answer check on an earlier visit is known now: `auto` takes NumPy)
+  const device = checks.prior(await chooseDevice(backend, build.settings.emulated_adapters), backend);
   const starting = startPython(SITE, build, { snapshot: device.backend === "webgpu" });
   await Promise.race([starting, files.then(() => starting)]); // a failed download fails the boot now
   py = await starting;
@@ -64,13 +69,16 @@ async function boot({ source, build, backend }) {
     e.message = `${source.url}: ${e.message.replace(/^\/models\/[^:]*: /, "")}`;
     throw e;
   }
-  const session = { source, build, backend, device, path, info, store };
+  // The GPU's known-answer check, beside the previews: the weights wait for it (check.mjs).
+  if (device.backend === "webgpu" && device.gpu) checks.start(python.call, device.gpu).catch(() => {});
+  const session = { source, build, backend, device, path, info, store, checks };
   models = createPlacement({ py, call: python.call, session, site: SITE, status, inTurn: enqueue, roomForOne });
   if (stored?.complete) status("weights", "the tokenizer and chat template are ready; the weights are next");
   else status("text", "the tokenizer and chat template are ready; replies need the model's weights");
   // how Python started: from a saved snapshot, or booted (and a snapshot saved for the next visit)
   const snapshot = py.chatlensSnapshot?.restored ? "restored" : py.chatlensSnapshot?.key ? "saved" : "none";
-  const computes = { backend: device.backend, why: device.why, adapter: device.gpu?.name ?? null };
+  const computes = { backend: device.backend, why: device.why, adapter: device.gpu?.name ?? null,
+                     emulated: Boolean(device.gpu && emulated(device.gpu.info, build.settings.emulated_adapters)) };
   return { source, info, pyodide: build.pyodide.version, stored, snapshot, device: computes };
 }
 
@@ -132,6 +140,11 @@ const requests = {
   async attach() {
     await booting;
     return models.attach();
+  },
+  /** The known-answer check's result (check.mjs): this visit's or a kept one; run now where none ran. */
+  async check() {
+    await booting;
+    return checks.current(python.call);
   },
   async attach_base({ source }) {
     await booting;
