@@ -103,7 +103,18 @@
 //                                                  (a model given by URL); verified: how its bytes were checked
 //   await chatlens.deleteModel(id), chatlens.deleteAllModels(), chatlens.storageEstimate()
 //   chatlens.model                              -> what computes the instruct's replies once its weights are in:
-//                                                  {backend, n_ctx, kind: "webgpu"|"numpy", why} or {error, offer}
+//                                                  {backend, n_ctx, kind: "webgpu"|"numpy", why, check,
+//                                                  dispatches_per_token} or {error, offer}; check: the GPU's
+//                                                  known-answer check that let it compute (as chatlens.check())
+//   await chatlens.check()                      -> the GPU's known-answer check (py/chatlens/check.py):
+//                                                  {passed, max_diff, tolerance, checks: [{what, passed, max_diff,
+//                                                  differed}], ms, cached, adapter, sentence, fault, weights}: the
+//                                                  result kept for this adapter and build, this visit's, or one run
+//                                                  now; a GPU that fails it computes nothing the page shows
+//   chatlens.checked                            -> the last check result the worker reported (null: none yet)
+//   await chatlens.bench({newTokens})           -> this device's speed on `python -m chatlens bench`'s input
+//                                                  (page/bench.mjs): bench's keys, prefill_tok_s, decode_tok_s,
+//                                                  first_token_ms, dispatches_per_token, backend, adapter, ...
 //   chatlens.baseModel                          -> the same for the base model, once a comparison has put
 //                                                  its weights beside the instruct's ({..., model: "base",
 //                                                  note: a sentence when only one fits on the GPU at a time})
@@ -129,6 +140,8 @@ import { toWire } from "./protocol.mjs";
 import { HELD_OFF, waitsForReply } from "./writing.mjs";
 import { FIELDS, JOBS, MESSAGES } from "../worker/protocol.gen.mjs";
 import { backendPref, sourceUrlPref } from "./prefs.mjs";
+import { checkOverride, keepCheck, keptChecks } from "./check.mjs";
+import { benchOf } from "./bench.mjs";
 import { resolveSource } from "./source.mjs";
 
 export function createApi() {
@@ -144,6 +157,7 @@ export function createApi() {
     notes: [], // page parameters and saved settings that were not valid, and were ignored
     backend: null,
     build: null, // build.json: the Pyodide version, the wheels, the pinned model revision, the settings
+    checked: null, // the GPU's known-answer check as the worker last reported it (page/check.mjs keeps it)
     onStatus(fn) {
       listeners.add(fn);
       fn(api.status);
@@ -180,6 +194,11 @@ export function createApi() {
     death.catch(() => {});
     conn = connect({
       message(data) {
+        if (data.type === "check") {
+          keepCheck(data.key, data.result);
+          if ("passed" in data.result && "checks" in data.result) api.checked = data.result; // not a weights entry alone
+          return setStatus(api.status.state, api.status.detail);
+        }
         if (data.type === "model") {
           // The event's ModelInfo: what computes a model's replies (or {error, offer}), its own
           // `model` the model key whose weights these are ("instruct" or "base").
@@ -210,7 +229,8 @@ export function createApi() {
       // one-at-a-time fallback runs as it would on a GPU with too little memory for both
       const oneModelOnGpu = asked.get("gpu") === "one-model";
       const info = await c.call("init", toWire("init", { source: api.source, build: api.build, backend: api.backend,
-                                                         lock: c.lock, hideJspi, oneModelOnGpu })).answer;
+                                                         lock: c.lock, hideJspi, oneModelOnGpu, kept: keptChecks(),
+                                                         checkOverride: checkOverride() })).answer;
       booted = true;
       c.watch();
       return info;
@@ -305,6 +325,15 @@ export function createApi() {
   api.chatTemplate = textRequest("chat_template");
   api.labSource = textRequest("lab_source");
   api.runPython = textRequest("run_python");
+  /** The GPU's known-answer check: kept, this visit's, or run now (worker/check.mjs). */
+  api.check = async () => {
+    await api.ready;
+    const result = await call("check", {}).answer;
+    api.checked = result;
+    return result;
+  };
+  /** This device's speed on the command line's bench input (page/bench.mjs). */
+  api.bench = (options) => benchOf(api, options);
   const downloads = createDownloads(() => api.source, () => api.settingsReady.then(() => api.build)); // build.json read once
   /** Store the current source (verified), then have the worker load its weights. */
   api.downloadModel = async (options) => {

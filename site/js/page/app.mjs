@@ -11,6 +11,7 @@ import { compareChanged, drawAsk, drawCompare, setUpCompare, showCompare, stopCo
 import { liveChanged, restoreRecords, send, showLive, stop, whyOf } from "../modes/live.mjs";
 import { hostNote } from "./hosts.mjs";
 import { createModelBox } from "./model.mjs";
+import { createDeviceBox } from "../views/device.mjs";
 import { registerOffline } from "./offline.mjs";
 import { drawPlain, setUpPlain, stopPlain, tokenizePlain } from "../modes/plain.mjs";
 import { drawLookInside } from "../modes/inside.mjs";
@@ -34,6 +35,7 @@ const store = createStore(challenges.load(), inside.load());
 const { state } = store;
 api.pageState = state; // for tests: the page's state (page/state.mjs), to read, never to change
 const modelBox = createModelBox(api);
+createDeviceBox(api); // the GPU's known-answer check and "Measure this device", under the model box
 
 // What the mode modules share: the API, the store (its state and transitions), and the panel.
 const page = {

@@ -8,7 +8,7 @@
 let count = 0;
 
 /**
- * Start a worker. on: {message(data) for its status and model events, died(error) once it is gone}.
+ * Start a worker. on: {message(data) for its status, model and check events, died(error) once it is gone}.
  * Returns {call(type, args, on) -> {id, answer}, signal(type, args), lock, watch, dead, kill};
  * `on`: {record(r), prompt(p), token(t), cellEnd(c), progress(p)} for a request's events. The messages and their fields
  * are described once, in py/chatlens/protocol.py (listed in ../worker/protocol.gen.mjs).
@@ -31,7 +31,7 @@ export function connect(on) {
   };
 
   worker.onmessage = ({ data }) => {
-    if (data.type === "status" || data.type === "model") return on.message(data);
+    if (data.type === "status" || data.type === "model" || data.type === "check") return on.message(data);
     const p = pending.get(data.id);
     if (!p) return;
     if (data.type === "record") return p.on?.record?.(data.record);
