@@ -38,6 +38,8 @@ def open_with_the_model(app, query=""):
     assert summary["complete"] and summary["bytes"] > 0
     model = page.evaluate("chatlens.modelReady")
     assert model["kind"] == "webgpu" and model["backend"].startswith("webgpu: ")
+    # the mirror's copies (its bf16 folder, its GGUF) publish their first step: checked on this GPU too
+    assert model["check"]["passed"] and model["check"]["weights"] == "checked", model["check"]
     page.wait_for_function("() => chatlens.status.state === 'ready'")
     assert page.text_content("#status-text") == "Ready"
     return page

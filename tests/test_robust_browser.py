@@ -29,7 +29,11 @@ def tiny(server):
 def with_tiny_model(app, url):
     page = app.open(f"?model={url}")
     assert page.evaluate("chatlens.downloadModel()")["complete"]
-    assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+    model = page.evaluate("chatlens.modelReady")
+    assert model["kind"] == "webgpu"
+    # the GPU passed its known-answer check (this session's, kept: webapp.py), stated where the device is named
+    assert model["check"]["passed"] and model["check"]["max_diff"] <= model["check"]["tolerance"], model["check"]
+    assert "agrees with the reference within" in page.text_content("#device-check")
     return page
 
 

@@ -38,6 +38,37 @@ WEBGPU_BY_CHOICE = """try {
 } catch {}"""
 
 
+# The GPU's known-answer checks (site/js/page/check.mjs keeps them in localStorage, per adapter, build and
+# weights). A check on SwiftShader takes seconds to tens of seconds here, so a session runs each once: the
+# session's first boot waits for the program's (session_snapshot), every App's close() harvests what its
+# context computed (a real model's weights check), and every App seeds what was harvested, as a learner's
+# later visits find their own kept results. A test of the check itself takes App(..., checks=None).
+CHECKS_KEY = "chatlens.gpu-checks"
+_SESSION_CHECKS = {}  # key -> a result that passed, computed by one of this session's contexts
+
+
+def seed_checks(kept: dict) -> str:
+    """An init script that adds `kept` to the page's kept checks (what is there already stays)."""
+    return """try {
+    const kept = JSON.parse(localStorage.getItem(%s) || "{}");
+    let added = false;
+    for (const [key, result] of Object.entries(%s)) if (!(key in kept)) { kept[key] = result; added = true; }
+    if (added) localStorage.setItem(%s, JSON.stringify(kept));
+} catch {}""" % (json.dumps(CHECKS_KEY), json.dumps(kept), json.dumps(CHECKS_KEY))
+
+
+def harvest_checks(context):
+    """The checks `context`'s pages kept that passed, added to the session's."""
+    for origin in context.storage_state().get("origins", []):
+        for item in origin.get("localStorage", []):
+            if item["name"] == CHECKS_KEY:
+                try:
+                    kept = json.loads(item["value"])
+                except ValueError:
+                    continue
+                _SESSION_CHECKS.update({k: v for k, v in kept.items() if isinstance(v, dict) and v.get("passed")})
+
+
 SNAPSHOTS = "python-snapshot"  # the Cache Storage cache site/js/worker/python.mjs keeps it in
 SNAPSHOT_FILE = "__tests__/python-snapshot"  # where the tests serve a copy, under the site's root
 
@@ -114,6 +145,11 @@ def session_snapshot(browser, server) -> Snapshot:
             page = a.open()
             assert page.evaluate("chatlens.ready.then(r => r.snapshot)") == "saved"
             _SESSION_SNAPSHOTS[key] = read_snapshot(page, server.url, server.root)
+            # The GPU's known-answer check ran as this page booted (WebGPU asked for by name): kept
+            # for every App from now on (harvested as it closes). A faulty test build's must fail.
+            page.wait_for_function("() => chatlens.checked", timeout=BOOT_MS)
+            faulty = json.loads((Path(server.root) / "build.json").read_text())["check"]["fault"] is not None
+            assert page.evaluate("chatlens.checked.passed") != faulty, page.evaluate("chatlens.checked")
         finally:
             a.close()
         assert not a.errors, a.errors
@@ -129,9 +165,10 @@ class App:
     snapshot: Python's memory snapshot, put in the context first so that its pages start Python
     from it (1-2 s, against 6-12 s for a first boot here): by default the session's
     (session_snapshot), for a first visit none; None: the first page boots Python as a first
-    visit does (a test of that boot)."""
+    visit does (a test of that boot). checks: the GPU checks this session's contexts passed,
+    kept for its pages (CHECKS_KEY), by default; None: none (a test of the check)."""
 
-    def __init__(self, browser, server, first_visit=False, snapshot=SESSION):
+    def __init__(self, browser, server, first_visit=False, snapshot=SESSION, checks=SESSION):
         self.server = server
         if snapshot is SESSION:
             snapshot = None if first_visit else session_snapshot(browser, server)
@@ -144,6 +181,8 @@ class App:
             # first visit lands where the store says (Recorded until the model is stored).
             self.context.add_init_script(LIVE_BY_CHOICE)
         self.context.add_init_script(WEBGPU_BY_CHOICE)
+        if checks is SESSION and _SESSION_CHECKS:
+            self.context.add_init_script(seed_checks(dict(_SESSION_CHECKS)))
         self.requests = []
         self.context.on("request", lambda r: self.requests.append(r))
         self.errors = []
@@ -216,6 +255,10 @@ class App:
         self.page = None
 
     def close(self):
+        try:
+            harvest_checks(self.context)
+        except Exception:  # a context a test already broke: nothing to keep from it
+            pass
         self.context.close()
 
 
