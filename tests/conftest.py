@@ -245,6 +245,23 @@ def server(built_site):
 
 
 @pytest.fixture(scope="session")
+def faulty_site(server, tmp_path_factory):
+    """A faulty test build (`python -m chatlens build --gpu-fault`: chatlens.gpu.fault's fault in every GPU
+    program its page builds) served with the session's mirror, the tiny model (tests/tiny_model.py) beside
+    it: (its server, the query that opens it on the tiny model). Chromium's and Firefox's check tests."""
+    from chatlens.host.build import build_site
+    from chatlens.host.serve import SiteServer
+    from tiny_model import write_tiny_model
+
+    out = build_site(tmp_path_factory.mktemp("faulty") / "site", log=lambda m: None, root=ROOT, gpu_fault=True)
+    write_tiny_model(out / "tiny-check" / "model", server.mirror.files["config.json"].parent)
+    srv = SiteServer(out, mirror=server.mirror).start()
+    yield srv, f"?model={srv.url}tiny-check/model/"
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="session")
 def doc(server):
     """site/recorded.json, as the built site serves it."""
     import json

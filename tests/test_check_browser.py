@@ -4,15 +4,15 @@ name (SwiftShader): one context with no kept results, whose first page runs the 
 refused the GPU, whose second reads the kept result instead of running it again, and whose third
 overrides it as a developer may. The honest build's check passes: the session's first boot waits
 for it (webapp.session_snapshot), and test_robust_browser.py reads its figure where the device is
-named. The tiny model (tests/tiny_model.py) is the one stored: refusing it costs no real download.
+named. The tiny model (tests/tiny_model.py) is the one stored: refusing it costs no real download. The
+faulty build (conftest.py's faulty_site) is Firefox's too (test_firefox_browser.py).
 """
 
 import pytest
 
 from chatlens import check
 from chatlens.gpu import fault
-from tiny_model import write_tiny_model
-from webapp import BOOT_MS, ROOT, App
+from webapp import BOOT_MS, App
 
 pytestmark = pytest.mark.browser
 
@@ -25,28 +25,14 @@ RUN = """m => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def faulty(server, tmp_path_factory):
-    """A faulty test build served with the session's mirror, the tiny model beside it."""
-    from chatlens.host.build import build_site
-    from chatlens.host.serve import SiteServer
-
-    out = build_site(tmp_path_factory.mktemp("faulty") / "site", log=lambda m: None, root=ROOT, gpu_fault=True)
-    write_tiny_model(out / "tiny-check" / "model", server.mirror.files["config.json"].parent)
-    srv = SiteServer(out, mirror=server.mirror).start()
-    yield srv, f"?model={srv.url}tiny-check/model/"
-    srv.shutdown()
-    srv.server_close()
-
-
 def checks_run(page) -> int:
     """How many known-answer checks this page's worker ran (it marks each: worker/check.mjs)."""
     worker = next(w for w in page.workers if w.url.endswith("/worker/worker.mjs"))
     return worker.evaluate("performance.getEntriesByName('chatlens:check').length")
 
 
-def test_a_faulty_gpu_is_refused_writes_nothing_and_its_result_is_kept(browser, faulty):
-    srv, query = faulty
+def test_a_faulty_gpu_is_refused_writes_nothing_and_its_result_is_kept(browser, faulty_site):
+    srv, query = faulty_site
     app = App(browser, srv, checks=None)
     try:
         # the first visit: the check runs as the page boots, and fails, naming what differed

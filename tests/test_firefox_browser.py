@@ -81,12 +81,15 @@ def cli(server):
 
 
 @pytest.fixture(scope="module")
-def first_visit(site, tmp_path_factory):
-    """A first visit on a fresh profile (kept for the return visit): tests/firefox/first_visit.mjs."""
+def first_visit(site, faulty_site, tmp_path_factory):
+    """A first visit on a fresh profile (kept for the return visit), then the faulty test build's
+    site in the same browser: tests/firefox/first_visit.mjs."""
     profile = tmp_path_factory.mktemp("firefox") / "profile"
     SHOTS.mkdir(parents=True, exist_ok=True)
+    faulty, query = faulty_site
     result = firefox("first_visit.mjs", url=site.url, profile=str(profile), shots=str(SHOTS),
-                     system=SYSTEM, messages=MESSAGES, window=WINDOW, maxTokens=TOKENS)
+                     system=SYSTEM, messages=MESSAGES, window=WINDOW, maxTokens=TOKENS,
+                     faulty={"url": faulty.url, "query": query})
     return result, profile
 
 
@@ -129,6 +132,30 @@ def test_stop_in_firefox_keeps_the_token_written_before_it(first_visit, cli):
     assert stopped["reused_tokens"] > 0  # the same prompt again: read from the cache
 
 
+def test_firefox_checks_its_gpu_before_it_computes(first_visit):
+    """The known-answer check ran on Firefox's adapter as the page booted and passed, the mirror's
+    weights' first step with it, and states its figure (chatlens.check)."""
+    check = first_visit[0]["check"]
+    assert check["passed"] and not check["cached"] and check["ms"] > 0, check
+    assert check["max_diff"] <= check["tolerance"] and check["weights"] == "checked"
+    assert first_visit[0]["model"]["check"]["passed"]
+
+
+def test_firefox_refuses_a_gpu_that_fails_its_check_and_keeps_the_result(first_visit):
+    """The faulty test build: the check fails naming what differed, the stored model is refused the GPU
+    in a sentence naming the check, no token is written, and a reload reads the kept result."""
+    from chatlens.gpu import fault
+
+    seen = first_visit[0]["faulty"]
+    check = seen["check"]
+    assert not check["passed"] and not check["cached"] and check["fault"] == fault.DESCRIPTION
+    assert check["max_diff"] > check["tolerance"] and "differed from the reference" in check["sentence"]
+    assert seen["stored"] and "failed its known-answer check" in seen["model"]["error"], seen["model"]
+    assert seen["reply"]["tokens"] == [] and seen["reply"]["error"], seen["reply"]
+    assert "faulty test build" in seen["box"] and "computes wrong values" in seen["box"]
+    assert seen["again"]["cached"] and seen["again"]["max_diff"] == check["max_diff"]
+
+
 @pytest.fixture(scope="module")
 def return_visit(first_visit, site):
     """The same profile with the server gone: tests/firefox/return_visit.mjs."""
@@ -141,9 +168,11 @@ def return_visit(first_visit, site):
                    system=SYSTEM, messages=MESSAGES, window=WINDOW, maxTokens=1)
 
 
-def test_firefox_works_offline_once_the_model_is_stored(return_visit, cli):
+def test_firefox_works_offline_once_the_model_is_stored(return_visit, first_visit, cli):
     again = return_visit
     assert again["boot"]["source"] == "mirror" and again["stored"]["complete"]
+    # the first visit's check, kept: read, not run again
+    assert again["check"]["cached"] and again["check"]["max_diff"] == first_visit[0]["check"]["max_diff"]
     assert again["preview"]["prompt_ids"] == cli["prompt_ids"]
     assert again["model"]["kind"] == "webgpu"
     assert again["reply"]["reply_ids"] == cli["reply_ids"][:1]

@@ -12,8 +12,13 @@ const { url, profile, shots } = args();
 const MINUTES = 60_000;
 const errors = [];
 const out = { errors };
-// A learner who chose Base vs instruct: the mode the page opens in (after firefox.mjs's own settings).
-const IN_COMPARE = `try { localStorage.setItem('chatlens.prefs', '{"mode": "compare"}'); } catch {}`;
+// A learner who chose Base vs instruct: the mode the page opens in (after firefox.mjs's own settings),
+// and the device left to `auto`: nothing is computed, so the GPU's known-answer check (which a GPU
+// asked for by name runs as the page boots) has nothing to guard here.
+const IN_COMPARE = `try {
+  localStorage.setItem('chatlens.prefs', '{"mode": "compare"}');
+  localStorage.setItem('chatlens.backend', 'auto');
+} catch {}`;
 const CELLS = () => Object.fromEntries([...document.querySelectorAll("#compare-grid .compare-cell")].map((c) => [
   `${c.dataset.model}/${c.dataset.layout}`,
   { state: c.dataset.state, stop: c.querySelector("[data-stop]")?.dataset.stop ?? null, text: c.querySelector(".compare-reply")?.textContent ?? null,

@@ -1,13 +1,16 @@
 // A learner's first visit in Firefox, with its default settings (nothing answers the storage
 // prompt): the page boots and previews; Download stores the model while persist() is never
 // answered; a forced WebGPU reply; a reply stopped after its first token; the site cached for
-// offline use. Prints what each step gave, for tests/test_firefox_browser.py to compare.
+// offline use; the GPU's known-answer check, run as the page boots. Then, given a faulty test build
+// (faulty: its URL and the query of the tiny model beside it), that site in the same browser: its
+// check fails, the stored model is refused the GPU and writes no token, and a reload reads the kept
+// result. Prints what each step gave, for tests/test_firefox_browser.py to compare.
 //
-//   node first_visit.mjs '{"url", "profile", "shots", "system", "messages", "window", "maxTokens"}'
+//   node first_visit.mjs '{"url", "profile", "shots", "system", "messages", "window", "maxTokens", "faulty"?}'
 
 import { args, job, launch, open, previewsWork, report, until } from "./firefox.mjs";
 
-const { url, profile, shots, system, messages, window: win, maxTokens } = args();
+const { url, profile, shots, system, messages, window: win, maxTokens, faulty } = args();
 const MINUTES = 60_000;
 const errors = [];
 const out = { errors };
@@ -41,6 +44,7 @@ try {
   };
   if (shots) await page.screenshot({ path: `${shots}/firefox-stored.png`, fullPage: true });
   out.model = await job(page, () => chatlens.modelReady, null, 10 * MINUTES);
+  out.check = await job(page, () => chatlens.check(), null, 10 * MINUTES);
 
   const run = (a) => {
     const streamed = [];
@@ -58,9 +62,33 @@ try {
   await job(page, () => navigator.serviceWorker.ready.then(() => true), null, 2 * MINUTES);
   out.controlled = await until(page, () => Boolean(navigator.serviceWorker.controller), 2 * MINUTES);
   if (shots) await page.screenshot({ path: `${shots}/firefox-reply.png`, fullPage: true });
+  if (faulty) out.faulty = await faultyVisit(page, faulty);
 } catch (e) {
   out.failed = String(e?.stack ?? e);
 } finally {
   await browser.close();
 }
 report(out);
+
+/** The faulty test build (another origin: its own storage) in the same tab: the check fails, the
+ * tiny model is refused the GPU, no token comes, and a reload reads the result kept. */
+async function faultyVisit(page, { url, query }) {
+  await page.goto(`${url}${query}`);
+  await until(page, () => window.chatlens !== undefined, MINUTES);
+  await previewsWork(page);
+  const seen = {};
+  seen.check = await job(page, () => chatlens.check(), null, 10 * MINUTES);
+  seen.stored = await job(page, () => chatlens.downloadModel().then((s) => s.complete), null, 5 * MINUTES);
+  seen.model = await until(page, () => chatlens.model, 5 * MINUTES);
+  seen.reply = await job(page, (a) => {
+    const tokens = [];
+    return chatlens.run(a, { onToken: (t) => tokens.push(t.id) }).then(() => ({ tokens, error: null }),
+                                                                        (e) => ({ tokens, error: e.message }));
+  }, { messages: [{ role: "user", content: "Hi!" }], window: 256, maxTokens: 2 }, 5 * MINUTES);
+  seen.box = await page.evaluate(() => document.getElementById("device-body")?.textContent ?? "");
+  if (shots) await page.screenshot({ path: `${shots}/firefox-check-refused.png`, fullPage: true });
+  await page.reload();
+  await previewsWork(page);
+  seen.again = await job(page, () => chatlens.check(), null, 5 * MINUTES);
+  return seen;
+}

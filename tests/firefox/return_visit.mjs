@@ -17,6 +17,7 @@ try {
   out.stored = await job(page, () => chatlens.ready.then((r) => r.stored), null, MINUTES);
   out.preview = await job(page, (a) => chatlens.preview(a), { system, messages, window: win }, MINUTES);
   out.model = await job(page, () => chatlens.modelReady, null, 10 * MINUTES);
+  out.check = await job(page, () => chatlens.check(), null, MINUTES); // the first visit's, kept: not run again
   out.reply = await job(page, (a) => chatlens.run(a), { system, messages, window: win, maxTokens }, 10 * MINUTES);
   if (shots) await page.screenshot({ path: `${shots}/firefox-offline.png`, fullPage: true });
 
