@@ -12,7 +12,8 @@ import shutil
 import pytest
 
 from conftest import cli_in_process
-from webapp import BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS, WAIT_MS, WEBGPU_BY_CHOICE, assert_same_comparison, seed_snapshot
+from webapp import (BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS, WAIT_MS, WEBGPU_BY_CHOICE, assert_same_comparison, harvest_checks,
+                    seed_checks, seed_snapshot, session_checks)
 from chatlens import chat
 from chatlens.host import build as site
 from chatlens.host.mirror import prepare_mirror
@@ -35,6 +36,7 @@ class Visit:
         self.context.set_default_timeout(WAIT_MS)
         if snapshot is not None:
             seed_snapshot(self.context, url, snapshot[1], snapshot[0])
+            self.context.add_init_script(seed_checks(session_checks()))  # the GPU checks the session ran (webapp.py)
         self.context.add_init_script(WEBGPU_BY_CHOICE)  # SwiftShader by name: auto would take NumPy
         self.requests, self.errors = [], []
         self.context.on("request", lambda r: self.requests.append(r.url))
@@ -56,6 +58,7 @@ class Visit:
             self.page.wait_for_function("() => Boolean(navigator.serviceWorker.controller)", timeout=60_000)
 
     def close(self):
+        harvest_checks(self.context)
         self.context.close()
         assert not self.errors, self.errors
 

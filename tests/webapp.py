@@ -57,6 +57,11 @@ def seed_checks(kept: dict) -> str:
 } catch {}""" % (json.dumps(CHECKS_KEY), json.dumps(kept), json.dumps(CHECKS_KEY))
 
 
+def session_checks() -> dict:
+    """The checks this session's contexts passed so far (a context not made by App seeds them itself)."""
+    return dict(_SESSION_CHECKS)
+
+
 def harvest_checks(context):
     """The checks `context`'s pages kept that passed, added to the session's."""
     for origin in context.storage_state().get("origins", []):
