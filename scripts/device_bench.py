@@ -8,7 +8,9 @@ submitting, Python, waiting for the bytes). Beside each row, the program's perfo
 (chatlens.host.bench: bytes and dispatches a token, the roofline at --bandwidth and the share
 of it and of the bandwidth each rate reaches). Then each prefill GEMM (chatlens.gpu.kernels.GEMMS:
 the double-buffered one and the plain one) on the same program otherwise: prefill tokens/s at
---gemm-contexts. Ends with one summary table to paste.
+--gemm-contexts. First of all, the known-answer check (chatlens.check: the GPU program on its check
+model against NumPy, then each model's first step against NumPy's on the same file): the "CPU
+match" the speed rows stand beside. Ends with one summary table to paste.
 
     PYTHONPATH=py python3 scripts/device_bench.py MODEL... [--contexts 256 1000 4000] [--new-tokens 64]
         [--repeats 3] [--kv F32 F16] [--depths 1 2 4] [--gemm matmul matmul_plain]
@@ -64,17 +66,52 @@ def opened(model, n_ctx, kv, gemm):
     return backend
 
 
+def checked(models) -> list:
+    """The known-answer check's rows: the program's, then each model's weights' (their first step
+    against NumpyBackend's on the same file), printed as they come."""
+    from chatlens import check
+    from chatlens.host import check as host_check
+
+    result = host_check.run("webgpu")
+    rows = [{"kind": "check", "what": "the GPU program on the check model", "passed": result.passed,
+             "max_diff": result.max_diff, "ms": result.ms, "setup_ms": result.setup_ms, "adapter": result.adapter}]
+    print(f"known-answer check: {result.adapter} {result.sentence} ({result.ms:.0f} ms, {result.setup_ms:.0f} of them "
+          "compiling and uploading)", flush=True)
+    for model in map(Path, models):
+        t0 = time.perf_counter()
+        from chatlens.source import load_text_side
+
+        # a test's tiny model whose tokenizer reads nothing of the text is checked on prompt ids instead
+        reads = load_text_side(model).tokenizer.encode(check.WEIGHTS_TEXT)
+        entry = host_check.weights_check(model, None if reads else prompt_of(model, 8))
+        rows.append({"kind": "check", "what": f"{model.name}'s weights", "passed": entry.passed,
+                     "max_diff": entry.max_diff, "ms": round(1000 * (time.perf_counter() - t0)), "setup_ms": None,
+                     "adapter": result.adapter})
+        print(f"  {model.name}'s first step after “{check.WEIGHTS_TEXT}”: "
+              f"{'agrees' if entry.passed else 'DIFFERS'} ({entry.differed or f'within {entry.max_diff:.1g}'})", flush=True)
+    return rows
+
+
 def summary(rows, bandwidth, dispatch_us) -> list:
-    """The run as Markdown tables: decode rows, then the GEMMs' prefill rows."""
+    """The run as Markdown tables: the known-answer check's rows, the decode rows, then the GEMMs'
+    prefill rows."""
+    from chatlens import check
     from chatlens.host import bench
 
+    checks = [r for r in rows if r["kind"] == "check"]
+    lines = []
+    if checks:
+        lines += [f"| CPU match (known-answer check, tolerance {check.TOLERANCE:g}) | passed | max difference | ms |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r['what']} | {'yes' if r['passed'] else 'NO'} | {r['max_diff']:.1g} | {r['ms']:.0f} |" for r in checks]
+        lines.append("")
     decode = [r for r in rows if r["kind"] == "decode"]
     depths = list(decode[0]["in_flight"]) if decode else []
     head = (["model", "KV", "context", "first token ms", "prefill tok/s",
              f"decode tok/s at {' / '.join(depths)} in flight",
              "host ms a token at " + " / ".join(depths) + " (submit + Python + wait)", "dispatches a token",
              "MB a token"] + (["roofline tok/s", "bandwidth used, best"] if bandwidth else []))
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in decode:
         f = r["in_flight"]
         cells = [r["model"], r["kv"], str(r["context"]), f"{r['first_token_ms']:.0f}", f"{r['prefill_tok_s']:.0f}",
@@ -128,7 +165,7 @@ def main(argv=None) -> int:
         print("no GPU adapter: wgpu found none (a Vulkan driver and libvulkan1?)", file=sys.stderr)
         return 1
     print(f"adapter: {device[1]['name']}", flush=True)
-    rows = []
+    rows = checked(args.models)
     n_ctx = max(args.contexts + args.gemm_contexts) + args.new_tokens
     # in the order a budget that runs out should keep: each model's first KV cache and its GEMMs, then the rest
     plan = [row for m in map(Path, args.models)

@@ -45,6 +45,18 @@ def test_each_row_pulls_the_reply_at_1_2_and_4_steps_in_flight(quick_run):
         assert r["weight_bytes_per_token"] > 0 and r["kv_bytes_per_token"] > 0 and r["keys"] == r["context"] + 1
 
 
+def test_the_known_answer_check_comes_first_beside_the_speed_rows(quick_run):
+    """The "CPU match": the GPU program's check on this adapter, and each model's first step against
+    NumPy's on the same file, in the rows and in the table to paste."""
+    stdout, out = quick_run
+    rows = json.loads((out / "device-bench.json").read_text())
+    checks = [r for r in rows if r["kind"] == "check"]
+    assert [r["what"] for r in checks] == ["the GPU program on the check model", "m.gguf's weights", "hf's weights"]
+    assert all(r["passed"] and r["max_diff"] <= 1e-3 and r["ms"] > 0 for r in checks), checks
+    assert rows.index(checks[-1]) == len(checks) - 1  # before any speed row
+    assert "| CPU match (known-answer check, tolerance 0.001) |" in stdout
+
+
 def test_every_prefill_gemm_is_measured(quick_run):
     """Each of kernels.GEMMS (the emulated adapters' small tiles too: what they cost on a real GPU)."""
     from chatlens.gpu import kernels

@@ -447,7 +447,7 @@ def weights_entry(reference: dict, top_k, log_z) -> Checked:
         d.add(logit, want[i], f"the logit of id {i}")
     d.add(log_z, reference["log_z"], "the normalizer")
     passed = d.failed is None and d.max <= TOLERANCE
-    return Checked(WEIGHTS_WHAT.format(text=reference.get("text", WEIGHTS_TEXT)), passed, d.max,
+    return Checked(WEIGHTS_WHAT.format(text=reference.get("text") or f"the ids {reference['ids']}"), passed, d.max,
                    None if passed else (d.failed or d.where))
 
 

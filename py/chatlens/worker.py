@@ -153,7 +153,7 @@ class _Worker:
         if side.program is None:
             raise ChatlensError("check_weights runs on the program gpu_program built")
         ids = [int(i) for i in a.reference["ids"]]
-        if self.text.tokenizer.encode(a.reference.get("text", "")) != ids:
+        if self.text.tokenizer.encode(a.reference.get("text") or "") != ids:
             raise ChatlensError("the weights reference's ids are not this tokenizer's reading of its text")
         # A backend of its own over the same buffers: the model's cache starts empty after it
         # (use_gpu), so what these runs leave in it is overwritten by the first prompt.

@@ -165,29 +165,31 @@ def _timed(result, t0):
 
 # -- a model's own weights ---------------------------------------------------------------------
 
-def weights_reference(path) -> dict:
+def weights_reference(path, ids=None) -> dict:
     """The first step after check.WEIGHTS_TEXT (plain text, no template) on the model at `path`,
-    computed by NumpyBackend: {text, ids, top: the 64 best [id, logit], log_z}."""
-    from ..backend import top_k_of
+    computed by NumpyBackend: {text, ids, top: the 64 best [id, logit], log_z}. ids: others (a
+    test's model whose tokenizer reads nothing of the text; text is then null)."""
     from ..source import load_model
 
     model = load_model(path)
-    ids = model.text.tokenizer.encode(check.WEIGHTS_TEXT)
+    text = check.WEIGHTS_TEXT if ids is None else None
+    ids = model.text.tokenizer.encode(text) if ids is None else [int(i) for i in ids]
+    if not ids:
+        raise ChatlensError(f"{path}: its tokenizer reads no token of “{check.WEIGHTS_TEXT}”: give the check ids")
     backend = model.backend(len(ids))
     step = backend.prefill(ids, 64)
-    return {"text": check.WEIGHTS_TEXT, "ids": list(ids), "top": [[int(i), float(x)] for i, x in step.top_k],
-            "log_z": step.log_z}
+    return {"text": text, "ids": list(ids), "top": [[int(i), float(x)] for i, x in step.top_k], "log_z": step.log_z}
 
 
-def run_weights(path, result: check.CheckResult) -> check.CheckResult:
+def weights_check(path, ids=None) -> check.Checked:
     """The weights check natively: the model at `path` on wgpu-py (its first step after
-    WEIGHTS_TEXT) against NumpyBackend's on the same file, added to `result`."""
+    WEIGHTS_TEXT, or after `ids`) against NumpyBackend's on the same file."""
     from .native_gpu import open_native
 
-    want = weights_reference(path)
+    want = weights_reference(path, ids)
     gpu = open_native(path, len(want["ids"]) + 1)
     step = gpu.prefill(want["ids"], check.WEIGHTS_TOP_K)
-    return check.with_weights(result, check.weights_entry(want, step.top_k, step.log_z))
+    return check.weights_entry(want, step.top_k, step.log_z)
 
 
 def main(args) -> int:
@@ -208,7 +210,7 @@ def main(args) -> int:
     if args.model:
         from .fetch import resolve_model
 
-        result = _timed(run_weights(resolve_model(args.model), result), t0)
+        result = _timed(check.with_weights(result, weights_check(resolve_model(args.model))), t0)
     print(json.dumps(asdict(result), indent=1))
     if not result.passed:
         print(f"chatlens: the {args.backend} check failed: {result.adapter} {result.sentence}", file=sys.stderr)
