@@ -2,7 +2,7 @@
 chatlens.gpu.fault's documented fault in every GPU program the page builds), WebGPU asked for by
 name (SwiftShader): one context with no kept results, whose first page runs the check and is
 refused the GPU, whose second reads the kept result instead of running it again, and whose third
-overrides it as a developer may. The honest build's check passes: the session's first boot waits
+overrides it as a developer may (and measures the device with bench's input: chatlens.bench()). The honest build's check passes: the session's first boot waits
 for it (webapp.session_snapshot), and test_robust_browser.py reads its figure where the device is
 named. The tiny model (tests/tiny_model.py) is the one stored: refusing it costs no real download. The
 faulty build (conftest.py's faulty_site) is Firefox's too (test_firefox_browser.py).
@@ -12,6 +12,7 @@ import pytest
 
 from chatlens import check
 from chatlens.gpu import fault
+from chatlens.host import bench
 from webapp import BOOT_MS, App
 
 pytestmark = pytest.mark.browser
@@ -31,7 +32,7 @@ def checks_run(page) -> int:
     return worker.evaluate("performance.getEntriesByName('chatlens:check').length")
 
 
-def test_a_faulty_gpu_is_refused_writes_nothing_and_its_result_is_kept(browser, faulty_site):
+def test_a_faulty_gpu_is_refused_writes_nothing_and_its_result_is_kept(browser, faulty_site, text_side):
     srv, query = faulty_site
     app = App(browser, srv, checks=None)
     try:
@@ -74,6 +75,17 @@ def test_a_faulty_gpu_is_refused_writes_nothing_and_its_result_is_kept(browser, 
         assert reply["error"] is None and len(reply["tokens"]) == 2
         assert "unchecked: it failed its known-answer check" in reply["backend"]
         assert checks_run(forced) == 0
+
+        # "Measure this device": bench's input here, beside other hardware's figures; SwiftShader's
+        # said to be a CPU emulation, whose figures only show that it works
+        forced.click("#measure-device")
+        forced.wait_for_selector("#device-measured", timeout=BOOT_MS)
+        measured = forced.text_content("#device-measured")
+        assert "a function check" in measured and "unchecked" in measured
+        assert forced.locator("#device-measured tr.other-device").count() == len(bench.OTHER_DEVICES)
+        figures = forced.evaluate("chatlens.bench({newTokens: 2})")
+        assert set(bench.FIGURE_KEYS) <= set(figures) and figures["emulated"] and figures["new_tokens"] == 2
+        assert figures["prompt_tokens"] == len(bench.prompt_ids(text_side)) and figures["dispatches_per_token"] > 0
     finally:
         app.close()
     assert not app.errors, app.errors

@@ -89,10 +89,15 @@ def test_malformed_model_is_a_clear_error(tmp_path):
 
 
 def test_bench_prints_figures(gguf_path):
-    done = chatlens("bench", "--no-reference", "--numpy", "1", "--new-tokens", "4", "--repeats", "1")
+    from chatlens.host import bench
+
+    done = chatlens("bench", "--no-reference", "--numpy", "1", "--new-tokens", "4", "--repeats", "1", "--json")
     assert done.returncode == 0, done.stderr
     assert "numpy, BLAS 1 thread " in done.stdout and "OPENBLAS_NUM_THREADS=1" in done.stdout
     assert "decode" in done.stdout and "tok/s" in done.stdout and "peak" in done.stdout
+    # --json: each row's figures under the keys the page's chatlens.bench() resolves with too
+    [row] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(bench.FIGURE_KEYS) <= set(row) and row["backend"] == "numpy" and row["adapter"] is None
 
 
 def test_bench_measures_each_row_in_a_child(tmp_path):
