@@ -47,6 +47,11 @@ from .contract import doc
 from .errors import ChatlensError
 
 SEED = 49
+# Prompt ids a run of the check's program takes at most (program.CHUNK is 128). The kernels' code
+# does not depend on it, only their grids do: with 32, the emulated GEMM's tiles (16 tokens) run
+# two rows of tiles, as the model's program's do, and a CPU emulation of a GPU (whose every
+# workgroup costs, those past a chunk's tokens too) runs the script in a fraction of the time.
+CHUNK = 32
 # The page's program holds its largest window; the check's is built for the same context, so its
 # attention takes the same splits (and compiles from the same text where the dtypes agree).
 N_CTX = max(defaults.WINDOWS)
@@ -195,7 +200,7 @@ def _ids(n: int) -> list:
     return [1 + fmix32(SEED + 7919 * i) % (CONFIG.vocab_size - 1) for i in range(n)]
 
 
-IDS = _ids(51)
+IDS = _ids(67)
 
 
 @dataclass(frozen=True)
@@ -212,28 +217,28 @@ class Op:
 
 
 # Short: keys within one attention workgroup (kernels.SHORT_KEYS, 128); then past it, split. The
-# cache's positions 26..119 are skipped rather than computed (a "skip": both backends' length set
+# cache's positions 34..119 are skipped rather than computed (a "skip": both backends' length set
 # past them): they hold zeros, as a fresh GPU buffer and NumpyBackend's cache both do, and every
 # later query reads them as keys and values all the same, at a fraction of a prompt's cost on a
 # CPU emulation of a GPU.
 SKIP_TO = 120
 OPS = (
     Op("prefill", "a prompt read within one attention workgroup (prefill_short, head, top_k): the 8 best "
-       "logits and the normalizer", tuple(IDS[:16]), top_k=TOP_K),
+       "logits and the normalizer", tuple(IDS[:24]), top_k=TOP_K),
     Op("logits", "the same step's logits over the whole vocabulary"),
     Op("decode", "a token decoded from the GPU's own choice (decode_short, head): every logit"),
     Op("inspect", "a token inspected (inspect_short, lens): its attention weights and each layer's logit lens",
-       (IDS[16],), top_k=TOP_K),
+       (IDS[24],), top_k=TOP_K),
     Op("score", "a pass with keys hidden, scored (prefill_hidden_short, score): each row's target logit, "
-       "normalizer and best", tuple(IDS[17:25]), score_from=2, next_id=IDS[25], hidden=(3, 12)),
+       "normalizer and best", tuple(IDS[25:33]), score_from=2, next_id=IDS[33], hidden=(3, 12)),
     Op("skip", "", (SKIP_TO,)),
     Op("prefill", "a prompt read past 128 keys, attention split and merged (prefill, head): every logit",
-       tuple(IDS[25:41])),
+       tuple(IDS[33:57])),
     Op("decode", "a token decoded past 128 keys, the o projection merging the splits (decode, head): every logit"),
-    Op("inspect", "a token inspected past 128 keys (inspect, lens): attention weights and logit lens", (IDS[41],),
+    Op("inspect", "a token inspected past 128 keys (inspect, lens): attention weights and logit lens", (IDS[57],),
        top_k=TOP_K),
-    Op("score", "a pass past 128 keys with keys hidden, scored (prefill_hidden, score)", tuple(IDS[42:50]),
-       score_from=1, next_id=IDS[50], hidden=(8, 126)),
+    Op("score", "a pass past 128 keys with keys hidden, scored (prefill_hidden, score)", tuple(IDS[58:66]),
+       score_from=1, next_id=IDS[66], hidden=(8, 126)),
 )
 RUNS = tuple(op for op in OPS if op.kind != "skip")  # the ops that run and are compared
 

@@ -127,8 +127,8 @@ class _Worker:
         from . import check
         from .gpu import build_program
 
-        program = _faulty(build_program(check.plan(), check.N_CTX, a.features, a.limits, gemm=_gemm_for(a.info)),
-                          a.fault)
+        program = _faulty(build_program(check.plan(), check.N_CTX, a.features, a.limits, check.CHUNK,
+                                        gemm=_gemm_for(a.info)), a.fault)
         self.checking = (program["meta"], check.plan_of(program))
         return protocol.CheckProgramAnswer(program=program, runs=[r.to_json() for r in self.checking[1]],
                                            spec=check.spec())

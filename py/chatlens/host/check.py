@@ -116,7 +116,7 @@ def check_program(features=(), limits=None, fault=False, gemm=None) -> dict:
     from ..gpu import fault as faults
     from ..gpu.program import build_program
 
-    program = build_program(check.plan(), check.N_CTX, features, limits, gemm=gemm)
+    program = build_program(check.plan(), check.N_CTX, features, limits, check.CHUNK, gemm=gemm)
     return faults.perturb(program) if fault else program
 
 

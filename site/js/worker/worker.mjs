@@ -59,6 +59,9 @@ async function boot({ source, build, backend, kept, check_override: override }) 
   py = await starting;
   status("booting", "installing chatlens");
   python = await installChatlens(py, SITE, build);
+  // The GPU's known-answer check, beside the text side's load and the previews: the weights wait
+  // for it (check.mjs).
+  if (device.backend === "webgpu" && device.gpu) checks.start(python.call, device.gpu).catch(() => {});
   status("loading", `reading the tokenizer and chat template from ${source.label}`);
   const path = mountTextFiles(py, source, await files);
   let info;
@@ -69,8 +72,6 @@ async function boot({ source, build, backend, kept, check_override: override }) 
     e.message = `${source.url}: ${e.message.replace(/^\/models\/[^:]*: /, "")}`;
     throw e;
   }
-  // The GPU's known-answer check, beside the previews: the weights wait for it (check.mjs).
-  if (device.backend === "webgpu" && device.gpu) checks.start(python.call, device.gpu).catch(() => {});
   const session = { source, build, backend, device, path, info, store, checks };
   models = createPlacement({ py, call: python.call, session, site: SITE, status, inTurn: enqueue, roomForOne });
   if (stored?.complete) status("weights", "the tokenizer and chat template are ready; the weights are next");
