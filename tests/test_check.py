@@ -192,3 +192,11 @@ def test_a_weights_reference_and_its_entry():
     assert not other.passed and "id 99" in other.differed
     result = check.with_weights(check.result_of([check.Checked("a", True, 1e-6)], "x", "webgpu"), moved)
     assert not result.passed and len(result.checks) == 2 and "the model's own weights" in result.sentence
+
+
+def test_the_other_hardware_the_page_shows_is_what_docs_speed_md_lists():
+    from chatlens.host import bench
+
+    text = (ROOT / "docs" / "speed.md").read_text(encoding="utf-8")
+    for device in bench.OTHER_DEVICES:
+        assert bench.other_line(device) in text, bench.other_line(device)

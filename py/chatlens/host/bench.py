@@ -44,12 +44,12 @@ NEW_TOKENS = 96  # new tokens a row decodes (--new-tokens)
 # through build.json's settings.bench): on NumPy the last two are null.
 FIGURE_KEYS = ("prefill_tok_s", "decode_tok_s", "first_token_ms", "backend", "dispatches_per_token", "adapter")
 # Measured elsewhere: what the page's "Measure this device" shows beside a device's own figures
-# (docs/speed.md and docs/gpu.md's notes list the same; tests/test_check_page.py holds them equal).
+# (docs/speed.md lists the same, each as other_line writes it: tests/test_check.py holds them equal).
 OTHER_DEVICES = (
     {"device": "this project's 2-core machine, NumPy in CPython, one BLAS thread", "prefill": "about 180",
-     "decode": "about 11", "source": "docs/speed.md"},
+     "decode": "about 11", "source": "chatlens bench, on this project's machine"},
     {"device": "the same machine, NumPy without BLAS (as Pyodide's)", "prefill": "25 to 33", "decode": "6 to 10",
-     "source": "docs/speed.md"},
+     "source": "chatlens bench, on this project's machine"},
     {"device": "a 16-core desktop, wllama (llama.cpp in wasm), 16 threads", "prefill": "", "decode": "57.5",
      "source": "wllama's published figure"},
     {"device": "an M-series Mac in Chrome, WebLLM (f16/f32 weights)", "prefill": "", "decode": "about 100",
@@ -57,6 +57,12 @@ OTHER_DEVICES = (
     {"device": "an M-series Mac in Chrome, Flare (GGUF Q8_0)", "prefill": "", "decode": "173",
      "source": "Flare's published figure"},
 )
+
+
+def other_line(d: dict) -> str:
+    """One of OTHER_DEVICES as docs/speed.md lists it."""
+    prefill = f"prefill {d['prefill']}, " if d["prefill"] else ""
+    return f"- {d['device']}: {prefill}decode {d['decode']} tokens/s ({d['source']})"
 
 
 def page_input() -> dict:
