@@ -28,6 +28,8 @@ export function createDeviceBox(api) {
   return { draw };
 }
 
+let drawn = null; // what #device-body shows now: redrawn only when it changes (its live regions speak once)
+
 /** m: {api, measuring, measured (page/bench.mjs's figures), error}; on: {measure}. */
 export function drawDevice(m, on) {
   const body = $("device-body");
@@ -35,6 +37,10 @@ export function drawDevice(m, on) {
   const { api } = m;
   const fault = api.build?.check?.fault;
   const check = api.model?.check ?? api.checked;
+  const shows = JSON.stringify([fault, check, api.model?.backend, api.model?.kind, api.writing, m.measuring, m.measured,
+                                m.error]);
+  if (shows === drawn && body.childNodes.length) return;
+  drawn = shows;
   const parts = [];
   if (fault) {
     parts.push(el("p", { class: "error", id: "faulty-build", role: "alert",
