@@ -51,6 +51,15 @@ def test_the_browser_makes_the_same_weights_as_python():
     assert {t["dtype"] for t in spec["tensors"].values() if t["gain"]} == {"F32", "F16", "BF16"}
 
 
+def test_the_vectorised_weights_are_the_one_scalar_rule():
+    """check.values (NumPy, the host's) is check.integer (one element, plain Python) scaled."""
+    for name, t in list(check.spec()["tensors"].items())[:4]:
+        got = check.values(t).ravel()[:257]
+        scale = 1 / check.GAIN_STEP if t["gain"] else 2.0 ** -t["exponent"]
+        want = [(1 if t["gain"] else 0) + check.integer(t["key"], i) * scale for i in range(257)]
+        np.testing.assert_array_equal(got, np.array(want, np.float32), err_msg=name)
+
+
 def test_every_format_holds_the_check_model_s_values_exactly():
     from chatlens.gguf import GGML_TYPES
     from chatlens.quants import dequantize

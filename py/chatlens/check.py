@@ -2,7 +2,7 @@
 small fixed model whose answers CPython computed beforehand, and must agree with them.
 
 Why: a GPU can report itself fine and compute wrong values (llama.cpp's wasm port met an ANGLE
-adapter that did, with no feature to tell it apart; docs/compute.md). So the page trusts an
+adapter that did, with no feature to tell it apart: yzma#359; docs/compute.md). So the page trusts an
 adapter only once this check passed on it, and keeps the result per adapter and build.
 
 The check model (CONFIG): the real model's shapes where the kernels' shapes matter (hidden 576,
@@ -23,15 +23,16 @@ with NumpyBackend's answers for the same calls: logits, normalizers, the best id
 weights, each layer's logit lens and a scored row's figures. An id must be the reference's
 unless the reference's own figures are within TOLERANCE of a tie.
 
-    spec() -> dict                     the weights to make: each tensor's dtype, shape, key and scale
-    plan_of(program) -> list[Run]      the script's runs over a program built for the check model
-    compare(reference, runs, raws)     -> CheckResult: each run's figures against the reference
-    weights_entry(reference, run, raw) -> Checked: a real model's first step against its reference
+    spec() -> dict                          the weights to make: each tensor's dtype, shape, key and scale
+    plan_of(program) -> list[Run]           the script's runs over a program built for the check model
+    compare(reference, meta, runs, raws)    -> CheckResult: each run's figures against the reference
+    weights_entry(reference, top_k, log_z)  -> Checked: a real model's first step against its reference
 
-The reference (`reference()`, NumPy) is written by `python -m chatlens build` into check.json
-beside build.json; chatlens.host.check runs the same check natively (`python -m chatlens check`).
-The browser's side of it: site/js/worker/check.mjs (run, keep, refuse), site/js/page/check.mjs.
-Pure Python but for tensor_bytes() and reference() (NumPy): Pyodide plans and compares.
+The reference (chatlens.host.check.reference, NumpyBackend) is written by `python -m chatlens
+build` into check.json beside build.json; chatlens.host.check runs the same check natively
+(`python -m chatlens check`). The browser's side of it: site/js/worker/check.mjs (run, keep,
+refuse), site/js/page/check.mjs (kept results). Pure Python but for values(), tensor_bytes() and
+weights() (NumPy, the host's): Pyodide plans and compares.
 """
 
 import base64
@@ -59,8 +60,8 @@ CONFIG = ModelConfig(n_layers=2, dim=576, n_heads=9, n_kv_heads=3, head_dim=64, 
                      n_ctx=N_CTX, rope_base=100000.0, norm_eps=1e-5, tied_output=True)
 # Absolute, on logits (a few units here), normalizers, attention weights and scored figures:
 # docs/fidelity.md's bound for the GPU against NumPy on the real model's logits. Honest engines
-# stay far inside it (lavapipe, SwiftShader: docs/speed.md has the figures); the documented fault
-# (chatlens.gpu.fault) lands far outside.
+# stay far inside it (lavapipe, SwiftShader and Firefox's adapter here: within 2e-5); the
+# documented fault (chatlens.gpu.fault) lands far outside (4e-3 to 1.3e-2, each run).
 TOLERANCE = 1e-3
 TOP_K = 8  # candidates the top-k and logit-lens figures list
 DTYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
