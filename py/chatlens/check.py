@@ -296,6 +296,8 @@ class CheckResult:
     fault: str | None = doc("the fault a test build put in the GPU program on purpose (chatlens.gpu.fault), or null",
                             None)
     sentence: str = doc("the result in a sentence, naming what differed and by how much", "")
+    weights: str | None = doc('the page\'s: "checked" (the model\'s own weights among the checks), "no reference for '
+                              'these weights", or null (none on the GPU yet)', None)
 
 
 def _f32s(raw: bytes, at: int, n: int) -> list:
@@ -460,7 +462,10 @@ def weights_entry(reference: dict, top_k, log_z) -> Checked:
 def with_weights(result: CheckResult, entry: Checked) -> CheckResult:
     """The result with the weights check added (its checks, its verdict and sentence again)."""
     checks = [Checked(**c) for c in result.checks if not c["what"].startswith("the model's own weights")] + [entry]
-    return result_of(checks, result.adapter, result.backend, result.fault, result.ms)
+    from dataclasses import replace
+
+    return replace(result_of(checks, result.adapter, result.backend, result.fault, result.ms), weights="checked",
+                   setup_ms=result.setup_ms)
 
 
 # -- the worker's requests (chatlens.worker, chatlens.protocol) ----------------------------------
