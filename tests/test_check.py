@@ -209,3 +209,18 @@ def test_the_other_hardware_the_page_shows_is_what_docs_speed_md_lists():
     text = (ROOT / "docs" / "speed.md").read_text(encoding="utf-8")
     for device in bench.OTHER_DEVICES:
         assert bench.other_line(device) in text, bench.other_line(device)
+
+
+def test_a_faulty_build_is_said_so_and_kept_apart(reference):
+    """build --gpu-fault: build.json's check names the fault, and a result kept for the honest build
+    is not this one's (another key); both commands take the flag."""
+    from chatlens.host import build, cli
+
+    honest = build.check_manifest(reference, "snapshot", False)
+    faulty = build.check_manifest(reference, "snapshot", True)
+    assert honest["fault"] is None and faulty["fault"] == fault.DESCRIPTION
+    assert honest["key"] != faulty["key"] and honest["reference"] == faulty["reference"] == check.reference_id(reference)
+    assert build.check_manifest(reference, "another", False)["key"] != honest["key"]  # other wheels: checked again
+    for command in ("build", "serve"):
+        assert cli.parser().parse_args([command, "--gpu-fault"]).gpu_fault
+        assert not cli.parser().parse_args([command]).gpu_fault
