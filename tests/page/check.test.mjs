@@ -13,7 +13,8 @@ function storage() {
   return { getItem: (k) => items.get(k) ?? null, setItem: (k, v) => items.set(k, String(v)), items };
 }
 
-const PASSED = { passed: true, max_diff: 1.5e-5, tolerance: 0.001, checks: [], adapter: "google swiftshader", ms: 2300,
+const PASSED = { passed: true, max_diff: 1.5e-5, tolerance: 0.001, checks: [{ what: "a run", passed: true, max_diff: 1.5e-5 }],
+                 adapter: "google swiftshader", ms: 2300,
                  cached: false, sentence: "agrees with the reference within 2e-05" };
 const FAILED = { ...PASSED, passed: false, max_diff: 0.0126, sentence: "computes wrong values: a prompt read ... differed" };
 
@@ -25,6 +26,8 @@ test("results are kept under their keys, the newest last, a cached one not writt
   assert.deepEqual(Object.keys(keptChecks(s)), ["build|gpu", "build|gpu|sha"]);
   assert.equal(keptChecks(s)["build|gpu"].cached, false);
   keepCheck("other|gpu", { ...PASSED, cached: true }, s); // read from what was kept: nothing new to keep
+  assert.equal("other|gpu" in keptChecks(s), false);
+  keepCheck("other|gpu", { ...FAILED, checks: [], sentence: "could not run the check (lost)" }, s); // tried again next visit
   assert.equal("other|gpu" in keptChecks(s), false);
   for (let i = 0; i < 40; i++) keepCheck(`b${i}|gpu`, PASSED, s);
   const kept = Object.keys(keptChecks(s));

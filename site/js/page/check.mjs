@@ -18,9 +18,10 @@ export function keptChecks(storage = globalThis.localStorage) {
 }
 
 /** Keep `result` under `key` (a check event's), the oldest dropped past MOST; a result used from
- * what was kept (cached) is not written again. */
+ * what was kept (cached) is not written again, nor one whose check could not run (no checks: a
+ * lost device, a file that did not come), which the next visit tries again. */
 export function keepCheck(key, result, storage = globalThis.localStorage) {
-  if (!key || !result || result.cached) return;
+  if (!key || !result || result.cached || (Array.isArray(result.checks) && !result.checks.length)) return;
   const kept = keptChecks(storage);
   delete kept[key];
   kept[key] = { ...result, cached: false, kept_at: Date.now() };

@@ -43,7 +43,7 @@ export function adapterKey(gpu, agent = globalThis.navigator?.userAgent ?? "") {
 export function createChecks({ build, site, kept = {}, override = false, post, status = () => {} }) {
   const fault = build.check?.fault ?? null;
   const buildKey = build.check?.key ?? "none";
-  let running = null; // the program check's promise, once started: {result, key}
+  let running = null; // the program check's result (a promise), once started
   let gpuKey = null;
   const keyOf = (gpu) => `${buildKey}|${adapterKey(gpu)}`;
   const weightsKeys = new Map(); // model -> the key of its weights' entry, once checked
@@ -99,7 +99,8 @@ export function createChecks({ build, site, kept = {}, override = false, post, s
       const result = call("check_read", { reference, adapter: gpu.name }, raws);
       return { ...result, ms: Math.round(performance.now() - t0), setup_ms: Math.round(setup), cached: false };
     } catch (e) {
-      // It could not run: nothing says this GPU computes right, so it is not trusted either.
+      // It could not run: nothing says this GPU computes right, so it is not trusted either (this
+      // visit: with no checks in it, the page does not keep it, page/check.mjs).
       const sentence = `could not run the check (${e.message})`;
       return { passed: false, max_diff: 1e9, tolerance: build.check?.tolerance ?? null, checks: [], adapter: gpu.name,
                backend: "webgpu", ms: Math.round(performance.now() - t0), setup_ms: null, cached: false, fault, sentence };
