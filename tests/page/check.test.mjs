@@ -73,6 +73,12 @@ test("a GPU that failed its check on an earlier visit: auto boots for NumPy; by 
   // one that passed, or one kept for another build: as chosen
   assert.equal(createChecks({ build: BUILD, kept: { [keyOf(GPU)]: PASSED }, post() {} }).prior(device, "auto"), device);
   assert.equal(createChecks({ build: { check: { ...BUILD.check, key: "k2" } }, kept, post() {} }).prior(device, "auto"), device);
+  // Python from the GPU path's snapshot only where NumPy will not be needed on it
+  const sure = (k, asked, override = false) => createChecks({ build: BUILD, kept: k, override, post() {} }).sureOf(device, asked);
+  assert.equal(sure({}, "auto"), false);
+  assert.equal(sure({ [keyOf(GPU)]: PASSED }, "auto"), true);
+  assert.equal(sure({}, "webgpu"), true);
+  assert.equal(sure({}, "auto", true), true);
 });
 
 test("a kept result is used without running anything; gate refuses a failed one unless overridden", async () => {

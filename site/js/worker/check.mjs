@@ -59,6 +59,13 @@ export function createChecks({ build, site, kept = {}, override = false, post, s
              why: `the GPU (${device.gpu.name}) failed its known-answer check on an earlier visit: ${old.sentence}` };
   }
 
+  /** Whether the GPU path is settled before Python starts: asked for by name (a failure refuses),
+   * overridden, or passed on an earlier visit. Else (`auto`, no result kept) a failure now would
+   * have NumPy compute, which loads only into a Python not started from the GPU path's snapshot. */
+  function sureOf(device, asked) {
+    return asked === "webgpu" || override || Boolean(device.gpu && kept[keyOf(device.gpu)]?.passed);
+  }
+
   /** The program check on `gpu` (a probed adapter), or the kept result; the adapter is used up
    * (an adapter makes one device: the weights ask for a new one). */
   function start(call, gpu) {
@@ -166,6 +173,7 @@ export function createChecks({ build, site, kept = {}, override = false, post, s
   return {
     fault,
     prior,
+    sureOf,
     start,
     gate,
     weights,

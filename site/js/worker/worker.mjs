@@ -54,7 +54,8 @@ async function boot({ source, build, backend, kept, check_override: override }) 
   // started from a snapshot).
   // (a GPU that failed its known-answer check on an earlier visit is known now: `auto` takes NumPy)
   const device = checks.prior(await chooseDevice(backend, build.settings.emulated_adapters), backend);
-  const starting = startPython(SITE, build, { snapshot: device.backend === "webgpu" });
+  // (and only where a failed check would not leave `auto` needing NumPy on it: check.mjs's sureOf)
+  const starting = startPython(SITE, build, { snapshot: device.backend === "webgpu" && checks.sureOf(device, backend) });
   await Promise.race([starting, files.then(() => starting)]); // a failed download fails the boot now
   py = await starting;
   status("booting", "installing chatlens");
