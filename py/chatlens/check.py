@@ -214,7 +214,7 @@ class Op:
     top_k: int = 0
     score_from: int = 0
     next_id: int = 0
-    hidden: tuple | None = None
+    hidden: tuple | None = None  # ((a, b), ...): the key ranges a knockout hides
 
 
 # Short: keys within one attention workgroup (kernels.SHORT_KEYS, 128); then past it, split. The
@@ -231,15 +231,15 @@ OPS = (
     Op("inspect", "a token inspected (inspect_short, lens): its attention weights and each layer's logit lens",
        (IDS[24],), top_k=TOP_K),
     Op("score", "a pass with keys hidden, scored (prefill_hidden_short, score): each row's target logit, "
-       "normalizer and best", tuple(IDS[25:33]), score_from=2, next_id=IDS[33], hidden=(3, 12)),
+       "normalizer and best", tuple(IDS[25:33]), score_from=2, next_id=IDS[33], hidden=((3, 12),)),
     Op("skip", "", (SKIP_TO,)),
     Op("prefill", "a prompt read past 128 keys, attention split and merged (prefill, head): every logit",
        tuple(IDS[33:57])),
     Op("decode", "a token decoded past 128 keys, the o projection merging the splits (decode, head): every logit"),
     Op("inspect", "a token inspected past 128 keys (inspect, lens): attention weights and logit lens", (IDS[57],),
        top_k=TOP_K),
-    Op("score", "a pass past 128 keys with keys hidden, scored (prefill_hidden, score)", tuple(IDS[58:66]),
-       score_from=1, next_id=IDS[66], hidden=(8, 126)),
+    Op("score", "a pass past 128 keys with two ranges of keys hidden, scored (prefill_hidden, score)",
+       tuple(IDS[58:66]), score_from=1, next_id=IDS[66], hidden=((8, 30), (60, 126))),
 )
 RUNS = tuple(op for op in OPS if op.kind != "skip")  # the ops that run and are compared
 

@@ -4,9 +4,10 @@
 // refused, or labelled); the line the device box says; bench's figures with bench's keys.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { KEPT_KEY, checkLine, checkOverride, keepCheck, keptChecks } from "../../site/js/page/check.mjs";
+import { KEPT_KEY, checkOverride, keepCheck, keptChecks } from "../../site/js/page/check.mjs";
 import { adapterKey, createChecks } from "../../site/js/worker/check.mjs";
-import { benchLine, benchOf } from "../../site/js/page/bench.mjs";
+import { benchOf } from "../../site/js/page/bench.mjs";
+import { benchLine, checkLine } from "../../site/js/views/device.mjs";
 
 function storage() {
   const items = new Map();

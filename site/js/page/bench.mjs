@@ -43,14 +43,3 @@ export async function benchOf(api, { newTokens, signal } = {}) {
   for (const key of bench.keys) if (!(key in out)) throw new Error(`bench's figure ${key} is missing here`);
   return out;
 }
-
-/** A bench's figures in words, for the device box: what was measured, and how far to trust it. */
-export function benchLine(r) {
-  const rate = (x) => (x == null ? "not measured" : `${x.toFixed(1)} tokens/s`);
-  const prefill = r.reused_tokens ? `the prompt was read from the cache (${r.reused_tokens} tokens)` : `prefill ${rate(r.prefill_tok_s)}`;
-  const gpu = r.dispatches_per_token ? `, ${r.dispatches_per_token} dispatches a token` : "";
-  const text = `This device, ${r.backend}: ${prefill}, decode ${rate(r.decode_tok_s)} ` +
-    `(a ${r.prompt_tokens}-token prompt, ${r.new_tokens} new tokens${gpu}).`;
-  return r.emulated ? `${text} Its GPU is a CPU emulation: these figures only show that it works (a function check), ` +
-    "not how fast a GPU is." : text;
-}

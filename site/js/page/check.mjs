@@ -38,15 +38,3 @@ export function keepCheck(key, result, storage = globalThis.localStorage) {
 export function checkOverride(location = globalThis.location) {
   return new URLSearchParams(location?.search ?? "").get("gpu-check") === "ignore";
 }
-
-/** The check in a line for where the device is named: "checked on this device: agrees with the
- * reference within 2e-5, 0.3 s" (kept: "checked on an earlier visit"), or why it refused. */
-export function checkLine(result) {
-  if (!result) return null;
-  const when = result.cached ? "checked on this device on an earlier visit" : "checked on this device";
-  const took = result.ms == null || result.cached ? "" : `, ${(result.ms / 1000).toFixed(1)} s`;
-  if (!result.passed) return `${when}: it ${result.sentence}${took}. No figure on this page comes from it.`;
-  const weights = result.weights === "checked" ? ", the model's own weights included" : "";
-  return `${when}: agrees with the reference within ${Number(result.max_diff).toExponential(0)} ` +
-    `(the tolerance is ${result.tolerance})${weights}${took}.`;
-}

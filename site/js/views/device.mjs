@@ -3,9 +3,30 @@
 // device": bench's input run here (page/bench.mjs), its figures beside what docs/speed.md lists
 // for other hardware. It patches its own element (#device-body) at each status change.
 
-import { benchLine } from "../page/bench.mjs";
-import { checkLine } from "../page/check.mjs";
 import { $, el, refill } from "./dom.mjs";
+
+/** The check in a line for where the device is named: "checked on this device: agrees with the
+ * reference within 2e-5, 0.3 s" (kept: "checked on an earlier visit"), or why it refused. */
+export function checkLine(result) {
+  if (!result) return null;
+  const when = result.cached ? "checked on this device on an earlier visit" : "checked on this device";
+  const took = result.ms == null || result.cached ? "" : `, ${(result.ms / 1000).toFixed(1)} s`;
+  if (!result.passed) return `${when}: it ${result.sentence}${took}. No figure on this page comes from it.`;
+  const weights = result.weights === "checked" ? ", the model's own weights included" : "";
+  return `${when}: agrees with the reference within ${Number(result.max_diff).toExponential(0)} ` +
+    `(the tolerance is ${result.tolerance})${weights}${took}.`;
+}
+
+/** A bench's figures in words, for the device box: what was measured, and how far to trust it. */
+export function benchLine(r) {
+  const rate = (x) => (x == null ? "not measured" : `${x.toFixed(1)} tokens/s`);
+  const prefill = r.reused_tokens ? `the prompt was read from the cache (${r.reused_tokens} tokens)` : `prefill ${rate(r.prefill_tok_s)}`;
+  const gpu = r.dispatches_per_token ? `, ${r.dispatches_per_token} dispatches a token` : "";
+  const text = `This device, ${r.backend}: ${prefill}, decode ${rate(r.decode_tok_s)} ` +
+    `(a ${r.prompt_tokens}-token prompt, ${r.new_tokens} new tokens${gpu}).`;
+  return r.emulated ? `${text} Its GPU is a CPU emulation: these figures only show that it works (a function check), ` +
+    "not how fast a GPU is." : text;
+}
 
 /** The device box for `api` (window.chatlens): drawn now and at each status change. */
 export function createDeviceBox(api) {
