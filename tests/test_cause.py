@@ -279,4 +279,9 @@ def test_real_model_gpu_equals_transformers(model, reference, hf_chat, real_gpu)
     m = got.measures["system:0"]
     assert_measure(m["knocked"], hf_measure(reference, record.prompt_ids, reply, 1, reply[1], system.hidden))
     assert_measure(m["removed"], hf_measure(reference, system.removed_ids, reply, 1, reply[1]))
+    # every reply token's figures too (the token strip's), each position against transformers'
+    from test_needs import hf_tokens
+    for tokens, prompt, hidden in ((got.tokens, record.prompt_ids, None), (m["knocked"]["tokens"], record.prompt_ids, system.hidden),
+                                   (m["removed"]["tokens"], system.removed_ids, None)):
+        assert [t["p"] for t in tokens] == pytest.approx(hf_tokens(reference, prompt, reply, 1, reply[1], hidden), abs=P_TOL)
     assert cache.ids == record.prompt_ids + reply[:1]  # the inspection's, read again after the removal
