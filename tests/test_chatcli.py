@@ -412,7 +412,7 @@ def test_branch_takes_its_step_and_id_on_stdin_as_the_page_sends_them(gguf_path)
      "system, special_in_text, top_k (the page's Turn request)"),
     (["inspect"], {"prest": "pirate", "id": 3},
      "stdin's \"prest\", \"id\" are not fields inspect reads: it reads messages, window, reserve, max_tokens, preset, "
-     "custom, system, special_in_text, top_k, reply_ids, step, model, layout (the page's Inspect request)"),
+     "custom, system, special_in_text, reply_ids, step, model, layout, top_k (the page's Inspect request)"),
     (["run", "--preset", "brief"], {"preset": "pirate"},
      '--preset "brief" and stdin\'s "preset": "pirate" disagree: give the system prompt in one of them'),
     (["inspect", "--system", "Be kind."], {"preset": "date"},

@@ -147,7 +147,7 @@ def test_the_js_executor_gives_the_native_ids_and_logits(page, served, source, r
     # sequence, a run and a readback of their own as well; past 128 keys its second chunk splits
     gpu.reset()
     native.reset()
-    kwargs = {"score_from": prompt - 12, "next_id": 5, "hidden": (32, 64)}
+    kwargs = {"score_from": prompt - 12, "next_id": 5, "hidden": ((32, 64),)}
     seen, want = gpu.score(ids, **kwargs), native.score(ids, **kwargs)
     assert [row[2] for row in seen] == [row[2] for row in want]
     np.testing.assert_allclose([row[:2] + row[3:] for row in seen], [row[:2] + row[3:] for row in want],

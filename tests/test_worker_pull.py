@@ -64,7 +64,7 @@ def test_a_cpu_emulation_gets_the_gemm_that_compiles_fastest_a_real_gpu_the_defa
     assert gemms({"vendor": "nvidia", "architecture": "hopper", "fallback": False}) == gemms(None) == {kernels.GEMM}
 
 
-def pulled(executor, request, stop_after=None, kind="chat"):
+def pulled(executor, request, stop_after=None, kind="run"):
     """worker.mjs's loop: submit the runs, give the oldest one's bytes, post the tokens."""
     flight, tokens, most = deque(), [], 0
     out = call("start", {"kind": kind, "args": request, "depth": 3})
