@@ -63,10 +63,11 @@ async function attachGpu(gpu, m) {
   return { ...answer, kind: "webgpu", executor, check, dispatches_per_token: executor.dispatchesPerToken };
 }
 
-/** The weights file's sha256 as stored, and the reference its source publishes for it (the
- * mirror's manifest: chatlens.host.check.weights_reference), or none. */
+/** The weights file's sha256 as stored, and the reference published for those bytes (the mirror's
+ * manifest, chatlens.host.check.weights_reference: a mirror source's own, or a URL's read beside
+ * it), or none. */
 async function weightsReference({ store, source }) {
-  const references = source.manifest?.check;
+  const references = source.manifest?.check ?? source.references;
   if (!references) return {};
   const name = source.kind === "hf" ? WEIGHTS_FILE : (await store.status(source)).files[0]?.name;
   const sha256 = name ? (await store.file(source, name))?.sha256 : null;
