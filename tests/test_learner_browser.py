@@ -434,7 +434,7 @@ def test_a_reload_keeps_each_bubbles_line_and_says_nothing_changed(browser, serv
         page.wait_for_function("() => chatlens.settings")
         # a conversation as the page saves it: the first reply stopped by the learner
         saved = page.evaluate("""async () => {
-            const prefs = await import('./js/page/prefs.mjs');
+            const saved = await import('./js/page/saved.mjs');
             const controls = await import('./js/page/controls.mjs');
             const state = await import('./js/page/state.mjs');
             const args = (turns, text) => controls.callArgs(state.liveMessages({ live: { turns } }, text), chatlens.settings, controls.readControls());
@@ -444,8 +444,8 @@ def test_a_reload_keeps_each_bubbles_line_and_says_nothing_changed(browser, serv
             one.settings = key(args([], one.user));
             const two = { user: 'What is my name?', reply: 'Your name is Priya.', record: rec(6, 'end_turn') };
             two.settings = key(args([one], two.user));
-            prefs.saveLive([one, two]);
-            return JSON.parse(localStorage.getItem(prefs.LIVE_KEY));
+            saved.saveLive([one, two]);
+            return JSON.parse(localStorage.getItem(saved.LIVE_KEY));
         }""")
         assert saved[0]["line"] == {"count": 13, "wrote": 5, "stop": "stopped"}
         page.reload()
