@@ -4,7 +4,7 @@
 // candidate would have written (chatlens.branch, drawn by views/branch.mjs beside the reply),
 // whatever mode drew the reply. It attaches from outside: the reply views (views/reply.mjs) say
 // which step was picked, and this module listens on the page:
-//   a click on a reply's token chip (or Enter on the chips)   the step bar names that step, with
+//   a click on a reply's token chip (or Enter on one focused) the step bar names that step, with
 //                                                             its actions: inspect it; branch
 //                                                             with the token it nearly chose
 //   chatlens:candidate {reply, step, id}, a candidate row     the chosen id: inspect the step;
@@ -180,8 +180,8 @@ export function setUpStepActions(page) {
     if (where.why) store.stepSaid(where.why, "error");
     return where.why ? null : where;
   };
-  /** A chip clicked (or Enter on the one picked): its step named in the bar. A branch's own
-   * reply, in the box, is no step to act on. */
+  /** A chip clicked (Enter or Space on one focused clicks it: views/tokens.mjs steppable): its
+   * step named in the bar. A branch's own reply, in the box, is no step to act on. */
   const named = (node, chip) => {
     if (chip.closest("#step-box .branch")) return;
     const where = whereFrom(node);
@@ -195,12 +195,6 @@ export function setUpStepActions(page) {
       const [record] = state.drawn ?? [];
       inspectStep(page, { args: state.prediction.args, record, label: "the draft" }, 0, { draft: true });
     }
-  });
-  document.addEventListener("keydown", (e) => {
-    if (e.key !== "Enter") return;
-    const chips = e.target.closest?.(".reply .reply-tokens");
-    const picked = chips?.querySelector(".tok.picked");
-    if (picked) named(chips, picked);
   });
   document.addEventListener("chatlens:candidate", (e) => {
     const { reply, step, id } = e.detail;

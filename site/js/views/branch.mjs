@@ -112,7 +112,7 @@ export function branchView(record, branch, { gap, onKeep = null, onDrop = null, 
   const branchTitle = (rest) => el("div", { class: "fork-title" }, el("b", { text: "The branch" }),
     ` · ${count(step + 1 + rest.reply_ids.length, "token")}${branch.answer ? `, ${branch.answer.stop_reason}` : branch.error ? "" : ", writing…"}`);
   const branchSide = replyView(streaming, {
-    title: branchTitle, className: "fork-side fork-branch", textClass: "fork-text", special,
+    title: branchTitle, className: "fork-side fork-branch", textClass: "fork-text", special, steps: false,
     lead: () => el("span", { class: "fork-part", title: "the token chosen by hand", text: visibleToken(branch.token) }),
   });
   const tie = isNearTie(row, gap);

@@ -20,13 +20,15 @@
 //   node "chatlens:candidate"  CustomEvent, bubbles, detail {reply, step, id}: a candidate row of
 //                              the step shown was clicked (or Enter on it), heard by the step
 //                              box (modes/steps.mjs); opts.onCandidate(step, id, reply) the same
-// (A chip clicked names its step by the click itself: modes/steps.mjs listens for it.)
+// (A chip clicked names its step by the click itself: modes/steps.mjs listens for it.) An ended
+// reply's chips are a toolbar of buttons whatever "why this token" says (views/tokens.mjs
+// steppable): Tab reaches them, the arrow keys move, Enter or Space clicks the one focused.
 // replyOf(node) is the reply a node (or an element inside it) draws.
 
 import { layout, spelled } from "./bytes.mjs";
 import { stopReasonText, TERMS } from "../lesson/terms.mjs";
 import { count, el, fill, term } from "./dom.mjs";
-import { chips, wholeText } from "./tokens.mjs";
+import { chips, steppable, wholeText } from "./tokens.mjs";
 import { bindWhy, candidatesTable, markNearTies, whyBox } from "./why.mjs";
 
 /** "The reply: N tokens, ended: why · end_turn" (or ", writing…" while it streams): the title of
@@ -66,6 +68,7 @@ const HINT = "Point at a token of the reply (or tap it, or use the arrow keys) t
  *   lead(reply) a node before the reply's text, in its line (a branch's: the token taken by hand)
  *   extra(reply) nodes after the chips (the speed, the backend, a term)
  *   onStep(step, reply), onCandidate(step, id, reply): the hooks above
+ *   steps      false: its tokens are no steps to act on (a branch's own reply), so no buttons
  * Drawing a reply again (another view of it) makes the new node the one replyGrew appends to.
  */
 export function replyView(reply, opts = {}) {
@@ -142,7 +145,8 @@ export function textWithSpecials(text, specials, node) {
   return node;
 }
 
-const tokenBox = () => el("div", { class: "tokens reply-tokens", "aria-label": "The reply's tokens" });
+const tokenBox = () => el("div", { class: "tokens reply-tokens", role: "group", "aria-label": "The reply's tokens" });
+const STEPS_LABEL = "The reply's tokens: the arrow keys move between them, Enter opens a token's step";
 const chipClass = (special, ids) => (i) => `kind-reply${special.has(ids[i]) ? " special" : ""}`;
 
 /** The whole reply, drawn again in the view's node. */
@@ -159,6 +163,8 @@ function draw(view, reply) {
     const box = tokenBox();
     chips(box, { tokens: reply.reply_tokens, ids, lay, classOf: chipClass(special, ids) });
     parts.push(box);
+    // an ended reply's tokens are steps to act on (modes/steps.mjs): reached from the keyboard too
+    if (!writing && opts.steps !== false) steppable(box, STEPS_LABEL);
     if (opts.why && !writing && reply.top_k?.length === n) {
       // a chip is a step to point at only where its candidates are there to show
       box.querySelectorAll(".tok").forEach((chip, i) => (chip.dataset.step = i));
@@ -184,7 +190,7 @@ function candidates(view, reply, box, special) {
   const why = whyBox(opts.why.hint ?? HINT);
   let step = -1;
   bindWhy(box, why, reply, {
-    tokens: reply.reply_tokens, ids, special: shown, gap,
+    tokens: reply.reply_tokens, ids, special: shown, gap, roving: opts.steps !== false,
     onShow: (i) => {
       step = i;
       opts.onStep?.(i, reply);

@@ -83,3 +83,36 @@ export function wholeText(h) {
     return null;
   }
 }
+
+/**
+ * The chips under `box` made reachable from the keyboard as one stop in the tab order, a toolbar
+ * of buttons (a reply's tokens, whose steps can be acted on): Tab reaches the chip last focused
+ * (the first at first); the arrow keys, Home and End move between them; Enter or Space presses
+ * the one focused, as a click does (what a pointer does with it: modes/steps.mjs names its step).
+ */
+export function steppable(box, label) {
+  const all = () => [...box.querySelectorAll(".tok")];
+  box.setAttribute("role", "toolbar");
+  box.setAttribute("aria-label", label);
+  all().forEach((chip, i) => {
+    chip.setAttribute("role", "button");
+    chip.tabIndex = i === 0 ? 0 : -1;
+  });
+  box.addEventListener("focusin", (e) => {
+    const chip = e.target.closest?.(".tok");
+    if (chip) for (const c of all()) c.tabIndex = c === chip ? 0 : -1; // Tab comes back to it
+  });
+  box.addEventListener("keydown", (e) => {
+    const chips = all();
+    const at = chips.indexOf(e.target.closest?.(".tok"));
+    if (at < 0 || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      return chips[at].click();
+    }
+    const to = { ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: chips.length - 1 }[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    chips[Math.max(0, Math.min(chips.length - 1, to))].focus();
+  });
+}

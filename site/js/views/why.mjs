@@ -73,9 +73,11 @@ export function whyBox(hint) {
  * their step's candidates in `box`: on hover, tap, click or focus, and with the arrow keys while
  * the container has the focus. reply: a reply's fields with top_k and top_k_tokens (a turn
  * record, a continuation, a comparison's cell); tokens: the reply's tokens as text (for the
- * caption); onShow(step): a step's candidates are shown (views/reply.mjs's hooks).
+ * caption); onShow(step): a step's candidates are shown (views/reply.mjs's hooks). roving: the
+ * tokens are focused one by one (views/tokens.mjs steppable moves the focus): the one focused
+ * shows its candidates, and the container is no stop of its own.
  */
-export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens, top_k_bytes: topBytes }, { tokens = [], ids = [], special, gap, label = "", onShow = null }) {
+export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens, top_k_bytes: topBytes }, { tokens = [], ids = [], special, gap, label = "", onShow = null, roving = false }) {
   const steps = () => [...container.querySelectorAll("[data-step]")];
   let picked = -1;
   const show = (i) => {
@@ -91,6 +93,10 @@ export function bindWhy(container, box, { top_k: topK, top_k_tokens: topTokens, 
   const from = (e) => e.target.closest?.("[data-step]");
   container.addEventListener("mouseover", (e) => from(e) && show(Number(from(e).dataset.step)));
   container.addEventListener("click", (e) => from(e) && show(Number(from(e).dataset.step)));
+  if (roving) {
+    container.addEventListener("focusin", (e) => from(e) && show(Number(from(e).dataset.step)));
+    return show;
+  }
   container.addEventListener("focusin", () => show(picked < 0 ? 0 : picked));
   container.addEventListener("keydown", (e) => {
     const to = { ArrowRight: picked + 1, ArrowDown: picked + 1, ArrowLeft: picked - 1, ArrowUp: picked - 1, Home: 0, End: topK.length - 1 }[e.key];
