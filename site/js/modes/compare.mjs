@@ -19,7 +19,7 @@ import { LESSON_TEXT } from "../views/lessonfigures.mjs";
 import { cellsOf } from "../page/state.mjs";
 import { estimate, estimateSentence, missingModels, renderCell, renderCellState, renderCompare, renderMissing,
          renderPrompt, whoseWeights } from "../views/compare.mjs";
-import { $, debounce } from "../views/dom.mjs";
+import { $, debounce, keepFocus } from "../views/dom.mjs";
 import { replyGrew } from "../views/reply.mjs";
 import { baseNameOf, weightsOf } from "../page/weights.mjs";
 
@@ -231,8 +231,8 @@ function getModel(model) {
 /** The mode's lines outside the panel: the Stop button, the estimate, the base's name. */
 function drawControls(page) {
   const run = page.state.compare.run;
-  $("compare-stop").hidden = !run?.controller;
-  $("compare-run").disabled = Boolean(page.state.writing && !run?.controller);
+  keepFocus($("compare-stop"), !run?.controller, $("compare-text")); // Stop pressed: back to the message
+  keepFocus($("compare-run"), Boolean(page.state.writing && !run?.controller), $("compare-text"), "disabled");
   const line = estimateOf(page);
   const shown = $("compare-estimate"); // above the 2x2, where the learner looks while it fills
   if (shown && shown.textContent !== (line ?? "")) shown.textContent = line ?? "";

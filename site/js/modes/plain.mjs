@@ -5,7 +5,7 @@
 // Neither touches the live conversation.
 
 import { callArgs, readControls } from "../page/controls.mjs";
-import { $, debounce, fill } from "../views/dom.mjs";
+import { $, debounce, fill, keepFocus } from "../views/dom.mjs";
 import { renderMessage } from "../views/overflow.mjs";
 import { renderPlain } from "../views/plain.mjs";
 import { weightsOf } from "../page/weights.mjs";
@@ -91,9 +91,9 @@ export function stopPlain(page) {
 
 function setBusy(page, on) {
   page.store.plainWriting(on);
-  $("plain-run").disabled = on;
-  $("plain-as-chat").disabled = on;
-  $("plain-stop").hidden = !on;
+  keepFocus($("plain-stop"), !on, $("plain-text")); // Stop pressed: back to the text
+  keepFocus($("plain-run"), on, $("plain-stop"), "disabled"); // pressed: its Stop takes the focus
+  keepFocus($("plain-as-chat"), on, $("plain-stop"), "disabled");
 }
 
 /** The next-token distribution and the greedy continuation of the text, with no template. */

@@ -22,7 +22,7 @@ import * as prefs from "./prefs.mjs";
 import * as saved from "./saved.mjs";
 import { createStore } from "./state.mjs";
 import { drawChallenges, drawSuggestions } from "../views/challenges.mjs";
-import { $, debounce } from "../views/dom.mjs";
+import { $, debounce, keepFocus } from "../views/dom.mjs";
 import { renderRecord } from "../views/reads.mjs";
 import { replyGrew } from "../views/reply.mjs";
 import { drawStatus } from "../views/status.mjs";
@@ -98,8 +98,8 @@ function remember(controls) {
 /** The send and stop buttons say whether a reply is being written (the store's `writing`): Stop
  * once the reply has begun (its record read, or its first token). */
 function drawWriting() {
-  $("send").disabled = state.writing;
-  $("stop").hidden = !(state.writing && state.live.turns.at(-1)?.streaming);
+  keepFocus($("send"), state.writing, $("draft"), "disabled");
+  keepFocus($("stop"), !(state.writing && state.live.turns.at(-1)?.streaming), $("draft")); // Stop pressed: back to the draft
   if (!state.writing) $("next-message-note").hidden = true; // the next message is read under them
 }
 

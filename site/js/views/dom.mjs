@@ -50,3 +50,11 @@ export function refill(node, ...children) {
 
 /** A term's explanation under a figure: a paragraph of class "term". */
 export const term = (text, cls = "") => el("p", { class: `term ${cls}`.trim(), text });
+
+/** Hide `control` (a Stop, a Send made disabled: `how` "hidden" or "disabled") or show it again;
+ * one that goes while it holds the focus hands it to `to` (the box the next message is typed in),
+ * not to the page's top, where the browser would put it. */
+export function keepFocus(control, off, to, how = "hidden") {
+  if (off && document.activeElement === control) to.focus();
+  control[how] = off;
+}
