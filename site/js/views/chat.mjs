@@ -9,7 +9,7 @@
 
 import { streamed } from "./bytes.mjs";
 import { STOP_SHORT } from "../lesson/terms.mjs";
-import { count, el, fill } from "./dom.mjs";
+import { announce, count, el, fill } from "./dom.mjs";
 import { byHandBadge } from "./reply.mjs";
 import { bindWhy, markNearTies, whyBox } from "./why.mjs";
 
@@ -157,14 +157,6 @@ function bannerBox(box) {
   });
 }
 
-// Each announcement is a new paragraph (a live region reads what is added); the oldest go.
-const KEEP_ANNOUNCED = 4;
-function announce(box, lines) {
-  if (!lines.length) return;
-  const a = announcer(box);
-  for (const line of lines) a.append(el("p", { text: line }));
-  while (a.childElementCount > KEEP_ANNOUNCED) a.firstElementChild.remove();
-}
 
 /** The banner's text for a conversation without replies, `why` being the reason runs failed. */
 export function noRepliesText(why) {
@@ -279,10 +271,14 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
   const appeared = show && b.hidden;
   if (b.hidden === show) b.hidden = !show;
 
-  // Announce what is new: appended messages (or a reply that finished), not a redrawn view.
-  const news = replaced && oldMessages > 0 ? [] : fresh.map((s) => `${s.kind === "user" ? "You" : "SmolLM2"}: ${s.text}`);
+  // Announce what is new: a message appended, a reply once it has ended (never token by token);
+  // not a view drawn again, nor one shown whole (from no message to several: a conversation a
+  // reload brought back, a recording's turn), nor a message a reload brought back.
+  const shownWhole = oldMessages === 0 && fresh.length > 1;
+  const news = (replaced && oldMessages > 0) || shownWhole ? []
+    : fresh.filter((s) => !s.reloaded).map((s) => `${s.kind === "user" ? "You" : "SmolLM2"}: ${s.text}`);
   if (appeared) news.push(text);
-  announce(box, news);
+  for (const line of news) announce(announcer(box), line);
 
   const cur = box.querySelector(".msg.current");
   if (fresh.length || cur) {

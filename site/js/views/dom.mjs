@@ -48,6 +48,14 @@ export function refill(node, ...children) {
   return node;
 }
 
+/** Say `line` once in `region`, a visually hidden live region that gets nothing else: each line
+ * is a paragraph of its own (a live region reads what is added), the oldest go. */
+export function announce(region, line, keep = 4) {
+  if (!region || !line) return;
+  region.append(el("p", { text: line }));
+  while (region.childElementCount > keep) region.firstElementChild.remove();
+}
+
 /** A term's explanation under a figure: a paragraph of class "term". */
 export const term = (text, cls = "") => el("p", { class: `term ${cls}`.trim(), text });
 
