@@ -10,8 +10,9 @@
 // The pure parts (the sentences, the names, the lesson's figures against this copy's, the
 // estimate) hold no DOM: node tests play them (tests/page/compare.test.mjs).
 
+import { stopReasonText } from "../lesson/terms.mjs";
 import { stepParts } from "./chat.mjs";
-import { count, el, fill } from "./dom.mjs";
+import { $, announce, count, el, fill } from "./dom.mjs";
 import { differenceNote, LESSON_SHARES } from "./lessonfigures.mjs";
 import { replyView, textWithSpecials } from "./reply.mjs";
 import { chips, visibleToken } from "./tokens.mjs";
@@ -282,7 +283,8 @@ function cellView(model, layout, slot, ctx) {
     parts.push(el("p", { class: "compare-state", dataset: { state: "not-recorded" }, text: slot.notRecorded }), lessonQuote(slot.lesson));
     return el("article", { class: "compare-cell not-recorded", dataset: { model, layout, state: "not-recorded" } }, parts);
   }
-  parts.push(el("p", { class: "compare-state", dataset: { state }, "aria-live": "polite" }, stateSentence(state, reply, ctx.before)));
+  // no live region: the reading line changes with every part read (#compare-announce says each end)
+  parts.push(el("p", { class: "compare-state", dataset: { state } }, stateSentence(state, reply, ctx.before)));
   if (reply && state !== "never-ran") {
     parts.push(replyView(reply, {
       title: (r) => countLine(r, cellState(slot, ctx.running)), special: ctx.special, textClass: "compare-reply",
@@ -343,7 +345,7 @@ export function renderCompare(root, view) {
     const ctx = runContext(view);
     const cells = view.order.map(({ model, layout }, i) => cellView(model, layout, run.cells[model]?.[layout], { ...ctx, before: beforeOf(view.order, i) }));
     // how long the rest will take: modes/compare.mjs fills it as the tokens come
-    parts.push(el("p", { class: "about compare-estimate", id: "compare-estimate", role: "status", hidden: true }));
+    parts.push(el("p", { class: "about compare-estimate", id: "compare-estimate", hidden: true })); // changes each token: no live region
     parts.push(el("div", { class: "compare-grid", id: "compare-grid" }, placed(view.order, cells)));
   }
   // below the 2x2: it comes a few seconds after Send (Python reads the message first), and above
@@ -358,7 +360,13 @@ export function renderCell(root, view, model, layout) {
   const old = cellNode(root, model, layout);
   if (!old || !view.run || root.querySelector("#compare-grid")?.dataset.recorded) return false;
   const i = view.order.findIndex((o) => o.model === model && o.layout === layout);
-  old.replaceWith(cellView(model, layout, view.run.cells[model]?.[layout], { ...runContext(view), before: beforeOf(view.order, i) }));
+  const slot = view.run.cells[model]?.[layout];
+  old.replaceWith(cellView(model, layout, slot, { ...runContext(view), before: beforeOf(view.order, i) }));
+  const reply = slot?.answer ?? slot?.streaming;
+  if (old.dataset.state !== "ended" && cellState(slot, Boolean(view.run.controller)) === "ended" && reply) {
+    // said once, the moment it ends: which of the four, and how it ended
+    announce($("compare-announce"), `${cellName(model, layout)}: ${count(reply.reply_ids.length, "token")}, ended: ${stopReasonText(reply.stop_reason)}.`);
+  }
   return true;
 }
 

@@ -142,10 +142,11 @@ function progressView(p, id = "download-progress") {
   const line = (label, x, cls) =>
     el("div", { class: `file-progress ${cls}` },
       el("span", { text: label }),
-      el("progress", { max: x.total ?? 1, value: x.total == null ? undefined : x.done }),
+      el("progress", { max: x.total ?? 1, value: x.total == null ? undefined : x.done, "aria-label": label }),
       el("span", { text: [`${formatBytes(x.done)}${x.total == null ? "" : ` of ${formatBytes(x.total)}`}`, pct(x.percent),
                           speedText(x.speed), timeLeft(x.eta)].filter(Boolean).join(" · ") }));
-  return el("div", { class: "progress", id, role: "status" },
+  // no live region: it is drawn again at each chunk (the status line says when the download ends)
+  return el("div", { class: "progress", id },
     line("All files", o, "overall"),
     ...p.files.map((f) => line(f.name, { ...f, percent: f.total ? (100 * f.done) / f.total : null }, `file state-${f.state}`)));
 }

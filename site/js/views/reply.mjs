@@ -282,7 +282,7 @@ export function predictionBox(record, prediction, why) {
       : el("p", { class: state === "error" ? "error" : "note", text: state === "error" ? `No prediction: ${message}` : "Predicting the first token…" });
   return el(
     "div",
-    { class: `prediction is-${state}`, id: "prediction", "aria-live": "polite" },
+    { class: `prediction is-${state}`, id: "prediction" }, // no live region: it follows each pause in typing
     el("div", { class: "prediction-title", text: "What the model would most likely write first" }),
     term("A prediction: the model's first step on this draft, computed now on your device. Nothing is sent; " +
       "if you send this message, greedy decoding starts the reply with the first of these."),

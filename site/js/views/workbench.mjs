@@ -3,7 +3,7 @@
 // errors (the template's raise_exception, a Jinja syntax error with its line) said plainly.
 
 import { layout } from "./bytes.mjs";
-import { el, fill } from "./dom.mjs";
+import { $, el, fill } from "./dom.mjs";
 import { chips } from "./tokens.mjs";
 
 /** The rendered text (exactly: its textContent is the text), special tokens as chips, the
@@ -65,6 +65,7 @@ function errorLine(message, template) {
  */
 export function renderWorkbench(root, { out, error, template, masked, hasGeneration }) {
   if (error) {
+    if ($("wb-said")) $("wb-said").textContent = ""; // said by the alert; the next render's counts are news
     fill(root, el(
       "div",
       { class: "wb-error", role: "alert" },
@@ -79,7 +80,11 @@ export function renderWorkbench(root, { out, error, template, masked, hasGenerat
   const nSpecial = out.ids.filter((id) => special.has(id)).length;
   const nMasked = mask ? mask.reduce((a, b) => a + b, 0) : 0;
   const lay = layout(out.text, out.bytes);
-  fill(root, 
+  // a screen reader hears the counts, once a render (the output itself is hundreds of nodes)
+  const said = $("wb-said");
+  const line = `Rendered: ${out.ids.length} tokens, ${nSpecial} special${mask ? `, ${nMasked} marked as the assistant's` : ""}.`;
+  if (said && said.textContent !== line) said.textContent = line;
+  fill(root,
     el(
       "div",
       { class: "wb-counts", dataset: { stat: "wb-counts" } },
