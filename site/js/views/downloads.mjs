@@ -227,7 +227,8 @@ export function drawManage(models, estimate, on) {
   fill($("manage-body"), 
     el("p", { id: "storage-estimate", text: `This site uses ${usage} of the ${quota} the browser allows it${estimate?.persisted ? " (kept under storage pressure)" : ""}.` }),
     models.length
-      ? el("table", {}, el("thead", {}, el("tr", {}, ...["model", "files", "size", "stored", "check", ""].map((t) => el("th", { text: t })))),
+      ? el("table", {}, el("thead", {}, el("tr", {}, ...["model", "files", "size", "stored", "check"].map((t) => el("th", { text: t })),
+        el("th", {}, el("span", { class: "sr-only", text: "delete" })))), // a header a screen reader can name
         el("tbody", {}, rows))
       : el("p", { text: "Nothing is stored." }),
     models.length ? el("div", { class: "delete-all-box" }, el("button", { type: "button", id: "delete-all", text: "Delete all",
