@@ -2,7 +2,8 @@
 # Install everything chatlens needs on a fresh machine of this kind (Debian, Python 3.11+, Node/npm).
 #   bash scripts/setup.sh          the package, the model, the site's pinned inputs
 #   bash scripts/setup.sh --test   also the test references (torch 2.13.0 CPU, transformers, ...), Chromium,
-#                                  and Firefox ESR with the puppeteer-core that drives it (tests/firefox/)
+#                                  Firefox ESR with the puppeteer-core that drives it (tests/firefox/), and
+#                                  axe-core for the accessibility scans (tests/axe/)
 # The package is installed editable into $PYTHON (default python3): `python3 -m chatlens` then runs
 # this checkout, in place of any other checkout's, and setup.sh says so when it replaces one.
 set -euo pipefail
@@ -46,6 +47,10 @@ fi
 if [ -n "$extras" ] && [ ! tests/firefox/node_modules/.package-lock.json -nt tests/firefox/package-lock.json ]; then
   # puppeteer-core as pinned in tests/firefox/package-lock.json (it downloads no browser)
   npm ci --prefix tests/firefox --no-audit --no-fund --ignore-scripts >/dev/null
+fi
+if [ -n "$extras" ] && [ ! tests/axe/node_modules/.package-lock.json -nt tests/axe/package-lock.json ]; then
+  # axe-core as pinned in tests/axe/package-lock.json: the browser tests' accessibility scans
+  npm ci --prefix tests/axe --no-audit --no-fund --ignore-scripts >/dev/null
 fi
 
 if [ -n "$extras" ] && [ ! -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] && [ ! -e /usr/share/vulkan/icd.d/lvp_icd.aarch64.json ]; then

@@ -327,3 +327,33 @@ def assert_same_comparison(out, want, tol=1e-3):
                 assert [r[0] for r in step] == [r[0] for r in ref_step], (key, layout)
                 for (_, _, p), (_, _, q) in zip(step, ref_step):
                     assert abs(p - q) < tol, (key, layout, p, q)
+
+
+# -- accessibility: axe-core on the page as it is --------------------------------------------------------------------
+AXE = ROOT / "tests" / "axe" / "node_modules" / "axe-core" / "axe.min.js"  # tests/axe/package.json's pin
+SERIOUS = ("serious", "critical")
+
+
+def axe_scan(page, within=None):
+    """axe-core's violations on `page` as it is now (`within`: a selector, to scan that part only):
+    [{rule, impact, nodes: [selector, ...], help}], every impact. The engine goes in through the
+    debugging protocol (page.evaluate), which the page's Content-Security-Policy does not govern:
+    nothing is added to the site."""
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        assert AXE.exists(), f"{AXE} is missing: bash scripts/setup.sh --test installs it (tests/axe/package.json)"
+        page.evaluate(AXE.read_text())
+    return page.evaluate("""async (within) => {
+        const found = await axe.run(within ? document.querySelector(within) : document, {resultTypes: ['violations']});
+        return found.violations.map((v) => ({rule: v.id, impact: v.impact, help: v.help,
+                                             nodes: v.nodes.map((n) => n.target.join(' '))}));
+    }""", within)
+
+
+def assert_accessible(page, state, within=None):
+    """No serious or critical axe violation on `page` (`state` names it in the failure); the
+    violations found, of every impact, are returned (and printed, for the report)."""
+    found = axe_scan(page, within)
+    print(f"axe, {state}: " + (", ".join(f"{v['rule']} ({v['impact']}, {len(v['nodes'])})" for v in found) or "none"))
+    serious = [v for v in found if v["impact"] in SERIOUS]
+    assert not serious, f"axe, {state}: {serious}"
+    return found
