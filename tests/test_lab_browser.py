@@ -8,7 +8,7 @@ each state named in the issue saves a screenshot to artifacts/screenshots/lab-*.
 
 import pytest
 
-from webapp import SHOTS, App  # the `server` and `browser` fixtures: tests/conftest.py
+from webapp import SHOTS, App, assert_accessible  # the `server` and `browser` fixtures: tests/conftest.py
 
 pytestmark = pytest.mark.browser
 
@@ -602,9 +602,13 @@ def test_a_first_visit_lands_in_recorded_mode_and_a_reload_keeps_the_settings_an
         page.wait_for_function("() => document.body.dataset.mode === 'recorded'")  # no model stored: real replies here
         assert page.is_visible("#download") and page.is_visible("#reads .reply")
         a.shot("lab-first-visit")
+        assert_accessible(page, "a first visit: Recorded mode, the model box offering the download")
         page.click("#download")
         page.wait_for_function("() => chatlens.status.state === 'ready'", timeout=300_000)
         page.wait_for_function("() => document.body.dataset.mode === 'live'")  # stored: Live answers now
+        page.click("#manage summary")
+        page.wait_for_selector("#manage-body table")
+        assert_accessible(page, "the model box, the model stored, Manage downloads open", within="#model-box")
         page.select_option("#preset", "pirate")
         page.select_option("#window", "512")
         page.uncheck("#special-in-text")
@@ -620,6 +624,7 @@ def test_a_first_visit_lands_in_recorded_mode_and_a_reload_keeps_the_settings_an
         assert not page.is_checked("#special-in-text")
         assert page.text_content("#chat .msg.user .content") == "Hello there"
         assert page.text_content("#chat .msg.assistant .content") == reply
+        assert page.text_content("#chat-announce") == ""  # brought back, not news: a screen reader is not read it again
         # the restored conversation, read again under the settings it has now
         page.wait_for_function("() => document.getElementById('reads-caption')?.textContent.startsWith('Turn 1 again')")
         assert page.locator(".special-as-text").count() == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from webapp import App  # the `server` and `browser` fixtures: tests/conftest.py
+from webapp import App, assert_accessible  # the `server` and `browser` fixtures: tests/conftest.py
 
 pytestmark = pytest.mark.browser
 
@@ -168,6 +168,10 @@ def test_rows_edit_the_messages_and_the_models_template_is_the_default(page, smo
     messages = [Q, A, {"role": "user", "content": "And of Germany?"}]
     got = shown(page)
     assert (got["text"], got["ids"]) == transformers_render(hf, text_side.template.source, messages, add_generation_prompt=True)
+    # a screen reader hears the counts once a render, not the output's hundreds of nodes
+    assert page.get_attribute("#wb-output", "aria-live") is None
+    assert page.text_content("#wb-said") == f"Rendered: {len(got['ids'])} tokens, {got['counts'].split('(')[1].split()[0]} special."
+    assert_accessible(page, "the workbench, its rows and a render")
     page.locator("#wb-rows .wb-row").nth(0).locator("button").click()  # remove the first message
     got = shown(page)
     assert (got["text"], got["ids"]) == transformers_render(hf, text_side.template.source, messages[1:], add_generation_prompt=True)
