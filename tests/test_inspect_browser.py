@@ -10,12 +10,13 @@ typed-in numbers.
 """
 
 import json
+import re
 
 import pytest
 
 from conftest import cli_in_process
 from tiny_model import write_tiny_model
-from webapp import SHOTS, App, slow_gpu
+from webapp import SHOTS, App, assert_accessible, slow_gpu
 
 pytestmark = pytest.mark.browser
 
@@ -447,3 +448,74 @@ def test_look_inside_runs_the_pirate_case_in_one_click_and_completes_from_its_nu
     page.wait_for_selector("#step-box .tint-source")
     assert page.text_content("#step-box .tint-source") == f"block {head['layer'] + 1} · head {head['head'] + 1}"
     assert page.text_content("#inside-count") == "1 of 4 complete"
+
+
+# -- the keyboard alone, and what a screen reader meets -------------------------------------------------------------
+
+
+def tab_to(page, target, most=400):
+    """Press Tab until the focus is on `target` (a locator) or inside it: how many presses it took."""
+    for n in range(1, most + 1):
+        page.keyboard.press("Tab")
+        if target.evaluate("t => t.contains(document.activeElement)"):
+            return n
+    raise AssertionError(f"{most} presses of Tab never reached {target}")
+
+
+def test_the_keyboard_alone_sends_opens_a_tokens_cause_and_the_whole_reply_and_stops(page, tiny):
+    """Keyboard only, no pointer, "Why this token" off (off by default): send a message, Tab to the
+    reply's tokens, the arrow keys to one, Enter opens its step; Tab to "Which piece it needed",
+    then to "The same for the whole reply so far", and to "Where it looked, and how it chose"; the
+    page then has nothing serious for axe-core; a second message stopped with its Stop hands the
+    focus back to the message box. What it relies on, by role and name: the textbox "Message", the
+    toolbar "The reply's tokens…", the buttons "Which piece it needed", "The same for the whole
+    reply so far", "Where it looked, and how it chose", "New conversation" and "Stop"."""
+    why = page.get_by_role("checkbox", name="Why this token", exact=True)
+    why.focus()
+    if why.is_checked():
+        page.keyboard.press("Space")
+    assert not why.is_checked()
+    page.get_by_role("button", name="New conversation", exact=True).focus()
+    page.keyboard.press("Enter")
+    draft = page.get_by_role("textbox", name="Message", exact=True)
+    draft.focus()
+    page.keyboard.type(FIRST)
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => !chatlens.writing && chatlens.pageState.live.turns.at(-1)?.record?.reply_ids")
+    tokens = page.locator("#reads").get_by_role("toolbar", name=re.compile("^The reply's tokens"))
+    presses = tab_to(page, tokens)
+    print(f"Tab presses from the message box to the reply's tokens: {presses}")
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#step-box .step-bar[data-step='1']")
+    box = page.locator("#step-box")
+    tab_to(page, box.get_by_role("button", name="Which piece it needed", exact=True))
+    page.keyboard.press("Enter")
+    whole = box.get_by_role("button", name="The same for the whole reply so far", exact=True)
+    whole.wait_for()
+    tab_to(page, whole)
+    page.keyboard.press("Enter")
+    box.get_by_role("button", name=re.compile("^Back to ")).wait_for()  # the whole reply's figures, shown
+    tab_to(page, box.get_by_role("button", name="Where it looked, and how it chose", exact=True))
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#step-box .inspect[data-step='1']")
+    assert page.locator("#step-box .cause-box").count() == 1
+    shots(page, "keyboard-step-box")
+    assert_accessible(page, "a live reply, its step box open: the inspection and the cause of the whole reply")
+    # a reply stopped from the keyboard: the focus goes back to the message box, not to the page's top
+    slow_gpu(page, 1500)
+    try:
+        tab_to(page, draft)
+        page.keyboard.type(SECOND)
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => chatlens.pageState.live.turns.at(-1)?.streaming")
+        stop = page.get_by_role("button", name="Stop", exact=True)
+        stop.wait_for()
+        tab_to(page, stop)
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => !chatlens.writing")
+    finally:
+        slow_gpu(page, 0)
+    assert page.evaluate("chatlens.pageState.live.turns.at(-1).record.stop_reason") == "stopped"
+    assert draft.evaluate("d => d === document.activeElement")
