@@ -61,7 +61,7 @@ def shown(page):
 
 
 def test_the_comparison_asks_for_the_base_then_shows_the_four_as_the_api_answers(browser, server, two_models):
-    from webapp import SHOTS, App
+    from webapp import SHOTS, App, assert_accessible
 
     a = App(browser, server)
     try:
@@ -144,6 +144,10 @@ def test_the_comparison_asks_for_the_base_then_shows_the_four_as_the_api_answers
         if answer["base"]["template"]["stop_reason"] == "end_turn":
             assert "stand-in" in page.text_content('.compare-cell[data-model="base"][data-layout="template"] .compare-lesson')
 
+        # a screen reader hears each of the four once, as it ends (not its reading line at each part)
+        said = page.eval_on_selector_all("#compare-announce p", "ps => ps.map((p) => p.textContent)")
+        assert len(said) == 4 and all(": " in s and "ended" in s for s in said), said
+        assert_accessible(page, "the comparison, its four replies ended")
         for w, h in ((1400, 900), (390, 844)):
             page.set_viewport_size({"width": w, "height": h})
             assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), f"the page scrolls sideways at {w}px"
