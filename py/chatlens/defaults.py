@@ -31,7 +31,7 @@ def for_page() -> dict:
         "reply_limit": REPLY_LIMIT,
         "windows": list(WINDOWS),
         "default_window": DEFAULT_WINDOW,
-        "presets": [{"name": name, "label": presets.LABELS[name]} for name in presets.NAMES],
+        "presets": [{"name": name, "label": presets.LABELS[name], "dated": name in presets.DATED} for name in presets.NAMES],
         "default_preset": presets.DEFAULT,
         "top_k": TOP_K,
         "compare_limit": COMPARE_LIMIT,

@@ -20,6 +20,10 @@ PRESETS = {
     "date": "You are a helpful assistant. Today's date is {date}.",
 }
 
+# The presets whose text is taken when a message is sent (the date's): a case shared as a link
+# carries the text it read, not the name, so that another day reads the same (site/js/modes/shared.mjs).
+DATED = tuple(name for name, text in PRESETS.items() if text and "{date}" in text)
+
 CUSTOM = "custom"  # the user's own text
 NAMES = (*PRESETS, CUSTOM)  # in the order the page offers them
 DEFAULT = "none"
