@@ -92,6 +92,12 @@
 //   await chatlens.chatTemplate()               -> {source, names, special_tokens}: the model's template
 //   await chatlens.labSource()                  -> {name, source}: the lab's hand-written Python
 //   await chatlens.runPython({code, seconds, results}) -> {stdout, stderr, error, timed_out, seconds, results}
+//   await chatlens.link({...as run, replyIds, step, open, id}) -> the address of this page that sets the case up
+//        (page/link.mjs): the turn's request, the reply's ids as written here, and a step of it with
+//        open, the measures open ("inspect", "cause", "whole", "branch"; id: the branch's), in the
+//        #fragment; what "Copy a link" copies. A TypeError says what a link cannot hold, a RangeError a case too long
+//   chatlens.command({...as link})              -> the same case as a command line: its request on stdin, as
+//        `python3 -m chatlens run`, `inspect`, `cause` or `branch` reads it (what "Copy as a command" copies)
 //   chatlens.writing                            -> true while a reply (run, complete, branch or compare) is
 //                                                  being written; whoever asked for it stops it with its signal
 //   await chatlens.downloadModel({model, onProgress, signal}) -> the stored model once the current source is
@@ -139,6 +145,7 @@ import { connect } from "./connection.mjs";
 import { toWire } from "./protocol.mjs";
 import { HELD_OFF, waitsForReply } from "./writing.mjs";
 import { FIELDS, JOBS, MESSAGES } from "../worker/protocol.gen.mjs";
+import { caseOf, commandOf, linkTo } from "./link.mjs";
 import { backendPref, sourceUrlPref } from "./prefs.mjs";
 import { checkOverride, keepCheck, keptChecks } from "./check.mjs";
 import { benchOf } from "./bench.mjs";
@@ -346,6 +353,10 @@ export function createApi() {
   };
   api.downloads = downloads; // spec() and status() of the current source, for the download box
   for (const k of ["storedModels", "deleteModel", "deleteAllModels", "storageEstimate"]) api[k] = downloads[k];
+
+  // A case shared: its link (this page's address, the case in its fragment) and its command line.
+  api.link = async (request) => linkTo(caseOf(request), globalThis.location.href);
+  api.command = (request) => commandOf(caseOf(request), api.settings ?? {}, { weights: api.source ? `${api.source.label}, ${api.source.url}` : null });
 
   Object.defineProperty(api, "writing", { get: () => running !== null, enumerable: true });
   /** For tests: end the worker as a crash would (the page notices through its lock, as it does then). */
