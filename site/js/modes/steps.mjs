@@ -400,6 +400,7 @@ export function drawSteps(page) {
   refill(
     node,
     stepBar(page),
+    page.stepShare?.(), // the step as a link or a command (modes/shared.mjs)
     status ? el("p", { class: `step-status ${status.cls}`, text: status.text }) : null,
     tabs(page),
     open ? el("div", { id: `step-part-${open}`, class: "step-part", role: "tabpanel", "aria-labelledby": `step-tab-${open}` },

@@ -17,6 +17,7 @@ import { drawPlain, setUpPlain, stopPlain, tokenizePlain } from "../modes/plain.
 import { drawLookInside } from "../modes/inside.mjs";
 import { setUpRecorded, showRecorded } from "../modes/recorded.mjs";
 import { needsChanged, setUpNeeds } from "../modes/needs.mjs";
+import { openLink, setUpShare } from "../modes/shared.mjs";
 import { setUpStepActions, stepsChanged } from "../modes/steps.mjs";
 import * as prefs from "./prefs.mjs";
 import * as saved from "./saved.mjs";
@@ -338,6 +339,7 @@ setUpByHand(page);
 setUpRecorded(page);
 setUpStepActions(page); // a reply's step: inspected, branched
 setUpNeeds(page); // the conversation's matrix, under the step box
+setUpShare(page); // a turn or a step copied as a link or a command
 drawLookInside(page); // the lesson's cases, which open a step
 api.settingsReady.then(() => {
   buildControls(api.settings);
@@ -364,11 +366,12 @@ api.settingsReady.then(() => {
   const cut = state.live.turns.at(-1);
   if (cut?.reloaded?.cut && cut.reply === undefined && !$("draft").value) $("draft").value = cut.user;
   else if (drafts.live && !$("draft").value) $("draft").value = drafts.live; // typed, not sent, before the reload
-  if (p.mode) return setMode(p.mode, { chosen: true });
-  return landingMode().then((mode) => {
+  // a shared case in the address (#case=...) is set up once the page is: it takes Live mode
+  const landed = p.mode ? Promise.resolve(setMode(p.mode, { chosen: true })) : landingMode().then((mode) => {
     store.landed();
     setMode(mode);
   });
+  return landed.then(() => openLink(page, location.hash));
 }, showStatus); // the status line says why build.json could not be read
 
 /** Where a visit with no mode of its own lands: Live once the model is stored (it can answer),

@@ -93,6 +93,19 @@ function setByHand(node, branched) {
   if (branched && !node.querySelector(":scope > .by-hand")) node.prepend(byHandBadge(branched));
 }
 
+/** A reply that has ended, its record read: a link to its turn, or the turn as a command
+ * (modes/shared.mjs hears the buttons, and finds the turn by the bubble's record). */
+function setShare(node, record, turn) {
+  node._record = record;
+  const has = node.querySelector(":scope > .share");
+  const want = Boolean(record?.reply_ids?.length);
+  if (has && !want) has.remove();
+  if (!want || has) return;
+  node.append(el("div", { class: "share" },
+    el("button", { type: "button", class: "link share-link", "aria-label": `Copy a link to turn ${turn}`, text: "Copy a link" }),
+    el("button", { type: "button", class: "link share-command", "aria-label": `Copy as a command: turn ${turn}`, text: "Copy as a command" })));
+}
+
 /** With the reply's candidates (record.top_k, "why this token"): the bubble's text as one span a
  * token, each showing its step's candidates when pointed at, and the end-of-turn token after it.
  * The text stays exactly the reply (the spans spell it); without top_k, plain text again. */
@@ -251,6 +264,7 @@ export function drawChat(box, items, empty, { banner, why = null } = {}) {
     setMeta(n, metaOf(s), s.kind === "assistant" && !s.streaming ? s.record?.stop_reason ?? s.reloaded?.stop : null);
     if (s.kind === "assistant" && !s.streaming) setReplyTokens(n, s.record, why);
     if (s.kind === "assistant") setByHand(n, s.streaming ? null : s.record?.branched ?? s.reloaded?.branched);
+    if (s.kind === "assistant") setShare(n, s.streaming ? null : s.record, s.turn);
   });
 
   // One banner for the whole conversation.
