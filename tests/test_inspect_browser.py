@@ -11,6 +11,7 @@ typed-in numbers.
 
 import json
 import re
+import subprocess
 
 import pytest
 
@@ -462,14 +463,19 @@ def tab_to(page, target, most=400):
     raise AssertionError(f"{most} presses of Tab never reached {target}")
 
 
+SHARED = {}  # the case the keyboard copied: its link and its command, which the next test opens
+
+
 def test_the_keyboard_alone_sends_opens_a_tokens_cause_and_the_whole_reply_and_stops(page, tiny):
     """Keyboard only, no pointer, "Why this token" off (off by default): send a message, Tab to the
     reply's tokens, the arrow keys to one, Enter opens its step; Tab to "Which piece it needed",
-    then to "The same for the whole reply so far", and to "Where it looked, and how it chose"; the
-    page then has nothing serious for axe-core; a second message stopped with its Stop hands the
-    focus back to the message box. What it relies on, by role and name: the textbox "Message", the
-    toolbar "The reply's tokens…", the buttons "Which piece it needed", "The same for the whole
-    reply so far", "Where it looked, and how it chose", "New conversation" and "Stop"."""
+    copy the step as a link and as a command, then "The same for the whole reply so far" and
+    "Where it looked, and how it chose"; the page then has nothing serious for axe-core; a second
+    message stopped with its Stop hands the focus back to the message box. What it relies on, by
+    role and name: the checkbox "Why this token", the textbox "Message", the toolbar "The reply's
+    tokens…", the buttons "New conversation", "Which piece it needed", "Copy a link to this step",
+    "Copy as a command: this step", "The same for the whole reply so far", "Where it looked, and how
+    it chose" and "Stop"; the textboxes "The link" and "The command"."""
     why = page.get_by_role("checkbox", name="Why this token", exact=True)
     why.focus()
     if why.is_checked():
@@ -494,6 +500,16 @@ def test_the_keyboard_alone_sends_opens_a_tokens_cause_and_the_whole_reply_and_s
     page.keyboard.press("Enter")
     whole = box.get_by_role("button", name="The same for the whole reply so far", exact=True)
     whole.wait_for()
+    # the case as it is now, a link and a command (test_a_shared_link_... opens them)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    for how, name in (("link", "Copy a link to this step"), ("command", "Copy as a command: this step")):
+        tab_to(page, box.get_by_role("button", name=name, exact=True))
+        page.keyboard.press("Enter")
+        copied = box.get_by_role("textbox", name=f"The {how}", exact=True)
+        copied.wait_for()
+        SHARED[how] = copied.input_value()
+        assert page.evaluate("navigator.clipboard.readText()") == SHARED[how]
+    SHARED["reply_ids"] = page.evaluate("chatlens.pageState.live.turns[0].record.reply_ids")
     tab_to(page, whole)
     page.keyboard.press("Enter")
     box.get_by_role("button", name=re.compile("^Back to ")).wait_for()  # the whole reply's figures, shown
@@ -504,7 +520,7 @@ def test_the_keyboard_alone_sends_opens_a_tokens_cause_and_the_whole_reply_and_s
     shots(page, "keyboard-step-box")
     assert_accessible(page, "a live reply, its step box open: the inspection and the cause of the whole reply")
     # a reply stopped from the keyboard: the focus goes back to the message box, not to the page's top
-    slow_gpu(page, 1500)
+    slow_gpu(page, 600)  # each GPU completion 0.6 s later: the reply is still being written when Stop is pressed
     try:
         tab_to(page, draft)
         page.keyboard.type(SECOND)
@@ -519,3 +535,50 @@ def test_the_keyboard_alone_sends_opens_a_tokens_cause_and_the_whole_reply_and_s
         slow_gpu(page, 0)
     assert page.evaluate("chatlens.pageState.live.turns.at(-1).record.stop_reason") == "stopped"
     assert draft.evaluate("d => d === document.activeElement")
+
+
+def test_a_shared_link_opened_in_a_fresh_profile_sets_the_case_up_and_opens_its_step(browser, server, page, tiny):
+    """The link the keyboard copied (its step's cause open), opened in a fresh profile: the case's
+    preview before any weights are stored, the same prompt ids as the command line's; once the
+    model is downloaded, the same reply, id for id, and its step's cause equal to what the copied
+    command computes (`python3 -m chatlens cause` on its request, the same files). A link that is
+    cut says so and changes nothing stored. chatlens.link of the case's request is the link copied."""
+    link, command, reply = SHARED["link"], SHARED["command"], SHARED["reply_ids"]
+    assert reply == cli("run", {"messages": [{"role": "user", "content": FIRST}]}, tiny=tiny)["reply_ids"]  # greedy, as the CLI's
+    request = {"messages": [{"role": "user", "content": FIRST}], "preset": "none", "window": WINDOW, "reserve": LIMIT, "maxTokens": LIMIT,
+               "replyIds": reply, "step": 1, "open": ["cause"]}
+    assert page.evaluate("r => chatlens.link(r)", request) == link and page.evaluate("r => chatlens.command(r)", request) == command
+    assert link.startswith(f"{server.url}?model=") and "#case=1." in link
+    printed = subprocess.run(["bash", "-c", command[:command.index(" | python3 -m chatlens cause")]], capture_output=True, text=True, check=True)
+    done = cli_in_process("cause", stdin=printed.stdout, model=tiny[0])
+    assert done.returncode == 0, done.stderr
+    want = json.loads(done.stdout)
+    a = App(browser, server)
+    try:
+        fresh = a.open(link[len(server.url):])
+        fresh.set_default_timeout(STEP_MS)
+        fresh.wait_for_function("() => chatlens.pageState.drawn?.[1]?.startsWith('Preview')")
+        assert fresh.evaluate("chatlens.pageState.drawn[0].prompt_ids") == want["prompt_ids"]  # what the model will read
+        assert fresh.evaluate("chatlens.model") is None and fresh.evaluate("location.hash") == ""
+        note = fresh.locator("#case-note")
+        assert note.text_content().startswith("A shared case: turn 1 under None (the template's default), a window of 256 tokens; "
+                                              "token 2 of its reply, which piece it needed. The panel shows what the model will read.")
+        shots(fresh, "link-preview", at="#case-note")
+        fresh.evaluate("chatlens.downloadModel()")
+        fresh.wait_for_selector("#step-box .cause-box .cause[data-step='1']")
+        assert fresh.evaluate("chatlens.pageState.live.turns.at(-1).record.reply_ids") == reply == want["reply_ids"]
+        assert "This device wrote the link's reply, id for id (4 tokens)." in note.text_content()
+        assert_cause_drawn(causes_drawn(fresh), want)
+        shots(fresh, "link-step", at="#step-box")
+        kept = "() => [JSON.parse(localStorage.getItem('chatlens.live')).map((t) => [t.user, t.reply, t.settings]), localStorage.getItem('chatlens.prefs')]"
+        stored = fresh.evaluate(kept)  # the conversation and the settings (a reload reads a turn's record again: its timings change)
+        fresh.close()
+        cut = a.open(f"{link[len(server.url):-12]}")
+        note = cut.locator("#case-note")
+        note.wait_for()
+        assert note.text_content() == "This link's case cannot be read: it was cut or changed on its way. Nothing was changed."
+        assert cut.evaluate(kept) == stored
+        assert cut.text_content("#chat .msg.user .content") == FIRST  # the conversation the link set up, as it was
+        assert not a.errors, a.errors
+    finally:
+        a.close()
