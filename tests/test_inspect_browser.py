@@ -467,27 +467,37 @@ SHARED = {}  # the case the keyboard copied: its link and its command, which the
 
 
 def test_the_keyboard_alone_sends_opens_a_tokens_cause_and_the_whole_reply_and_stops(page, tiny):
-    """Keyboard only, no pointer, "Why this token" off (off by default): send a message, Tab to the
-    reply's tokens, the arrow keys to one, Enter opens its step; Tab to "Which piece it needed",
+    """Keyboard only, no pointer, "Why this token" off (off by default): send a message (a screen
+    reader is told it, then the reply once it has ended, not a token at a time), Tab to the reply's
+    tokens, the arrow keys to one, Enter opens its step; Tab to "Which piece it needed",
     copy the step as a link and as a command, then "The same for the whole reply so far" and
     "Where it looked, and how it chose"; the page then has nothing serious for axe-core; a second
     message stopped with its Stop hands the focus back to the message box. What it relies on, by
-    role and name: the checkbox "Why this token", the textbox "Message", the toolbar "The reply's
-    tokens…", the buttons "New conversation", "Which piece it needed", "Copy a link to this step",
-    "Copy as a command: this step", "The same for the whole reply so far", "Where it looked, and how
-    it chose" and "Stop"; the textboxes "The link" and "The command"."""
+    role and name: the checkbox "Why this token", the comboboxes "System prompt" and "Window", the
+    textbox "Message", the toolbar "The reply's tokens…", the buttons "New conversation", "Which
+    piece it needed", "Copy a link to this step", "Copy as a command: this step", "The same for the
+    whole reply so far", "Where it looked, and how it chose" and "Stop"; the textboxes "The link"
+    and "The command"."""
     why = page.get_by_role("checkbox", name="Why this token", exact=True)
     why.focus()
     if why.is_checked():
         page.keyboard.press("Space")
     assert not why.is_checked()
+    for name in ("System prompt", "Window"):  # the first of each: no system prompt, 256 tokens
+        page.get_by_role("combobox", name=name, exact=True).focus()
+        page.keyboard.press("Home")
+    assert (page.input_value("#preset"), page.input_value("#window")) == ("none", str(WINDOW))
     page.get_by_role("button", name="New conversation", exact=True).focus()
     page.keyboard.press("Enter")
     draft = page.get_by_role("textbox", name="Message", exact=True)
     draft.focus()
     page.keyboard.type(FIRST)
+    page.evaluate("""() => { window.__said = [];  // what the chat's live region is given: the message, then the reply once it ends
+        new MutationObserver((ms) => ms.forEach((m) => m.addedNodes.forEach((n) => window.__said.push(n.textContent))))
+            .observe(document.getElementById('chat-announce'), {childList: true}); }""")
     page.keyboard.press("Enter")
     page.wait_for_function("() => !chatlens.writing && chatlens.pageState.live.turns.at(-1)?.record?.reply_ids")
+    assert page.evaluate("window.__said") == [f"You: {FIRST}", f"SmolLM2: {page.evaluate('chatlens.pageState.live.turns.at(-1).reply')}"]
     tokens = page.locator("#reads").get_by_role("toolbar", name=re.compile("^The reply's tokens"))
     presses = tab_to(page, tokens)
     print(f"Tab presses from the message box to the reply's tokens: {presses}")
@@ -542,7 +552,8 @@ def test_a_shared_link_opened_in_a_fresh_profile_sets_the_case_up_and_opens_its_
     preview before any weights are stored, the same prompt ids as the command line's; once the
     model is downloaded, the same reply, id for id, and its step's cause equal to what the copied
     command computes (`python3 -m chatlens cause` on its request, the same files). A link that is
-    cut says so and changes nothing stored. chatlens.link of the case's request is the link copied."""
+    cut, pasted into the same tab, says so and changes nothing stored. chatlens.link of the case's
+    request is the link copied, chatlens.command the command."""
     link, command, reply = SHARED["link"], SHARED["command"], SHARED["reply_ids"]
     assert reply == cli("run", {"messages": [{"role": "user", "content": FIRST}]}, tiny=tiny)["reply_ids"]  # greedy, as the CLI's
     request = {"messages": [{"role": "user", "content": FIRST}], "preset": "none", "window": WINDOW, "reserve": LIMIT, "maxTokens": LIMIT,
@@ -570,15 +581,14 @@ def test_a_shared_link_opened_in_a_fresh_profile_sets_the_case_up_and_opens_its_
         assert "This device wrote the link's reply, id for id (4 tokens)." in note.text_content()
         assert_cause_drawn(causes_drawn(fresh), want)
         shots(fresh, "link-step", at="#step-box")
-        kept = "() => [JSON.parse(localStorage.getItem('chatlens.live')).map((t) => [t.user, t.reply, t.settings]), localStorage.getItem('chatlens.prefs')]"
-        stored = fresh.evaluate(kept)  # the conversation and the settings (a reload reads a turn's record again: its timings change)
-        fresh.close()
-        cut = a.open(f"{link[len(server.url):-12]}")
-        note = cut.locator("#case-note")
-        note.wait_for()
+        # a link cut on its way, pasted into the same tab (the fragment changes: no reload): said, and nothing changed
+        stored = "() => JSON.stringify(Object.entries(localStorage).sort())"
+        before = fresh.evaluate(stored)
+        fresh.evaluate("(f) => { location.hash = f; }", link[link.index("#") + 1:-12])
+        fresh.wait_for_function("() => document.getElementById('case-note').textContent.includes('cannot be read')")
         assert note.text_content() == "This link's case cannot be read: it was cut or changed on its way. Nothing was changed."
-        assert cut.evaluate(kept) == stored
-        assert cut.text_content("#chat .msg.user .content") == FIRST  # the conversation the link set up, as it was
+        assert fresh.evaluate(stored) == before
+        assert fresh.text_content("#chat .msg.user .content") == FIRST and fresh.locator("#step-box .cause-box").count() == 1
         assert not a.errors, a.errors
     finally:
         a.close()
