@@ -89,7 +89,7 @@ export function refusedHere(c, settings, nCtx = null) {
 
 const MEASURE_WORDS = { inspect: "where it looked", cause: "which piece it needed", whole: "which piece the whole reply needed", branch: "a branch" };
 
-/** What the case is, in words: "turn 2 under Pirate, a window of 512 tokens; token 3 of its reply,
+/** What the case is, in words: "turn 2 under Pirate, a window of N tokens; token 3 of its reply,
  * where it looked and which piece it needed". */
 export function caseWords(c, settings) {
   const turn = c.messages.filter((m) => m.role === "user").length;
