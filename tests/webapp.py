@@ -352,8 +352,12 @@ def axe_scan(page, within=None):
 def assert_accessible(page, state, within=None):
     """No serious or critical axe violation on `page` (`state` names it in the failure); the
     violations found, of every impact, are returned (and printed, for the report)."""
+    import time
+
+    began = time.perf_counter()
     found = axe_scan(page, within)
-    print(f"axe, {state}: " + (", ".join(f"{v['rule']} ({v['impact']}, {len(v['nodes'])})" for v in found) or "none"))
+    print(f"axe, {state} ({time.perf_counter() - began:.1f} s): " +
+          (", ".join(f"{v['rule']} ({v['impact']}, {len(v['nodes'])})" for v in found) or "none"))
     serious = [v for v in found if v["impact"] in SERIOUS]
     assert not serious, f"axe, {state}: {serious}"
     return found
