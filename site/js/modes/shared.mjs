@@ -177,7 +177,7 @@ async function copy(page, button, how, request, what) {
   try {
     if (request.why) throw new Error(request.why);
     text = how === "link" ? await page.api.link(request) : page.api.command(request);
-    sentence = `${how === "link" ? `A link to ${what}` : `${what[0].toUpperCase()}${what.slice(1)} as a command`} (${count(text.length, "character")})`;
+    sentence = `${how === "link" ? `A link to ${what}` : `${what[0].toUpperCase()}${what.slice(1)}, as a command`} (${count(text.length, "character")})`;
   } catch (e) {
     box.append(el("div", { class: "share-said" }, el("p", { class: "error", text: e.message })));
     return announce($("chat-announce"), e.message);
