@@ -205,6 +205,7 @@ def test_which_turn_each_reply_needed_is_the_engines(page, first, tiny):
     page.wait_for_selector("#needs-box .strip .strip-tok")
     assert page.locator("#needs-box .strip-tok").count() == len(first["reply_ids"])
     shots(page, "needs-tiny", at="#needs-box")
+    assert_accessible(page, "the conversation's matrix, a reply's token strip open")
     page.click("#needs-box .needs-close")
 
 
@@ -526,9 +527,15 @@ def test_the_keyboard_alone_sends_opens_a_tokens_cause_and_the_whole_reply_and_s
     tab_to(page, box.get_by_role("button", name="Where it looked, and how it chose", exact=True))
     page.keyboard.press("Enter")
     page.wait_for_selector("#step-box .inspect[data-step='1']")
-    assert page.locator("#step-box .cause-box").count() == 1
+    assert_accessible(page, "a live reply, its step box open at the inspection")
+    # one part of the box in view at a time, a tab each: the arrow keys (End: the last) move between them
+    assert page.locator("#step-box .cause-box").count() == 0
+    box.get_by_role("tab", name="Where it looked", exact=True).focus()
+    page.keyboard.press("End")
+    page.wait_for_selector("#step-box .cause-box .strip")  # the cause, its whole reply's token strip
+    assert box.get_by_role("tab", name="Which piece it needed", exact=True).evaluate("t => t === document.activeElement")
     shots(page, "keyboard-step-box")
-    assert_accessible(page, "a live reply, its step box open: the inspection and the cause of the whole reply")
+    assert_accessible(page, "a live reply, its step box open: the cause of the whole reply, its token strip")
     # a reply stopped from the keyboard: the focus goes back to the message box, not to the page's top
     slow_gpu(page, 600)  # each GPU completion 0.6 s later: the reply is still being written when Stop is pressed
     try:

@@ -149,12 +149,14 @@ function cellButtons(turn, cell, measures, open, onOpen, guessed) {
         return el("span", { class: "needs-why", tabindex: "0", title: why, "aria-label": `${cell.piece.label}, ${m === "knocked" ? "not read" : "removed"}: ${why}`,
                             text: m === "knocked" ? "not read: —" : "—" });
       }
+      const shown = `${m === "knocked" ? "not read " : ""}${deltaWords(f)} `;
       return el("button", {
         type: "button", class: `needs-fig needs-${f.how} strip-${f.how} strip-band-${f.band}${isOpen ? " open" : ""}`,
-        "aria-label": cellWords(turn, cell, m), title: cellWords(turn, cell, m), "aria-pressed": isOpen ? "true" : "false",
-        dataset: { measure: m, delta: f.delta },
+        // the name begins with what the button shows, then says it in words
+        "aria-label": `${shown}${factorWords(f.ratio)}: ${cellWords(turn, cell, m)}`, title: cellWords(turn, cell, m),
+        "aria-pressed": isOpen ? "true" : "false", dataset: { measure: m, delta: f.delta },
         onclick: onOpen ? () => onOpen(isOpen ? null : { turn: turn.turn, piece: cell.piece.name, measure: m }) : null,
-      }, `${m === "knocked" ? "not read " : ""}${deltaWords(f)} `, el("span", { class: "strip-factor", "aria-hidden": "true", text: factorWords(f.ratio) }));
+      }, shown, el("span", { class: "strip-factor", text: factorWords(f.ratio) }));
     }));
 }
 

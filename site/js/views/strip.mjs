@@ -122,11 +122,13 @@ export function stripView(answer, tokens, chosen, { onChoose = null, onOpen = nu
   };
   const toks = cells.map((cell) => {
     const words = tokenWords(cell, pieceWord, measure);
+    // the name begins with what the button shows (its token, its factor), then says it in words
+    const shown = `${visibleToken(cell.token)}${cell.label}`;
     const b = el("button", {
-      type: "button", class: `strip-tok strip-${cell.how} strip-band-${cell.band}`, "aria-label": words, title: words,
+      type: "button", class: `strip-tok strip-${cell.how} strip-band-${cell.band}`, "aria-label": `${shown}: ${words}`, title: words,
       dataset: { k: cell.k, p: cell.p, under: cell.under, how: cell.how },
       onmouseenter: (e) => show(cell, e.currentTarget), onfocus: (e) => show(cell, e.currentTarget), onclick: (e) => show(cell, e.currentTarget),
-    }, el("span", { class: "strip-text", text: visibleToken(cell.token) }), el("span", { class: "strip-factor", "aria-hidden": "true", text: cell.label }));
+    }, el("span", { class: "strip-text", text: visibleToken(cell.token) }), el("span", { class: "strip-factor", text: cell.label }));
     return b;
   });
   const falls = cells.filter((c) => c.how === "falls").length;
