@@ -19,12 +19,14 @@ import { nameStep, recordRequest, refusal, whereOf } from "./steps.mjs";
 import { HELD_OFF } from "../page/writing.mjs";
 
 /** The conversation a matrix can be asked of now: {label, messages, replies, args, note, records}
- * (records: each reply's, to open its steps), or {why} (a sentence), or null (nothing to offer). */
-export function conversationOf(state) {
+ * (records: each reply's, to open its steps), or {why} (a sentence), or null (nothing to offer).
+ * controls: the page's (readControls: Recorded mode's preset and window name its conversation). */
+export function conversationOf(state, controls = null) {
   if (state.mode === "live") {
     const turns = state.live.turns.filter((t) => t.reply !== undefined);
-    if (!turns.length || !turns.at(-1).record?.reply_ids?.length) return null;
+    if (!turns.length) return null;
     if (turns.length !== state.live.turns.length) return { why: "A turn of this conversation has no reply yet: the matrix measures every reply." };
+    if (!turns.at(-1).record?.reply_ids?.length) return null; // its settings are the last turn's record's
     const messages = turns.flatMap((t) => [{ role: "user", content: t.user }, { role: "assistant", content: t.reply }]);
     const last = turns.at(-1).record;
     const other = turns.findIndex((t) => t.record && (t.record.window !== last.window || (t.record.system ?? null) !== (last.system ?? null)));
@@ -36,7 +38,7 @@ export function conversationOf(state) {
              records: turns.map((t) => t.record), note };
   }
   if (state.mode === "recorded" && state.recorded) {
-    const { preset, window } = readControls();
+    const { preset, window } = controls ?? readControls();
     const conv = findConversation(state.recorded, preset, window);
     if (!conv) return null;
     const messages = conv.turns.flatMap((t, i) => [{ role: "user", content: userMessage(state.recorded, conv, i) },
