@@ -6,8 +6,7 @@
 //   3. the original weights on the Hugging Face Hub, pinned to a revision (build.json).
 // The base model (for the comparison) comes from the mirror's `base`, else the Hub: never from a URL.
 // A source is {kind: "hf" | "gguf", url (absolute; a folder URL ends with "/"), label, origin,
-// model ("instruct" | "base"; none for a URL), verified (a sentence), files, manifest, references (a URL's:
-// the mirror's weights references by sha256, where the site has a mirror)} (store/spec.mjs).
+// model ("instruct" | "base"; none for a URL), verified (a sentence), files, manifest} (store/spec.mjs).
 
 import { shortened } from "../lesson/terms.mjs";
 import { sourceUrlPref } from "./prefs.mjs";
@@ -48,14 +47,12 @@ export function pinsOf(build) {
 export async function resolveSource({ location = globalThis.location, storage = globalThis.localStorage, build,
                                       wanted = sourceUrlPref({ location, storage }).url, manifest } = {}) {
   const { instruct } = pinsOf(build);
-  const m = manifest === undefined ? await readMirror(location) : manifest;
   if (wanted) {
-    // The mirror's weights references are keyed by the file's sha256, so they hold for the same
-    // bytes wherever they come from: a URL's weights are checked against them too (worker/weights.mjs).
-    const source = { ...sourceFromUrl(wanted, location.href), references: m?.check ?? null };
+    const source = sourceFromUrl(wanted, location.href);
     // A folder someone gave: the files the instruct's folder has, with none of its pins (other bytes).
     return source.kind === "hf" ? { ...source, files: namesOf(instruct) } : source;
   }
+  const m = manifest === undefined ? await readMirror(location) : manifest;
   const mirrored = m && mirrorSource(m, location, "instruct", instruct);
   if (mirrored) return mirrored;
   return hubSource("instruct", instruct);

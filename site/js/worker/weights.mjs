@@ -64,14 +64,25 @@ async function attachGpu(gpu, m) {
 }
 
 /** The weights file's sha256 as stored, and the reference published for those bytes (the mirror's
- * manifest, chatlens.host.check.weights_reference: a mirror source's own, or a URL's read beside
- * it), or none. */
+ * manifest, chatlens.host.check.weights_reference: a mirror source's own, or, for a URL's, the
+ * site's mirror's: they are keyed by the file's sha256, so they hold for the same bytes wherever
+ * they came from), or none. */
 async function weightsReference({ store, source }) {
-  const references = source.manifest?.check ?? source.references;
+  const references = source.manifest?.check ?? (await siteReferences());
   if (!references) return {};
   const name = source.kind === "hf" ? WEIGHTS_FILE : (await store.status(source)).files[0]?.name;
   const sha256 = name ? (await store.file(source, name))?.sha256 : null;
   return { sha256, reference: sha256 ? references[sha256] ?? null : null };
+}
+
+/** The site's mirror's weights references (models/manifest.json's `check`), or null: none there. */
+async function siteReferences() {
+  try {
+    const r = await fetch(new URL("../../models/manifest.json", import.meta.url), { cache: "no-cache" });
+    return r.ok ? (await r.json())?.check ?? null : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
