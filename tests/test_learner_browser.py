@@ -128,6 +128,20 @@ def test_the_status_line_says_each_thing_once_and_whole(learner):
     assert got == [True, True, False, False]
 
 
+def test_a_learner_who_asks_for_less_motion_sees_the_status_dot_still(learner):
+    """The tests' Chromium asks for reduced motion (webapp.LAUNCH_ARGS): the dot that pulses while the
+    model is not ready stands still; without the request it pulses."""
+    page = learner.page
+    assert page.get_attribute("#status", "data-state") != "ready"  # no model stored: the dot would pulse
+    animation = "() => getComputedStyle(document.querySelector('#status .dot')).animationName"
+    assert page.evaluate(animation) == "none"
+    page.emulate_media(reduced_motion="no-preference")
+    try:
+        assert page.evaluate(animation) == "pulse"
+    finally:
+        page.emulate_media(reduced_motion="reduce")
+
+
 def test_recorded_mode_offers_its_own_controls(learner, doc):
     page = recorded(learner, window=1024, step=3)
     assert page.inner_text("#new-conversation") == "Back to turn 1"

@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from conftest import cli_in_process
-from webapp import (BOOT_MS, CHROMIUM, LAUNCH_ARGS, ROOT, SHOTS, WAIT_MS, WEBGPU_BY_CHOICE, assert_same_comparison, harvest_checks,
-                    seed_checks, seed_snapshot, session_checks)
+from webapp import (BOOT_MS, CHROMIUM, LAUNCH_ARGS, REDUCED_MOTION, ROOT, SHOTS, WAIT_MS, WEBGPU_BY_CHOICE,
+                    assert_same_comparison, harvest_checks, seed_checks, seed_snapshot, session_checks)
 from chatlens import chat
 from chatlens.host import build as site
 from chatlens.host.mirror import prepare_mirror
@@ -32,7 +32,7 @@ class Visit:
         """snapshot: (Python's snapshot, the served site's folder) to put in a new profile first."""
         self.context = playwright.chromium.launch_persistent_context(
             str(profile), executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True,
-            viewport={"width": 1400, "height": 1000})
+            viewport={"width": 1400, "height": 1000}, reduced_motion=REDUCED_MOTION)
         self.context.set_default_timeout(WAIT_MS)
         if snapshot is not None:
             seed_snapshot(self.context, url, snapshot[1], snapshot[0])

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from faulty_server import FaultyServer
-from webapp import WAIT_MS
+from webapp import REDUCED_MOTION, WAIT_MS
 
 pytestmark = pytest.mark.browser
 
@@ -101,7 +101,7 @@ class StorePage:
     def __init__(self, browser, pages):
         self.browser = browser
         self.pages = pages
-        self.context = browser.new_context()
+        self.context = browser.new_context(reduced_motion=REDUCED_MOTION)
         self.context.set_default_timeout(WAIT_MS)
         self.errors = []
         self.page = self.context.new_page()

@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--no-first-run", "--enable-unsafe-webgpu"]  # SwiftShader's WebGPU adapter
+# Every context asks for reduced motion, as a learner may (site/app.css): no pulsing dot, which the
+# emulated compositor would otherwise draw 60 times a second (a tenth of a core a page here).
+REDUCED_MOTION = "reduce"
 SHOTS = ROOT / "artifacts" / "screenshots"
 BOOT_MS = 120_000
 # Every wait a test leaves at Playwright's default (30 s): a page waiting on SwiftShader while the
@@ -177,7 +180,7 @@ class App:
         self.server = server
         if snapshot is SESSION:
             snapshot = None if first_visit else session_snapshot(browser, server)
-        self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000}, reduced_motion=REDUCED_MOTION)
         self.context.set_default_timeout(WAIT_MS)
         if snapshot is not None:
             seed_snapshot(self.context, server.url, server.root, snapshot)
