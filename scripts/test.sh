@@ -22,25 +22,23 @@ if [ $# -gt 0 ]; then
   "$PY" -m pytest -q --durations=30 "$@" || status=$?  # the slowest 30: where the budget goes
 else
   # Two lanes at once (the 2-core machine): the browser tests, and the rest followed by the browser
-  # tests in SECOND (the rest took 8 min against the browser tests' 23, so the second lane takes a
-  # quarter of them, chosen by their times in artifacts/tests/*.xml: each lane then ends near the
-  # middle; it boots its own browser and site, in its own session fixtures). Each lane is its own pytest process (two in the second); the site's
-  # pinned inputs are fetched here first so that the two never fetch them at once. Each lane's
-  # output is printed whole once both have ended.
+  # test files in SECOND, in one pytest process (they share its browser, site and Python snapshot:
+  # tests/conftest.py marks them `second`). SECOND is chosen by the files' times in
+  # artifacts/tests/*.xml so that each lane ends near the middle. The site's pinned inputs are
+  # fetched here first so that the two never fetch them at once. Each lane's output is printed
+  # whole once both have ended.
   "$PY" -c "from chatlens.host import build as b; c = b.Checkout.at(); b.ensure_node_modules(c); b.ensure_wheels(c)"
   lanes=artifacts/tests
   mkdir -p "$lanes"
-  SECOND=(tests/test_robust_browser.py tests/test_store_browser.py tests/test_firefox_browser.py tests/test_compare_browser.py
-          tests/test_gpu_browser.py tests/test_bench_browser.py)
-  ignore=()
-  for f in "${SECOND[@]}"; do ignore+=(--ignore="$f"); done
-  "$PY" -m pytest -q -p no:cacheprovider --durations=30 -m browser "${ignore[@]}" --junitxml="$lanes/browser.xml" \
+  SECOND=(test_robust_browser.py test_store_browser.py test_firefox_browser.py test_compare_browser.py
+          test_gpu_browser.py test_bench_browser.py test_continuity_browser.py test_persist_browser.py)
+  export CHATLENS_SECOND_LANE="${SECOND[*]}"
+  "$PY" -m pytest -q -p no:cacheprovider --durations=30 -m "browser and not second" --junitxml="$lanes/browser.xml" \
     >"$lanes/browser.log" 2>&1 &
   browser=$!
   rest=0
-  { "$PY" -m pytest -q -p no:cacheprovider --durations=30 -m "not browser" --junitxml="$lanes/rest.xml" || rest=$?
-    "$PY" -m pytest -q -p no:cacheprovider --durations=30 -m browser --junitxml="$lanes/second.xml" "${SECOND[@]}" \
-      || rest=$((rest ? rest : $?)); } >"$lanes/rest.log" 2>&1
+  "$PY" -m pytest -q -p no:cacheprovider --durations=30 -m "not browser or second" --junitxml="$lanes/rest.xml" \
+    >"$lanes/rest.log" 2>&1 || rest=$?
   wait "$browser" || status=$?
   [ "$rest" -eq 0 ] || status=$rest
   for lane in rest browser; do echo "== the $lane lane ($lanes/$lane.log)"; cat "$lanes/$lane.log"; done

@@ -84,9 +84,17 @@ SLOW_TESTS = {
 }
 
 
+# scripts/test.sh's second lane: the browser test files it names in CHATLENS_SECOND_LANE are marked
+# `second`, so that one pytest process (`-m "not browser or second"`) runs them after the rest, on the
+# rest's session fixtures: one boot of the browser, the site and Python's snapshot fewer.
+SECOND_LANE = set(os.environ.get("CHATLENS_SECOND_LANE", "").split())
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.path.name
+        if module in SECOND_LANE:
+            item.add_marker(pytest.mark.second)
         for key in SLOW_TESTS:  # a renamed test would drop out of the table unnoticed
             if key.startswith(f"{module}::") and not hasattr(getattr(item, "module", None), key.split("::")[1]):
                 raise pytest.UsageError(f"tests/conftest.py's SLOW_TESTS names {key}, which is not there")
@@ -97,6 +105,7 @@ def pytest_collection_modifyitems(config, items):
         if (fixtures & set(SLOW_FIXTURES) or module in SLOW_MODULES or backend == "webgpu"
                 or f"{module}::{item.originalname}" in SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.path.name in SECOND_LANE)  # stable: the second lane's files last, whole
 
 
 @pytest.fixture(scope="session")
