@@ -21,11 +21,11 @@ const answer = {
 
 test("a token's tint steps by how far its probability moved; its factor is written, never colour alone", () => {
   const cells = stripCells(answer, ["Aye", " ye", "!"], "system:0", "removed");
-  assert.deepEqual(cells.map((c) => [c.how, c.band, c.label]), [["falls", 4, "÷125"], ["little", 0, "·"], ["rises", 3, "×40"]]);
+  assert.deepEqual(cells.map((c) => [c.how, c.band, c.label]), [["falls", 4, "÷130"], ["little", 0, "·"], ["rises", 3, "×40"]]);
   assert.deepEqual(cells[0].top, { token: " Arr", p: 0.3 }); // another token leads under the measure
   assert.equal(cells[1].top, null); // still the model's choice
   assert.equal(tokenWords(cells[0], "the system prompt", "removed"),
-    "Token 1, “Aye”: 50.0% with every piece read; without the system prompt 0.40% (falls 125 times), “·Arr” leads (30.0%).");
+    "Token 1, “Aye”: 50.0% with every piece read; without the system prompt 0.40% (falls 130 times), “·Arr” leads (30.0%).");
   assert.deepEqual(stripCells(answer, [], "system:0", "knocked"), []); // a measure not taken draws nothing
   assert.equal(factorWords(1 / 3e6), "÷3×10⁶");
   assert.equal(band(1.05), 0);

@@ -1,8 +1,9 @@
 // The words of a change (site/js/lesson/terms.mjs change): one rule for a cause's table, its
-// sentences and Look inside's lines, "stays near" only within a tenth either way.
+// sentences and Look inside's lines, "stays near" only within a tenth either way; and one rule
+// for the factor they quote (times), the strip's labels too.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { change, LITTLE, moved } from "../../site/js/lesson/terms.mjs";
+import { change, LITTLE, moved, times } from "../../site/js/lesson/terms.mjs";
 import { likelier } from "../../site/js/views/cause.mjs";
 
 test("a change is little only within a factor of 1.1 either way; else it falls or rises", () => {
@@ -22,4 +23,12 @@ test("the sentences say what the rule says: a probability, and the whole reply's
   assert.equal(likelier(-3.0, -3.05), "about as likely"); // exp(0.05) = 1.05: little
   assert.equal(likelier(-3.0, -3.2), "1.2 times more likely");
   assert.equal(likelier(-3.2, -3.0), "1.2 times less likely");
+});
+
+test("a factor is written one way everywhere: two figures, then about m × 10ⁿ", () => {
+  assert.deepEqual([1.23, 2.72, 46.2, 189, 7085].map((f) => times(f)), ["1.2", "2.7", "46", "190", "7,100"]);
+  assert.equal(times(352_000), "about 4 × 10⁵"); // Look inside's line and the table's cell say the same
+  assert.equal(times(352_000, { short: true }), "4×10⁵"); // the strip's label
+  assert.equal(times(9.7e5), "about 1 × 10⁶");
+  assert.equal(likelier(-24.36, -11.59), "about 4 × 10⁵ times less likely");
 });

@@ -19,7 +19,7 @@
 // tests/page/inside.test.mjs.
 
 import * as challenges from "./challenges.mjs";
-import { change, moved, percent, visibleToken } from "./terms.mjs";
+import { change, moved, percent, times, visibleToken } from "./terms.mjs";
 
 export const STORAGE_KEY = "chatlens.inside.v1";
 
@@ -169,9 +169,6 @@ export function stripFalls(whole, kind) {
   const falls = tokens.filter((t) => change(t.ratio) === "falls").sort((a, b) => a.ratio - b.ratio);
   return { falls, of: tokens.length, reply: Math.exp(piece.removed.reply_logprob - whole.reply_logprob) };
 }
-
-const times = (f) => (f >= 1e4 ? `about ${Number(f.toPrecision(1)).toExponential(0).replace("e+", " × 10^")}` :
-  f >= 10 ? Math.round(f).toLocaleString("en-US") : f.toFixed(1));
 
 /**
  * What "which piece it needed" (chatlens.cause's answer) of a live turn's step completes: {id:

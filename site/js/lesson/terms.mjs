@@ -51,6 +51,21 @@ export function change(ratio) {
   return Math.max(ratio, 1 / ratio) < LITTLE ? "little" : ratio < 1 ? "falls" : "rises";
 }
 
+const SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹";
+
+/** A factor as a reader takes it in, one rule for the lab (a cause's table and sentences, the
+ * strip's labels, Look inside's lines): two figures, "2.7", "190", "7,100", and from ten thousand
+ * "about 4 × 10⁵" (short, for a label: "4×10⁵"). */
+export function times(factor, { short = false } = {}) {
+  if (factor < 10) return factor.toFixed(1);
+  if (factor < 1e4) return Number(factor.toPrecision(2)).toLocaleString("en-US");
+  const power = Math.floor(Math.log10(factor));
+  const lead = Math.round(factor / 10 ** power);
+  const [m, p] = lead === 10 ? [1, power + 1] : [lead, power];
+  const ten = `10${String(p).split("").map((d) => SUPERSCRIPT[Number(d)]).join("")}`;
+  return short ? `${m}×${ten}` : `about ${m} × ${ten}`;
+}
+
 const CHANGE_WORDS = { falls: "falls to", rises: "rises to", little: "stays near" };
 
 /** How a probability moved, in words: "falls to 0.19% (from 12.6%)" (a cause's figures: the

@@ -8,7 +8,7 @@
 // sentences are pure functions, played in node (tests/page/cause.test.mjs). All text goes in as
 // text nodes.
 
-import { change, moved, percent, visibleToken } from "../lesson/terms.mjs";
+import { change, moved, percent, times, visibleToken } from "../lesson/terms.mjs";
 import { count, el, term } from "./dom.mjs";
 
 export { moved };
@@ -42,19 +42,7 @@ export function likelier(logprob, base) {
   const d = logprob - base;
   const how = change(Math.exp(d));
   if (how === "little") return "about as likely";
-  return `${timesWords(Math.exp(Math.abs(d)))} times ${how === "falls" ? "less" : "more"} likely`;
-}
-
-const SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹";
-
-/** A factor as a reader takes it in: "2.7", "7,100", past a million "about 6 × 10¹¹". */
-function timesWords(factor) {
-  if (factor < 10) return factor.toFixed(1);
-  if (factor < 1e6) return Number(factor.toPrecision(2)).toLocaleString("en-US");
-  const power = Math.floor(Math.log10(factor));
-  const lead = Math.round(factor / 10 ** power);
-  const [m, p] = lead === 10 ? [1, power + 1] : [lead, power];
-  return `about ${m} × 10${String(p).split("").map((d) => SUPERSCRIPT[Number(d)]).join("")}`;
+  return `${times(Math.exp(Math.abs(d)))} times ${how === "falls" ? "less" : "more"} likely`;
 }
 
 /** The whole reply so far under one measure, in a sentence. */

@@ -10,7 +10,7 @@
 // as text ("÷40", "×2.1", "·" for little), so nothing is said by colour alone. The pure parts
 // (stripCells, legendBands, tokenWords) are played in node (tests/page/strip.test.mjs).
 
-import { change, percent, visibleToken } from "../lesson/terms.mjs";
+import { change, percent, times, visibleToken } from "../lesson/terms.mjs";
 import { el } from "./dom.mjs";
 
 /** The measures a strip tints by, as the table names them (a dropped turn's removal is its put-back). */
@@ -20,23 +20,11 @@ export const MEASURE_NAMES = { removed: "without it", knocked: "not read" };
 // it, the factor's steps, each a stronger tint of the fall's or the rise's colour.
 export const BANDS = [3, 10, 100]; // factors: under 3, 3 to 10, 10 to 100, 100 and more
 
-const SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹";
-
-/** A factor, short: "2.1", "40", "9,253", past ten thousand "3×10⁶". */
-export function shortFactor(f) {
-  if (f < 10) return f.toFixed(1);
-  if (f < 1e4) return Math.round(f).toLocaleString("en-US");
-  const power = Math.floor(Math.log10(f));
-  const lead = Math.round(f / 10 ** power);
-  const [m, p] = lead === 10 ? [1, power + 1] : [lead, power];
-  return `${m}×10${String(p).split("").map((d) => SUPERSCRIPT[Number(d)]).join("")}`;
-}
-
 /** The factor a token's probability moved by, as text: "÷40" (fell 40 times), "×2.1", "·". */
 export function factorWords(ratio) {
   const how = change(ratio);
   if (how === "little") return "·";
-  return `${how === "falls" ? "÷" : "×"}${shortFactor(how === "falls" ? 1 / ratio : ratio)}`;
+  return `${how === "falls" ? "÷" : "×"}${times(how === "falls" ? 1 / ratio : ratio, { short: true })}`;
 }
 
 /** The tint step (0: little, 1..4 stronger) of a ratio. */
