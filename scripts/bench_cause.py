@@ -1,7 +1,7 @@
 """What a cause card and a conversation's matrix cost (chatlens.cause, chatlens.needs), on NumPy,
 beside a decode step of the same model on the same machine, measured back to back.
 
-    python3 scripts/bench_cause.py [--model PATH] [--repeats 5] [--steps 1 10 last] [--matrix]
+    python3 scripts/bench_cause.py [--model PATH] [--repeats 5] [--steps 1 10 last] [--matrix] [--pulls]
 
 The turns: Pirate, "Who are you?" (three pieces: the system prompt, the message, the generation
 header), then, after the model's own greedy reply, "Where is your ship?" (five: the kept turn's
@@ -10,7 +10,9 @@ decode steps (the median decode step of its reply, timed in this process just be
 tokens it ran through. Step "last" is the whole reply: the token strip's every token, every piece,
 both measures. --matrix: the lesson's three-turn conversation (Priya, a tip for sleeping, "What is
 my name?"), each reply the model's own, its matrix (every reply's pieces removed) timed the same
-way. Figures vary with the machine's load: quote medians and the ratio.
+way. --pulls: each pull's time, the prompt read in the page's chunks (contract.READ_CHUNK ids a
+pull): a stop is answered between two pulls, so the longest bounds how long a stop waits on NumPy.
+Figures vary with the machine's load: quote medians and the ratio.
 """
 
 import argparse
@@ -21,6 +23,7 @@ from chatlens import presets
 from chatlens.cache import PromptCache
 from chatlens.cause import Causing
 from chatlens.chat import preview
+from chatlens.contract import READ_CHUNK
 from chatlens.host.models import open_model
 from chatlens.needs import Needing, replies_of
 from chatlens.pieces import turn_pieces
@@ -36,6 +39,7 @@ def main():
     ap.add_argument("--steps", nargs="+", default=["1", "10", "last"])
     ap.add_argument("--window", type=int, default=1024)
     ap.add_argument("--matrix", action="store_true", help="also the three-turn conversation's matrix")
+    ap.add_argument("--pulls", action="store_true", help="also each pull's time, read in the page's chunks")
     args = ap.parse_args()
     model = open_model(args.model, "numpy")
     tok, tpl, system = model.tokenizer, model.template, presets.PRESETS["pirate"]
@@ -75,6 +79,20 @@ def card(model, messages, record, reply, cache, args):
         took = statistics.median(times)
         print(f"  step {step} ({tok.token_text(reply[step])!r}): card median {1000 * took:.0f} ms = "
               f"{took / step_s:.1f} decode steps; {job.result.computed_tokens} tokens run through")
+        if args.pulls:
+            print(f"    {pulls(Causing(cache, record.prompt_ids, reply, pieces, step=step, chunk=READ_CHUNK))}")
+
+
+def pulls(job):
+    """Each pull of `job` timed, in words: how long a stop may wait for the one under way."""
+    ms = []
+    while not job.done:
+        t = time.perf_counter()
+        job.pull()
+        ms.append(1000 * (time.perf_counter() - t))
+    ms.sort()
+    return (f"read {READ_CHUNK} ids a pull: {len(ms)} pulls, median {statistics.median(ms):.0f} ms, "
+            f"90th percentile {ms[int(0.9 * len(ms))]:.0f} ms, longest {ms[-1]:.0f} ms")
 
 
 def decode_step(model, prompt_ids, reply, window):
@@ -123,6 +141,10 @@ def matrix(model, args):
     took = statistics.median(times)
     print(f"  every reply's pieces removed, the last turn cached: median {1000 * took:.0f} ms = {took / step_s:.1f} decode steps "
           f"(step {1000 * step_s:.1f} ms); {job.prompt_read} tokens run through")
+    if args.pulls:
+        cache = PromptCache(model.backend(n_ctx=max(r.cache for r in replies)))
+        cache.prefill(record.prompt_ids + gen.ids)
+        print(f"    {pulls(Needing(cache, replies, chunk=READ_CHUNK))}")
 
 
 if __name__ == "__main__":
