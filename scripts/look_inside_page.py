@@ -61,8 +61,9 @@ def shots(page, name, at):
     return [f"look-inside-{name}-{w}.png" for w in (390, 1400)]
 
 
-def cli(command, request, step, model):
-    done = subprocess.run([sys.executable, "-m", "chatlens", command, "--model", str(model), "--step", str(step)],
+def cli(command, request, step, model, *flags):
+    step = [] if step is None else ["--step", str(step)]
+    done = subprocess.run([sys.executable, "-m", "chatlens", command, "--model", str(model), *step, *flags],
                           input=json.dumps(request), capture_output=True, text=True, cwd=ROOT,
                           env={"PYTHONPATH": str(ROOT / "py"), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
     if done.returncode:
@@ -94,13 +95,47 @@ def run_case(page, case, export):
                  for m in ("knocked", "removed") if a[m] and b[m]])
     tops = all((a[m] or {}).get("top_id") == (b[m] or {}).get("top_id")
                for a, b in zip(page_cause["pieces"], want["pieces"]) for m in ("knocked", "removed"))
-    return {"case": case, "seconds": round(took), "line": line, "said": box["said"], "step": box["step"],
+    more = {}
+    whole = page.evaluate("chatlens.pageState.stepBox.cause?.whole?.answer ?? null")
+    if case == "pirate" and whole:  # the strip: every reply token's figures, against cause --tokens
+        tokens = cli("cause", request, box["step"], export, "--tokens")
+        more["strip"] = {"reply_tokens": len(whole["tokens"]), **strip_difference(whole, tokens)}
+    needs = page.evaluate("""() => { const r = chatlens.pageState.needs.run; return r?.answer ? import('./js/page/protocol.mjs')
+        .then((m) => ({answer: r.answer, request: m.toWire('needs', r.args, chatlens.settings)})) : null; }""")
+    if case == "dropped" and needs:  # the matrix: each turn's row, against needs
+        rows = cli("needs", needs["request"], None, export, *(["--tokens"] if needs["request"].get("tokens") else []))
+        more["matrix"] = matrix_difference(needs["answer"], rows)
+    return {**more, "case": case, "seconds": round(took), "line": line, "said": box["said"], "step": box["step"],
             "reply_text": record["reply_text"], "stop_reason": record["stop_reason"], "chosen_token": page_cause["chosen_token"],
             "p": page_cause["p"], "pieces": [{"name": p["name"], "share": p["attention_share"],
                                              "knocked": p["knocked"] and [p["knocked"]["p"], p["knocked"]["top_token"]],
                                              "removed": p["removed"] and [p["removed"]["p"], p["removed"]["top_token"]]}
                                             for p in page_cause["pieces"]],
             "cli_p": want["p"], "largest_difference": worst, "same_tops": tops, "screenshots": files}
+
+
+def strip_difference(page, cli):
+    """The largest difference of a token's probability, the reply's and each measure's, and whether
+    every token's top id agrees."""
+    pairs = [(page["tokens"], cli["tokens"])] + [
+        (a[m]["tokens"], b[m]["tokens"]) for a, b in zip(page["pieces"], cli["pieces"]) for m in ("knocked", "removed")
+        if a[m] and b[m] and a[m].get("tokens") is not None]
+    worst = max(abs(x["p"] - y["p"]) for t, u in pairs for x, y in zip(t, u))
+    return {"largest_difference": worst, "same_tops": all(x["top_id"] == y["top_id"] for t, u in pairs for x, y in zip(t, u))}
+
+
+def matrix_difference(page, cli):
+    """Each turn's cells: the largest difference of the reply's change of log-probability."""
+    worst, rows = 0.0, []
+    for a, b in zip(page["turns"], cli["turns"], strict=True):
+        cells = {c["name"]: c for c in b["pieces"]}
+        for c in a["pieces"]:
+            for m in ("knocked", "removed"):
+                if c.get(m) and cells[c["name"]].get(m):
+                    worst = max(worst, abs(c[m]["reply_logprob"] - cells[c["name"]][m]["reply_logprob"]))
+        rows.append({c["name"]: c["removed"] and round(c["removed"]["reply_logprob"] - a["reply_logprob"], 2)
+                     for c in a["pieces"]})
+    return {"largest_logprob_difference": worst, "rows": rows}
 
 
 def main():
