@@ -58,7 +58,7 @@ test("the Pirate case completes from its name's first token without the system p
   const row = (p) => ({ p, top_id: 0, top_p: p, top_token: "x" });
   const whole = { reply_logprob: -10, tokens: PIRATE.reply_tokens.map(() => row(0.5)),
                   pieces: [{ kind: "system", removed: { reply_logprob: -20, tokens: PIRATE.reply_tokens.map((_, k) => row([1, 4].includes(k) ? 0.001 : 0.5)) } }] };
-  assert.match(caused(PIRATE, cause, { whole }).pirate, /Over every token of the reply so far \(10\), without the system prompt 2 fall, most “ye” \(500 times\), “·Captain” \(500 times\); the reply so far is about 2 × 10⁴ times less likely/);
+  assert.match(caused(PIRATE, cause, { whole }).pirate, /Over every token of the reply so far \(10\), without the system prompt 2 fall, most “ye” \(token 2: 500 times\), “·Captain” \(token 5: 500 times\); the reply so far is about 2 × 10⁴ times less likely/);
   // another step than the name's, or not the first message of its conversation: not the case
   assert.deepEqual(caused(PIRATE, { ...cause, step: 1 }), {});
   assert.deepEqual(caused({ ...PIRATE, pieces: [...PIRATE.pieces, { kind: "user", text: "Hi" }] }, cause), {});

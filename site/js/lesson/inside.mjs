@@ -193,7 +193,7 @@ export function caused(record, cause, { inspection = null, digits = [], whole = 
       : "";
     const strip = whole ? stripFalls(whole, "system") : null;
     const words = strip ? ` Over every token of the reply so far (${strip.of}), without the system prompt ${strip.falls.length} ` +
-      `fall, most ${strip.falls.slice(0, 3).map((t) => `${shown(record.reply_tokens[t.k])} (${times(1 / t.ratio)} times)`).join(", ")}; ` +
+      `fall, most ${strip.falls.slice(0, 3).map((t) => `${shown(record.reply_tokens[t.k])} (token ${t.k + 1}: ${times(1 / t.ratio)} times)`).join(", ")}; ` +
       `the reply so far is ${times(1 / strip.reply)} times less likely (the strip under the table).` : "";
     found.pirate = `Writing ${chosen}, the first token of the name it gives (${percent(cause.p)}): without the system ` +
       `prompt (the template's default in its place) it ${moved(removed.p, cause.p)}${instead(cause, removed)}; with the ` +
