@@ -82,12 +82,19 @@ test("the dropped case puts the turn back and says what the model writes then, w
     "a larger window would read it, the model would write “·Sarah” there (30.0%), and “·Emily” falls to 3.2% (from 11.5%).");
   // with the conversation's matrix (its row for this turn): which turn the whole reply needed
   const needed = { reply_logprob: -3, reply_tokens: ["I", "'m", " Emily", ".", "<|im_end|>"], pieces: [
-    { kind: "user", label: "turn 2 · user", removed: { reply_logprob: -4 } },
-    { kind: "assistant", label: "turn 2 · assistant", removed: { reply_logprob: -9.5 } },
+    { kind: "default_system", label: "system (template default)", removed: null },
+    { kind: "user", label: "turn 2 · user", removed: { reply_logprob: -9.5 } }, // a kept turn is removed whole:
+    { kind: "assistant", label: "turn 2 · assistant", removed: { reply_logprob: -9.5 } }, // one figure for both
+    { kind: "new", label: "new message", removed: { reply_logprob: -3.05 } },
+    { kind: "header", label: "generation header", removed: { reply_logprob: -25 } }, // the template's: not a turn
     { kind: "dropped", label: "dropped turn 1 (58 tokens)", removed: { reply_logprob: -8 } },
   ] };
   assert.match(caused(record, cause, { inspection, needed }).dropped,
-    /“·Sarah” there \(30\.0%\), and “·Emily” falls to 3\.2% \(from 11\.5%\)\. Over the whole reply \(“I'm·Emily\.”, the conversation's matrix\): without turn 2 · assistant it is 670 times less likely; with the dropped turn put back, 150 times less likely\.$/);
+    /“·Sarah” there \(30\.0%\), and “·Emily” falls to 3\.2% \(from 11\.5%\)\. Over the whole reply \(“I'm·Emily\.”, the conversation's matrix\): without turn 2 it is 670 times less likely; without your new message, about as likely; with the dropped turn put back, 150 times less likely\.$/);
+  // were a turn's two messages ever measured apart, each would be said
+  needed.pieces[1] = { ...needed.pieces[1], removed: { reply_logprob: -4 } };
+  assert.match(caused(record, cause, { inspection, needed }).dropped,
+    /without turn 2 · user it is 2\.7 times less likely; without turn 2 · assistant it is 670 times less likely;/);
 });
 
 test("the year case: the last digit needs the date; the digits before it are said as measured", () => {

@@ -228,18 +228,30 @@ export function caused(record, cause, { inspection = null, digits = [], whole = 
   return found;
 }
 
-/** Which turn the whole reply needed, from the conversation's matrix (its row for the turn): the
- * piece whose removal moved the reply most, and the dropped turn put back; "" without a row. */
+/** Which turn the whole reply needed, from the conversation's matrix (its row for the turn): each
+ * earlier turn it read taken away (a removal takes a kept turn whole: its two messages, one
+ * figure), the new message, and the dropped turn put back; "" without a row. The template's own
+ * pieces (the system prompt it writes, the generation header) are not turns: they are left to
+ * the matrix. */
 function matrixWords(row) {
   if (!row) return "";
   const delta = (p) => p.removed.reply_logprob - row.reply_logprob;
-  const removed = row.pieces.filter((p) => p.removed && p.kind !== "dropped" && p.kind !== "replies" && p.kind !== "history");
-  const most = removed.length ? removed.reduce((a, b) => (delta(b) < delta(a) ? b : a)) : null;
+  const factor = (d) => (change(Math.exp(d)) === "little" ? "about as likely" : `${times(Math.exp(Math.abs(d)))} times ${d < 0 ? "less" : "more"} likely`);
+  const turns = new Map(); // "turn 2" -> [[label, delta], ...]
+  for (const p of row.pieces) {
+    if (!p.removed || (p.kind !== "user" && p.kind !== "assistant")) continue;
+    const turn = p.label.split(" · ")[0];
+    turns.set(turn, [...(turns.get(turn) ?? []), [p.label, delta(p)]]);
+  }
+  const parts = [...turns].flatMap(([turn, rows]) => (rows.every(([, d]) => Math.abs(d - rows[0][1]) < 1e-6)
+    ? [`without ${turn} it is ${factor(rows[0][1])}`] : rows.map(([label, d]) => `without ${label} it is ${factor(d)}`)));
+  const asked = row.pieces.find((p) => p.kind === "new" && p.removed);
+  if (asked) parts.push(`without your new message, ${factor(delta(asked))}`);
   const back = row.pieces.find((p) => p.kind === "dropped" && p.removed);
-  const factor = (d) => `${times(Math.exp(Math.abs(d)))} times ${d < 0 ? "less" : "more"} likely`;
+  if (back) parts.push(`with the dropped turn put back, ${factor(delta(back))}`);
+  if (!parts.length) return "";
   const text = row.reply_tokens.join("").replace(/<\|im_end\|>$/, "");
-  return ` Over the whole reply (“${visibleToken(text)}”, the conversation's matrix): without ${most ? most.label : "any piece"} ` +
-    `it is ${most ? factor(delta(most)) : "as likely"}` + (back ? `; with the dropped turn put back, ${factor(delta(back))}.` : ".");
+  return ` Over the whole reply (“${visibleToken(text)}”, the conversation's matrix): ${parts.join("; ")}.`;
 }
 
 /** What a branch of a live turn completes: {branch: line} when it took the runner-up at the
