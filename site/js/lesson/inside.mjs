@@ -19,7 +19,7 @@
 // tests/page/inside.test.mjs.
 
 import * as challenges from "./challenges.mjs";
-import { change, moved, percent, times, visibleToken } from "./terms.mjs";
+import { change, likelier, moved, percent, times, visibleToken } from "./terms.mjs";
 
 export const STORAGE_KEY = "chatlens.inside.v1";
 
@@ -235,20 +235,20 @@ export function caused(record, cause, { inspection = null, digits = [], whole = 
  * the matrix. */
 function matrixWords(row) {
   if (!row) return "";
-  const delta = (p) => p.removed.reply_logprob - row.reply_logprob;
-  const factor = (d) => (change(Math.exp(d)) === "little" ? "about as likely" : `${times(Math.exp(Math.abs(d)))} times ${d < 0 ? "less" : "more"} likely`);
-  const turns = new Map(); // "turn 2" -> [[label, delta], ...]
+  const said = (p) => likelier(p.removed.reply_logprob, row.reply_logprob);
+  const turns = new Map(); // "turn 2" -> its messages' pieces, each taken away
   for (const p of row.pieces) {
     if (!p.removed || (p.kind !== "user" && p.kind !== "assistant")) continue;
     const turn = p.label.split(" · ")[0];
-    turns.set(turn, [...(turns.get(turn) ?? []), [p.label, delta(p)]]);
+    turns.set(turn, [...(turns.get(turn) ?? []), p]);
   }
-  const parts = [...turns].flatMap(([turn, rows]) => (rows.every(([, d]) => Math.abs(d - rows[0][1]) < 1e-6)
-    ? [`without ${turn} it is ${factor(rows[0][1])}`] : rows.map(([label, d]) => `without ${label} it is ${factor(d)}`)));
+  const whole = (ps) => ps.every((p) => Math.abs(p.removed.reply_logprob - ps[0].removed.reply_logprob) < 1e-6);
+  const parts = [...turns].flatMap(([turn, ps]) => (whole(ps) ? [`without ${turn} it is ${said(ps[0])}`]
+    : ps.map((p) => `without ${p.label} it is ${said(p)}`)));
   const asked = row.pieces.find((p) => p.kind === "new" && p.removed);
-  if (asked) parts.push(`without your new message, ${factor(delta(asked))}`);
+  if (asked) parts.push(`without your new message, ${said(asked)}`);
   const back = row.pieces.find((p) => p.kind === "dropped" && p.removed);
-  if (back) parts.push(`with the dropped turn put back, ${factor(delta(back))}`);
+  if (back) parts.push(`with the dropped turn put back, ${said(back)}`);
   if (!parts.length) return "";
   const text = row.reply_tokens.join("").replace(/<\|im_end\|>$/, "");
   return ` Over the whole reply (“${visibleToken(text)}”, the conversation's matrix): ${parts.join("; ")}.`;

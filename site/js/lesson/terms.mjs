@@ -66,6 +66,15 @@ export function times(factor, { short = false } = {}) {
   return short ? `${m}×${ten}` : `about ${m} × ${ten}`;
 }
 
+/** How many times less (or more) likely the reply so far is under a measure: a factor, rounded
+ * for reading ("7,100 times less likely"), from the difference of log-probabilities. */
+export function likelier(logprob, base) {
+  const d = logprob - base;
+  const how = change(Math.exp(d));
+  if (how === "little") return "about as likely";
+  return `${times(Math.exp(Math.abs(d)))} times ${how === "falls" ? "less" : "more"} likely`;
+}
+
 const CHANGE_WORDS = { falls: "falls to", rises: "rises to", little: "stays near" };
 
 /** How a probability moved, in words: "falls to 0.19% (from 12.6%)" (a cause's figures: the

@@ -8,10 +8,10 @@
 // sentences are pure functions, played in node (tests/page/cause.test.mjs). All text goes in as
 // text nodes.
 
-import { change, moved, percent, times, visibleToken } from "../lesson/terms.mjs";
+import { change, likelier, moved, percent, visibleToken } from "../lesson/terms.mjs";
 import { count, el, term } from "./dom.mjs";
 
-export { moved };
+export { likelier, moved };
 
 /** What each measure is and is not, one sentence each (the view says them once, above the table). */
 export const MEASURES = {
@@ -34,15 +34,6 @@ export function tokenSentence(answer, m) {
   const instead = m.top_id === answer.chosen_id ? "; it is still the model's choice"
     : `; it would write ${quoted(m.top_token)} instead (${percent(m.top_p)})`;
   return `${chosen} ${moved(m.p, answer.p)}${instead}.`;
-}
-
-/** How many times less (or more) likely the reply so far is under a measure: a factor, rounded
- * for reading ("7,000 times less likely"), from the difference of log-probabilities. */
-export function likelier(logprob, base) {
-  const d = logprob - base;
-  const how = change(Math.exp(d));
-  if (how === "little") return "about as likely";
-  return `${times(Math.exp(Math.abs(d)))} times ${how === "falls" ? "less" : "more"} likely`;
 }
 
 /** The whole reply so far under one measure, in a sentence. */
