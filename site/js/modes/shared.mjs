@@ -87,13 +87,16 @@ export function refusedHere(c, settings, nCtx = null) {
   return null;
 }
 
+/** Whether case `c`'s system prompt is custom text (named so, or text given with no preset). */
+const isCustom = (c) => c.preset === "custom" || (c.preset === undefined && (c.custom !== undefined || Boolean(c.system)));
+
 const MEASURE_WORDS = { inspect: "where it looked", cause: "which piece it needed", whole: "which piece the whole reply needed", branch: "a branch" };
 
 /** What the case is, in words: "turn 2 under Pirate, a window of N tokens; token 3 of its reply,
  * where it looked and which piece it needed". */
 export function caseWords(c, settings) {
   const turn = c.messages.filter((m) => m.role === "user").length;
-  const label = c.preset === "custom" || (c.preset === undefined && (c.custom !== undefined || c.system))
+  const label = isCustom(c)
     ? "a custom system prompt" : settings.presets.find((p) => p.name === (c.preset ?? settings.default_preset))?.label ?? c.preset;
   const open = (c.open ?? []).map((m) => MEASURE_WORDS[m]);
   return `turn ${turn} under ${label}, a window of ${c.window ?? settings.default_window} tokens` +
@@ -146,7 +149,6 @@ export function setUpShare(page) {
 }
 
 const context = (api) => ({ settings: api.settings, context: api.model?.n_ctx });
-let lastCopied = null; // {key, text, link}: what the step box's share line shows again when redrawn
 
 /** The step box's share line: the step named, as a link or a command (and what was copied last). */
 function stepShare(page) {
@@ -155,7 +157,8 @@ function stepShare(page) {
   const node = el("div", { class: "share step-share" },
     el("button", { type: "button", class: "link share-link", "aria-label": "Copy a link to this step", text: "Copy a link" }),
     el("button", { type: "button", class: "link share-command", "aria-label": "Copy as a command: this step", text: "Copy as a command" }));
-  if (lastCopied?.key === keyOf(named.where, named.step)) node.append(copiedLine(lastCopied));
+  // what was copied last, {key, text, link, how}, kept on the page: the box is drawn again often
+  if (page.shareCopied?.key === keyOf(named.where, named.step)) node.append(copiedLine(page.shareCopied));
   return node;
 }
 
@@ -189,7 +192,7 @@ async function copy(page, button, how, request, what) {
     copied = false;
   }
   const line = { how, link: text, text: copied ? `Copied: ${sentence}.` : `${sentence}: this browser did not let the page copy it; select it here and copy it.` };
-  if (box.classList.contains("step-share")) lastCopied = { ...line, key: keyOf(page.state.stepBox.named.where, page.state.stepBox.named.step) };
+  if (box.classList.contains("step-share")) page.shareCopied = { ...line, key: keyOf(page.state.stepBox.named.where, page.state.stepBox.named.step) };
   box.append(copiedLine(line));
   announce($("chat-announce"), line.text);
 }
@@ -216,7 +219,7 @@ export async function openLink(page, fragment) {
 
   // set up as the learner would: Live, the controls, the conversation before the turn, its message
   if (state.mode !== "live") store.modeChosen("live");
-  const custom = c.preset === "custom" || (c.preset === undefined && (c.custom !== undefined || c.system));
+  const custom = isCustom(c);
   $("preset").value = custom ? "custom" : c.preset ?? api.settings.default_preset;
   if (custom) $("custom-system").value = c.custom ?? c.system;
   if (c.window !== undefined) $("window").value = String(c.window);

@@ -46,6 +46,9 @@ const page = {
   /** The reply views' hooks, {onStep(step, reply), onCandidate(step, id, reply)} (views/reply.mjs):
    * what a view acting on one step of a reply sets, for every reply the modes draw. */
   replyHooks: {},
+  /** What the step box's "Copy a link" or "Copy as a command" copied last (modes/shared.mjs): shown
+   * again as the box is drawn again. */
+  shareCopied: null,
   /** Draw a record in the panel; extra: {prediction} (live previews). */
   draw(record, caption, extra = {}) {
     store.panelDrawn([record, caption, extra]);
