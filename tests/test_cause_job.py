@@ -38,7 +38,9 @@ def caused(args, answers=None):
 
 
 @pytest.fixture()
-def replied(tiny):
+def replied(tiny, monkeypatch):
+    # unpaced, as if every pass fitted one pull (the pace, chatlens.pace, is tests/test_pace.py's): NumPy's batch
+    monkeypatch.setattr(worker, "PULL_MS", 0)
     call("load", {"path": str(tiny.path)})
     call("use_numpy", {})
     return call("run", TURN)

@@ -4,7 +4,11 @@ A chat turn's prompt usually starts with what the model read and wrote last turn
 the rest needs computing. The cache says how much of a prompt it can reuse, truncates to
 that, and runs the prefill and the greedy loop, keeping its ids equal to what the backend
 holds; when a backend call fails part-way, what the backend holds is unknown, so it empties.
+Under a `pace` (chatlens.pace: the page's NumPy), it times each step it computes, and the jobs
+over it size their steps by that time.
 """
+
+from contextlib import nullcontext
 
 from .backend import Backend, Step
 from .generate import Generation
@@ -20,9 +24,13 @@ def common_prefix(a, b) -> int:
 
 
 class PromptCache:
-    def __init__(self, backend: Backend):
+    def __init__(self, backend: Backend, pace=None):
         self.backend = backend
         self.ids: list = []  # exactly the ids whose keys and values the backend holds, in order
+        self.pace = pace  # a chatlens.pace.Pace that times the steps computed here, or None
+
+    def _timed(self, rows: int, kind: str = "read"):
+        return self.pace.timing(rows, kind) if self.pace is not None else nullcontext()
 
     @property
     def capacity(self) -> int:
@@ -57,7 +65,8 @@ class PromptCache:
 
     def prefill(self, ids, top_k: int = 0) -> Step:
         ids = list(ids)
-        step = self._guarded(self.backend.prefill, ids, top_k)
+        with self._timed(len(ids)):
+            step = self._guarded(self.backend.prefill, ids, top_k)
         self.ids += ids
         return step
 
@@ -75,7 +84,8 @@ class PromptCache:
 
     # An inspection's step (chatlens.inspection): the token is cached as any step's is.
     def inspect(self, token_id: int):
-        out = self._guarded(self.backend.inspect, token_id)
+        with self._timed(1, "scored"):
+            out = self._guarded(self.backend.inspect, token_id)
         self.ids.append(int(token_id))
         return out
 
@@ -92,15 +102,17 @@ class PromptCache:
     # values saw a mask: the job truncates them away as soon as their pass ends.
     def score(self, ids, *, score_from: int, next_id: int, hidden=None) -> list:
         ids = [int(i) for i in ids]
-        rows = self._guarded(self.backend.score, ids, score_from=score_from, next_id=next_id, hidden=hidden)
+        with self._timed(len(ids), "scored"):
+            rows = self._guarded(self.backend.score, ids, score_from=score_from, next_id=next_id, hidden=hidden)
         self.ids += ids
         return rows
 
     def score_many(self, ids, *, score_from: int, next_id: int, hiddens) -> list:
         """Several passes over the same ids at once, the b-th hiding hiddens[b] (the backend's
         score_many): their scored rows, a list a pass. The cache holds what it held."""
-        return self._guarded(self.backend.score_many, [int(i) for i in ids], score_from=score_from, next_id=next_id,
-                             hiddens=list(hiddens))
+        with self._timed(len(ids) * len(hiddens), "scored"):
+            return self._guarded(self.backend.score_many, [int(i) for i in ids], score_from=score_from,
+                                 next_id=next_id, hiddens=list(hiddens))
 
     def plan_score(self, ids, *, score_from: int, next_id: int, hidden=None):
         return self._guarded(self.backend.plan_score, ids, score_from=score_from, next_id=next_id, hidden=hidden)

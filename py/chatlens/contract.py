@@ -150,10 +150,14 @@ class Compare:
     top_k: int = doc("candidates the first step of each reply records (0: none)", defaults.COMPARE_TOP_K)
 
 
-# The prompt ids a NumPy step of a page's reply reads: Pyodide's NumPy (no BLAS) reads 10 to 30
-# tokens a second, so a chunk takes a second or two: the page's progress moves that often and a
-# stop answers within it. A larger chunk saves little (the prefill's cost is per token).
+# The most prompt ids a NumPy step of the page reads: a reply's prompt is read 16 ids a pull, so its
+# progress moves and a stop falls between two. And the time a step of the lab's jobs aims at (an
+# inspection's read, a cause's or a matrix's passes): chatlens.pace sizes each by the time the last
+# took, so a stop waits at most about one (within 200 ms where one id takes less). A reply's prompt
+# is not paced: on the NumPy without BLAS that stands in for Pyodide's, 167 tokens take 3.3 s in
+# steps of 16 and 4.3 s paced (docs/speed.md), and its first token counts more than a stop's wait.
 READ_CHUNK = 16
+PULL_MS = 150
 
 
 @dataclass(frozen=True)

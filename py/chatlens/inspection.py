@@ -43,11 +43,11 @@ imports this module without NumPy.
 
 import heapq
 import math
-from collections import deque
 from dataclasses import asdict, dataclass
 
 from .cache import common_prefix
 from .errors import ChatlensError
+from .pace import sized
 from .pulled import Stepper
 
 TOP_K = 5  # the lens's candidates a layer, by default (issue 34 shows the top 5)
@@ -125,13 +125,16 @@ class Inspecting(Stepper):
         # step rewrites only the query's own slot, with the same token, and the rest is regrown.
         self.kept = held[position + 1:] if self.reused == position and held[position:position + 1] == ids[position:position + 1] else []
         cache.truncate(self.reused)
-        chunk = int(getattr(cache, "chunk", 0) or 0) or max(position - self.reused, 1)
-        self._todo = deque(ids[at:min(at + chunk, position)] for at in range(self.reused, position, chunk))
+        self._ids, self._at = ids, self.reused  # the ids, and the next to prefill
         self.prompt_tokens = position - self.reused  # ids prefilled before the inspected one
 
-    # a step: the next prefill chunk (its ids), or None for the inspected token's own
+    # a step: the next prefill chunk (its ids: at most the cache's chunk, as its pace allows), or
+    # None for the inspected token's own
     def _next(self):
-        return list(self._todo[0]) if self._todo else None
+        left = self.position - self._at
+        if left <= 0:
+            return None
+        return list(self._ids[self._at:self._at + sized(getattr(self.cache, "pace", None), left, self.cache.chunk)])
 
     def _plan(self, ids):
         if ids is not None:
@@ -141,7 +144,7 @@ class Inspecting(Stepper):
     def _read(self, ids, run, raw):
         if ids is not None:
             self.cache.read(run, raw, ids)
-            self._fed()
+            self._fed(ids)
             return
         attention, lens = self.cache.read_inspect(run, raw, self.query_id)
         self.cache.regrow(self.kept)
@@ -151,15 +154,16 @@ class Inspecting(Stepper):
     def _compute(self, ids):
         if ids is not None:
             self.cache.prefill(ids)
-            self._fed()
+            self._fed(ids)
             return
         attention, blocks = self.cache.inspect(self.query_id)
         lens = numpy_lens(self.backend, blocks if self.lens else blocks[-1:], self.top_k)
         self.cache.regrow(self.kept)
         self.result = Inspection(self.position, self.query_id, lens[-1][0][0], attention.tolist(), lens)
 
-    def _fed(self):
-        self.prompt_read += len(self._todo.popleft())
+    def _fed(self, ids):
+        self._at += len(ids)
+        self.prompt_read += len(ids)
 
 
 def numpy_lens(backend, blocks, top_k: int) -> list:

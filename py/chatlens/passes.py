@@ -8,8 +8,10 @@ for its result and its words. The last pass of a plan may be a "restore": the po
 passes overwrote, read again as the cache held them.
 
 `Running` pulls a plan (chatlens.pulled's protocol), chunked as the backend takes its ids
-(`chunks`, the one rule, which WebGPUBackend.score shares). NumPy runs a run of one-chunk passes
-over the same ids at once (score_many: the weights read once for all, not once a pass), and
+(`part`, the one rule, which WebGPUBackend.score shares through `chunks`), and under the cache's
+pace (chatlens.pace) as many as it computes in the pace's time, sized step by step. NumPy runs a
+run of one-chunk passes over the same ids at once (score_many: the weights read once for all, not
+once a pass), as many as the pace allows, and
 restores by putting its kept keys and values back (PromptCache.kept, put_back: bit for bit)
 rather than reading again; the GPU reads the restore's ids again (equal ids; values equal up to a
 prefill chunk's rounding against the steps that first wrote them). After a pass that hid keys,
@@ -17,9 +19,9 @@ the cache is truncated to its `at`: what it computed is not the model's own read
 is each pass's scored rows, (target_logit, log_z, top_id, top_logit) a row.
 """
 
-from collections import deque
 from dataclasses import dataclass
 
+from .pace import sized
 from .pulled import Stepper
 
 
@@ -36,15 +38,25 @@ class Pass:
     hidden: tuple = ()
 
 
+def part(ids, at: int, size: int, score_from: int | None, next_id):
+    """The chunk of a pass's ids from `at`, `size` long: (its ids, its first scored row or None
+    where it scores none, the target of its last row)."""
+    ids_ = list(ids[at:at + size])
+    end = at + len(ids_)
+    scored = max(score_from - at, 0) if score_from is not None and score_from < end else None
+    return ids_, scored, ids[end] if end < len(ids) else next_id
+
+
 def chunks(ids, size: int, score_from: int | None, next_id):
     """How a pass's ids are fed, `size` a step (0: all at once): (offset, part, the part's first
     scored row or None where it scores none, the target of its last row)."""
     size = size or max(len(ids), 1)
     for at in range(0, len(ids), size):
-        part = list(ids[at:at + size])
-        end = at + len(part)
-        scored = max(score_from - at, 0) if score_from is not None and score_from < end else None
-        yield at, part, scored, ids[end] if end < len(ids) else next_id
+        yield (at, *part(ids, at, size, score_from, next_id))
+
+
+def _fed_alike(a: Pass, b: Pass) -> bool:
+    return (a.at, a.ids, a.score_from, a.next_id) == (b.at, b.ids, b.score_from, b.next_id)
 
 
 @dataclass(frozen=True)
@@ -67,45 +79,67 @@ class Running(Stepper):
         self.passes = list(passes)
         own = int(getattr(cache, "chunk", 0) or 0)
         self.chunk = min((c for c in (own, int(chunk)) if c > 0), default=0)
+        self.pace = getattr(cache, "pace", None)  # the page's NumPy: a step as long as its time allows
         self.rows = [[] for _ in self.passes]
         self._hiding = None  # the pass whose hidden keys' ids the cache holds now
         # NumPy keeps what the passes overwrite and puts it back (the restore, done so)
         restore = [p for p in self.passes if p.measure == "restore"]
         self._kept = cache.kept(min(p.at for p in self.passes)) if restore else None
         self._copies = self._kept is not None  # the restore is a copy: it computes nothing, one step
-        self._units = deque(_Unit(i, part, scored, nxt, k == 0, k + len(part) >= len(p.ids))
-                            for i, p in enumerate(self.passes)
-                            for k, part, scored, nxt in chunks(p.ids, 0 if p.measure == "restore" and self._copies
-                                                               else self.chunk, p.score_from, p.next_id))
-        self.prompt_tokens = sum(len(p.ids) for p in self.passes if not (p.measure == "restore" and self._copies))
+        self._pass, self._fed = 0, 0  # the pass under way, and its ids fed so far
+        self._skip()
+        self._units = None  # the next step's, once sized (sized when asked, so by the pace's latest time)
+        self.prompt_tokens = sum(len(p.ids) for p in self.passes if not self._copied(p))
         self._batch = not self.planned and hasattr(cache.backend, "score_many")
         if not self.passes:
             self.result = self.rows
 
+    def _copied(self, p) -> bool:
+        return p.measure == "restore" and self._copies
+
+    def _skip(self):
+        """Past passes with no ids to feed."""
+        while self._pass < len(self.passes) and not self.passes[self._pass].ids:
+            self._pass += 1
+
     @property
     def at(self) -> int:
-        return self._units[0].index if self._units else len(self.passes)
+        return self._pass
 
     @property
     def current(self) -> list:
         """The passes the next step runs (several when NumPy runs them at once)."""
-        return [self.passes[u.index] for u in self._next_units()] if self._units else []
+        return [self.passes[u.index] for u in self._next_units()] if self._pass < len(self.passes) else []
 
     # -- the steps ---------------------------------------------------------------------------------
     def _next_units(self) -> list:
-        """The next step's units: one, or NumPy's batch of one-chunk passes over the same ids."""
-        first = self._units[0]
-        if not (self._batch and first.first and first.last and first.score_from is not None):
-            return [first]
-        head = self.passes[first.index]
-        batch = [first]
-        for u in list(self._units)[1:]:
-            p = self.passes[u.index]
-            if not (u.first and u.last and (p.at, p.ids, p.score_from, p.next_id) ==
-                    (head.at, head.ids, head.score_from, head.next_id)):
-                break
-            batch.append(u)
-        return batch
+        """The next step's units: a chunk of the pass under way, or NumPy's batch of whole passes
+        over the same ids, as many as the pace's time allows."""
+        if self._units is None:
+            self._units = self._sized()
+        return self._units
+
+    def _sized(self) -> list:
+        i, fed = self._pass, self._fed
+        p = self.passes[i]
+        left = len(p.ids) - fed
+        if self._copied(p):
+            n = left
+        elif self.pace is not None and p.score_from is not None and fed < p.score_from:
+            # under a pace, the rows read before the scored ones are a step of their own kind
+            n = sized(self.pace, p.score_from - fed, self.chunk)
+        else:
+            n = sized(self.pace, left, self.chunk, kind="read" if p.score_from is None else "scored")
+        ids, scored, nxt = part(p.ids, fed, n, p.score_from, p.next_id)
+        head = _Unit(i, ids, scored, nxt, fed == 0, fed + len(ids) >= len(p.ids))
+        if not (self._batch and head.first and head.last and scored is not None):
+            return [head]
+        same = 1  # the passes from here that read the same ids after the same cache, scored alike
+        while i + same < len(self.passes) and _fed_alike(self.passes[i + same], p):
+            same += 1
+        # the batch's rows (ids times passes) as the pace allows; with no pace, all of them
+        fits = sized(self.pace, same * len(ids), kind="scored") // len(ids)
+        return [head] + [_Unit(i + b, ids, scored, nxt, True, True) for b in range(1, max(min(same, fits), 1))]
 
     def _next(self):
         units = self._next_units()
@@ -148,14 +182,16 @@ class Running(Stepper):
 
     def _done(self, units):
         for u in units:
-            self._units.popleft()
             p = self.passes[u.index]
-            if not (p.measure == "restore" and self._copies):
+            if not self._copied(p):
                 self.prompt_read += len(u.ids)
             self._hiding = p if p.hidden and not u.last and len(units) == 1 else None
             if u.last and p.hidden and len(units) == 1:
                 self.cache.truncate(p.at)  # what the knockout computed is not the model's reading
-        if not self._units:
+            self._pass, self._fed = (u.index + 1, 0) if u.last else (u.index, self._fed + len(u.ids))
+        self._units = None
+        self._skip()
+        if self._pass >= len(self.passes):
             self.result = self.rows
 
     def _put_back(self):

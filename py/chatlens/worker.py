@@ -36,8 +36,10 @@ from .cache import PromptCache
 from .chat import check_window
 from .compare import check_same_tokenizer
 from .complete import tokenized
+from .contract import PULL_MS
 from .device import emulated
 from .errors import ChatlensError, TemplateError, WindowError
+from .pace import Pace
 from .pull import greedy
 from .record import token_lists
 from .source import load_model, load_text_side
@@ -295,7 +297,11 @@ class _Worker:
         if side.cache is not None and n > side.cache.capacity and hasattr(side.cache.backend, "grow"):
             side.cache.backend.grow(n)  # NumPy: what the cache holds stays, for the next turn
         elif side.cache is None or n > side.cache.capacity:
-            side.cache = PromptCache(side.new_backend(n))
+            backend = side.new_backend(n)
+            # NumPy's passes and reads of the lab's jobs sized by their time, so that a stop waits at
+            # most about one (chatlens.pace)
+            paced = PULL_MS and not getattr(backend, "planned", False)
+            side.cache = PromptCache(backend, pace=Pace(PULL_MS) if paced else None)
         return side.cache
 
     def render(self, a: protocol.Render) -> protocol.Rendered:
