@@ -10,8 +10,10 @@ decode steps (the median decode step of its reply, timed in this process just be
 tokens it ran through. Step "last" is the whole reply: the token strip's every token, every piece,
 both measures. --matrix: the lesson's three-turn conversation (Priya, a tip for sleeping, "What is
 my name?"), each reply the model's own, its matrix (every reply's pieces removed) timed the same
-way. --pulls: each pull's time, the prompt read in the page's chunks (contract.READ_CHUNK ids a
-pull): a stop is answered between two pulls, so the longest bounds how long a stop waits on NumPy.
+way. --pulls: each pull's time, read 16 ids a pull (contract.READ_CHUNK) as the page read before
+its pace, then as its worker reads now (each pull sized to contract.PULL_MS by the last's time:
+chatlens.pace): a stop is answered between two pulls, so the longest bounds how long a stop waits
+on NumPy.
 Figures vary with the machine's load: quote medians and the ratio.
 """
 
@@ -23,9 +25,10 @@ from chatlens import presets
 from chatlens.cache import PromptCache
 from chatlens.cause import Causing
 from chatlens.chat import preview
-from chatlens.contract import READ_CHUNK
+from chatlens.contract import PULL_MS, READ_CHUNK
 from chatlens.host.models import open_model
 from chatlens.needs import Needing, replies_of
+from chatlens.pace import Pace
 from chatlens.pieces import turn_pieces
 from chatlens.pull import greedy
 
@@ -80,19 +83,29 @@ def card(model, messages, record, reply, cache, args):
         print(f"  step {step} ({tok.token_text(reply[step])!r}): card median {1000 * took:.0f} ms = "
               f"{took / step_s:.1f} decode steps; {job.result.computed_tokens} tokens run through")
         if args.pulls:
-            print(f"    {pulls(Causing(cache, record.prompt_ids, reply, pieces, step=step, chunk=READ_CHUNK))}")
+            print(f"    {pulls(cache, lambda: Causing(cache, record.prompt_ids, reply, pieces, step=step, chunk=READ_CHUNK))}")
 
 
-def pulls(job):
-    """Each pull of `job` timed, in words: how long a stop may wait for the one under way."""
-    ms = []
+def pulls(cache, job):
+    """Each pull of job() over `cache`, read in fixed chunks as the page read before its pace and
+    paced as its worker paces it, timed, in words: how long a stop may wait for the one under way."""
+    return f"{pulled(cache, job, None)}\n    {pulled(cache, job, Pace(PULL_MS))}"
+
+
+def pulled(cache, job, pace):
+    cache.pace = pace
+    job, ms = job(), []
+    t0 = time.perf_counter()
     while not job.done:
         t = time.perf_counter()
         job.pull()
         ms.append(1000 * (time.perf_counter() - t))
+    took = time.perf_counter() - t0
+    cache.pace = None
     ms.sort()
-    return (f"read {READ_CHUNK} ids a pull: {len(ms)} pulls, median {statistics.median(ms):.0f} ms, "
-            f"90th percentile {ms[int(0.9 * len(ms))]:.0f} ms, longest {ms[-1]:.0f} ms")
+    how = f"at most {READ_CHUNK} ids a pull, sized to {PULL_MS} ms" if pace else f"{READ_CHUNK} ids a pull"
+    return (f"{how}: {len(ms)} pulls in {took:.1f} s, median "
+            f"{statistics.median(ms):.0f} ms, 90th percentile {ms[int(0.9 * len(ms))]:.0f} ms, longest {ms[-1]:.0f} ms")
 
 
 def decode_step(model, prompt_ids, reply, window):
@@ -144,7 +157,7 @@ def matrix(model, args):
     if args.pulls:
         cache = PromptCache(model.backend(n_ctx=max(r.cache for r in replies)))
         cache.prefill(record.prompt_ids + gen.ids)
-        print(f"    {pulls(Needing(cache, replies, chunk=READ_CHUNK))}")
+        print(f"    {pulls(cache, lambda: Needing(cache, replies, chunk=READ_CHUNK))}")
 
 
 if __name__ == "__main__":
