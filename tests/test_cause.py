@@ -141,6 +141,29 @@ def test_chunked_passes_equal_one_pass():
                 assert parts.measures[name][what][key] == pytest.approx(whole.measures[name][what][key], rel=1e-5, abs=1e-5)
 
 
+def test_the_reply_s_own_candidates_give_the_figures_with_every_piece_read_a_pass_fewer():
+    """The page wrote the reply and kept each step's candidates: the figures with every piece read
+    are those steps' own (up to float32 rounding of a decode step against a pass), and no pass
+    computes them again. Candidates that lack a reply id cannot give them: the pass runs."""
+    def cause(reply_top_k):
+        cache = PromptCache(BACKENDS["numpy"](40))
+        _, gen = cache.generate(PROMPT, eos_id=-1, max_new_tokens=5, top_k=5)
+        return gen, pulled(Causing(cache, PROMPT, gen.ids, tiny_pieces(), step=4, reply_top_k=reply_top_k(gen)))
+
+    gen, computed = cause(lambda gen: None)
+    _, read = cause(lambda gen: gen.top_k)
+    assert read.computed_tokens == computed.computed_tokens - 5  # the step's 5 reply positions, not read again
+    for key in ("p", "top_p", "reply_logprob"):
+        assert getattr(read, key) == pytest.approx(getattr(computed, key), rel=1e-5, abs=1e-5)
+    assert [t["top_id"] for t in read.tokens] == [t["top_id"] for t in computed.tokens] == gen.ids
+    np.testing.assert_allclose([t["p"] for t in read.tokens], [t["p"] for t in computed.tokens], rtol=1e-5, atol=1e-6)
+    for name, m in computed.measures.items():  # the counterfactuals are the same passes as before
+        for what in ("knocked", "removed"):
+            assert read.measures[name][what]["reply_logprob"] == pytest.approx(m[what]["reply_logprob"], abs=1e-5)
+    _, lacking = cause(lambda gen: [[c for c in step if c[0] != gen.ids[2]] for step in gen.top_k])
+    assert lacking.computed_tokens == computed.computed_tokens and lacking.p == computed.p
+
+
 def test_stopping_leaves_only_the_model_s_own_keys(make):
     cache = PromptCache(make(40))
     cache.prefill(PROMPT + REPLY)

@@ -20,7 +20,9 @@ Each is one pass over the reply's positions with every position scored (`plan`, 
 chatlens.passes.Pass values, run by chatlens.passes.Running): at each reply token, its
 probability, the best id and its probability (`tokens`); at the step, p, top_id and top_p; and
 reply_logprob, the log-probability of the reply so far (reply_ids[:S], then the chosen id). The
-same figures with every piece read are the answer's own, and each piece's attention share is the
+same figures with every piece read are the answer's own: a pass too, or, where the caller gives the
+reply's own steps' candidates and they hold every reply id (`reply_top_k`: a reply the page wrote), read
+from those, a pass fewer (a seventh of the Pirate's token strip). Each piece's attention share is the
 step's mean weight on it, every layer and head, the first token left out as the inspection's
 shares leave it (`share`).
 
@@ -36,8 +38,9 @@ reads the positions again).
 API (chatlens.jobs.CauseJob builds the pieces from a turn and pulls this):
     plan(held, prompt_ids, reply_ids, step, chosen_id, pieces, measures=MEASURES) -> [Pass]
     cache_needed(prompt_len, pieces, step) -> int: the KV cache a cause needs
-    Causing(cache, prompt_ids, reply_ids, pieces, *, step, chunk=0, measures=MEASURES): the job
-        (chatlens.pulled's protocol; result: a Cause)
+    Causing(cache, prompt_ids, reply_ids, pieces, *, step, chunk=0, measures=MEASURES, reply_top_k=None):
+        the job (chatlens.pulled's protocol; result: a Cause)
+    own_rows(reply_top_k, reply_ids, step, chosen_id) -> the "with" rows from the reply's candidates
     share(attention, spans) -> float: a piece's attention share
 Bad input (a step out of range, a cache too small) is a ChatlensError, raised before the cache is
 touched.
@@ -55,7 +58,7 @@ from .pulled import Chain
 MEASURES = ("knocked", "removed")  # both counterfactuals, by default
 
 
-def plan(held, prompt_ids, reply_ids, step, chosen_id, pieces, measures=MEASURES) -> list:
+def plan(held, prompt_ids, reply_ids, step, chosen_id, pieces, measures=MEASURES, *, with_=True) -> list:
     """The passes of a cause at `step` over a cache that holds `held`. Each scores the reply's
     positions, from the last prompt token q0 to the step's query (their targets: the reply's ids,
     then `chosen_id`):
@@ -66,11 +69,12 @@ def plan(held, prompt_ids, reply_ids, step, chosen_id, pieces, measures=MEASURES
                a kept turn's two messages, share one pass)
       restore  what the passes overwrote of `held`, read again (or put back)
     Ordered so that each reads the least: knockouts reuse the cache before q0, removals go from
-    the latest point of difference to the earliest, each after the one it shares most with."""
+    the latest point of difference to the earliest, each after the one it shares most with.
+    with_ False: no "with" pass (its figures are the reply's own steps': `own_rows`)."""
     q0 = len(prompt_ids) - 1
     reply = tuple(prompt_ids[q0:]) + tuple(reply_ids[:step])  # the reply's positions' ids
-    passes = [Pass("with", (), q0, reply, 0, chosen_id)]
-    cached = list(held[:q0]) + list(reply)  # what the cache holds as the passes run
+    passes = [Pass("with", (), q0, reply, 0, chosen_id)] if with_ else []
+    cached = list(held[:q0]) + list(reply) if with_ else list(held)  # what the cache holds as the passes run
     if "knocked" in measures:
         for p in pieces:
             if p.knocked_why is None:
@@ -91,6 +95,27 @@ def plan(held, prompt_ids, reply_ids, step, chosen_id, pieces, measures=MEASURES
     if back < len(held):
         passes.append(Pass("restore", (), back, tuple(held[back:]), None))
     return passes
+
+
+def own_rows(reply_top_k, reply_ids, step: int, chosen_id: int) -> list | None:
+    """The "with" pass's rows (target_logit, log_z, top_id, top_logit) taken from the reply's own
+    steps' candidates (`reply_top_k`: [[id, logit, probability], ...] a step, best first, the
+    record's top_k), or None where they cannot give them all: a step not written (the step after
+    the reply) or a reply id not among its step's candidates (a reply typed, or kept without them).
+    A candidate's logit and probability give its step's normalizer: log_z = logit - log(p)."""
+    if reply_top_k is None or len(reply_top_k) <= step:
+        return None
+    rows = []
+    for i in range(step + 1):
+        target = reply_ids[i] if i < step else chosen_id
+        candidates = reply_top_k[i] or []  # a row may be null: a branch's step given without them
+        found = [c for c in candidates if int(c[0]) == int(target)]
+        if not found or not found[0][2] > 0:
+            return None
+        _, logit, prob = found[0]
+        top_id, top_logit, _ = candidates[0]
+        rows.append((float(logit), float(logit) - math.log(prob), int(top_id), float(top_logit)))
+    return rows
 
 
 def cache_needed(prompt_len: int, pieces, step: int) -> int:
@@ -161,14 +186,17 @@ class Causing(Chain):
     """The counterfactuals of one step as a job: the step's inspection, then its plan of passes
     (see the module's docstring). `doing`: what the next step computes, in words."""
 
-    def __init__(self, cache, prompt_ids, reply_ids, pieces, *, step: int, chunk: int = 0, measures=MEASURES):
+    def __init__(self, cache, prompt_ids, reply_ids, pieces, *, step: int, chunk: int = 0, measures=MEASURES,
+                 reply_top_k=None):
+        """reply_top_k: the reply's own steps' candidates (own_rows), for the figures with every
+        piece read, where they hold them; else a pass computes them."""
         prompt_ids, reply_ids = [int(i) for i in prompt_ids], [int(i) for i in reply_ids]
         self.position = step_position(len(prompt_ids), len(reply_ids), step)
         need = cache_needed(len(prompt_ids), pieces, step)
         if need > cache.capacity:
             raise ChatlensError(f"the counterfactuals need {need} tokens of KV cache; it holds {cache.capacity}")
         self.step, self.pieces, self.chunk, self.measures = int(step), list(pieces), chunk, tuple(measures)
-        self.prompt_ids, self.reply_ids = prompt_ids, reply_ids
+        self.prompt_ids, self.reply_ids, self.own = prompt_ids, reply_ids, reply_top_k
         inspecting = Inspecting(cache, prompt_ids + reply_ids[:step], self.position, 1, lens=False)
         self.reused = inspecting.reused
         super().__init__(cache, inspecting)
@@ -197,11 +225,12 @@ class Causing(Chain):
             self._before += 1  # the inspected token itself
             step = self.step
             self.chosen_id = self.reply_ids[step] if step < len(self.reply_ids) else part.result.chosen_id
+            self.own = own_rows(self.own, self.reply_ids, step, self.chosen_id)
             self.passes = plan(list(self.cache.ids), self.prompt_ids, self.reply_ids, step, self.chosen_id,
-                               self.pieces, self.measures)
+                               self.pieces, self.measures, with_=self.own is None)
             return Running(self.cache, self.passes, chunk=self.chunk)
         measures = {p.name: {"knocked": None, "removed": None} for p in self.pieces}
-        with_ = None
+        with_ = None if self.own is None else measure(self.own, tokens=True)
         for p, rows in zip(self.passes, part.result):
             if p.measure == "with":
                 with_ = measure(rows, tokens=True)
