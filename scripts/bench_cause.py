@@ -7,13 +7,14 @@ The turns: Pirate, "Who are you?" (three pieces: the system prompt, the message,
 header), then, after the model's own greedy reply, "Where is your ship?" (five: the kept turn's
 two messages too). For each turn and step: the card's wall time (median of --repeats), the same in
 decode steps (the median decode step of its reply, timed in this process just before), and the
-tokens it ran through. Step "last" is the whole reply: the token strip's every token, every piece,
-both measures. --matrix: the lesson's three-turn conversation (Priya, a tip for sleeping, "What is
-my name?"), each reply the model's own, its matrix (every reply's pieces removed) timed the same
-way. --pulls: each pull's time, read 16 ids a pull (contract.READ_CHUNK) as the page read before
-its pace, then as its worker reads now (each pull sized to contract.PULL_MS by the last's time:
-chatlens.pace): a stop is answered between two pulls, so the longest bounds how long a stop waits
-on NumPy.
+tokens it ran through, each twice: every figure computed (the command line's), and as the page
+asks, with the reply's own candidates (its figures with every piece read, a pass fewer). Step
+"last" is the whole reply: the token strip's every token, every piece, both measures. --matrix:
+the lesson's three-turn conversation (Priya, a tip for sleeping, "What is my name?"), each reply
+the model's own, its matrix (every reply's pieces removed) timed the same way. --pulls: each
+pull's time, read 16 ids a pull (contract.READ_CHUNK) as the page read before its pace, then as
+its worker reads now (each pull sized to contract.PULL_MS by the last's time: chatlens.pace): a
+stop is answered between two pulls, so the longest bounds how long a stop waits on NumPy.
 Figures vary with the machine's load: quote medians and the ratio.
 """
 
@@ -26,6 +27,7 @@ from chatlens.cache import PromptCache
 from chatlens.cause import Causing
 from chatlens.chat import preview
 from chatlens.contract import PULL_MS, READ_CHUNK
+from chatlens.defaults import TOP_K
 from chatlens.host.models import open_model
 from chatlens.needs import Needing, replies_of
 from chatlens.pace import Pace
@@ -50,21 +52,21 @@ def main():
     def turn(messages):
         record = preview(tok, tpl, system=system, messages=messages, window=args.window, reserve=96)
         cache = PromptCache(model.backend(n_ctx=args.window))
-        _, gen = cache.generate(record.prompt_ids, eos_id=model.eos_id, max_new_tokens=96)
-        return record, gen.ids, cache
+        _, gen = cache.generate(record.prompt_ids, eos_id=model.eos_id, max_new_tokens=96, top_k=TOP_K)
+        return record, gen, cache
 
-    first, reply, cache = turn([{"role": "user", "content": FIRST}])
-    card(model, [{"role": "user", "content": FIRST}], first, reply, cache, args)
-    messages = [{"role": "user", "content": FIRST}, {"role": "assistant", "content": tok.decode(reply[:-1])},
+    first, gen, cache = turn([{"role": "user", "content": FIRST}])
+    card(model, [{"role": "user", "content": FIRST}], first, gen, cache, args)
+    messages = [{"role": "user", "content": FIRST}, {"role": "assistant", "content": tok.decode(gen.ids[:-1])},
                 {"role": "user", "content": SECOND}]
-    record, reply, cache = turn(messages)
-    card(model, messages, record, reply, cache, args)
+    record, gen, cache = turn(messages)
+    card(model, messages, record, gen, cache, args)
     if args.matrix:
         matrix(model, args)
 
 
-def card(model, messages, record, reply, cache, args):
-    tok, tpl = model.tokenizer, model.template
+def card(model, messages, record, gen, cache, args):
+    tok, tpl, reply = model.tokenizer, model.template, gen.ids
     pieces = turn_pieces(tok, tpl, record, messages)
     step_s, decode = decode_step(model, record.prompt_ids, reply, args.window)
     print(f"\nturn {len(messages) // 2 + 1}: prompt {len(record.prompt_ids)} tokens, reply {len(reply)}, "
@@ -72,16 +74,18 @@ def card(model, messages, record, reply, cache, args):
     print(f"  decode step: median {1000 * step_s:.1f} ms over {len(decode)} steps")
     for s in args.steps:
         step = len(reply) - 1 if s == "last" else int(s)
-        times = []
-        for _ in range(args.repeats):
-            t = time.perf_counter()
-            job = Causing(cache, record.prompt_ids, reply, pieces, step=step)
-            while not job.done:
-                job.pull()
-            times.append(time.perf_counter() - t)
-        took = statistics.median(times)
-        print(f"  step {step} ({tok.token_text(reply[step])!r}): card median {1000 * took:.0f} ms = "
-              f"{took / step_s:.1f} decode steps; {job.result.computed_tokens} tokens run through")
+        # every figure computed (the command line's), then as the page asks: with the reply's own candidates
+        for own, how in ((None, "card"), (gen.top_k, "with the reply's own candidates")):
+            times = []
+            for _ in range(args.repeats):
+                t = time.perf_counter()
+                job = Causing(cache, record.prompt_ids, reply, pieces, step=step, reply_top_k=own)
+                while not job.done:
+                    job.pull()
+                times.append(time.perf_counter() - t)
+            took = statistics.median(times)
+            print(f"  step {step} ({tok.token_text(reply[step])!r}): {how} median {1000 * took:.0f} ms = "
+                  f"{took / step_s:.1f} decode steps; {job.result.computed_tokens} tokens run through")
         if args.pulls:
             print(f"    {pulls(cache, lambda: Causing(cache, record.prompt_ids, reply, pieces, step=step, chunk=READ_CHUNK))}")
 
