@@ -20,11 +20,11 @@ Each is one pass over the reply's positions with every position scored (`plan`, 
 chatlens.passes.Pass values, run by chatlens.passes.Running): at each reply token, its
 probability, the best id and its probability (`tokens`); at the step, p, top_id and top_p; and
 reply_logprob, the log-probability of the reply so far (reply_ids[:S], then the chosen id). The
-same figures with every piece read are the answer's own: a pass too, or, where the caller gives the
-reply's own steps' candidates and they hold every reply id (`reply_top_k`: a reply the page wrote), read
-from those, a pass fewer (a seventh of the Pirate's token strip). Each piece's attention share is the
-step's mean weight on it, every layer and head, the first token left out as the inspection's
-shares leave it (`share`).
+same figures with every piece read are the answer's own: a pass too, or, where the caller gives
+the reply's own steps' candidates and they hold every reply id (`reply_top_k`: a reply the page
+wrote), read from those, a pass fewer (the Pirate's token strip: 606 tokens run through, not 702).
+Each piece's attention share is the step's mean weight on it, every layer and head, the first
+token left out as the inspection's shares leave it (`share`).
 
 Cost, and the cache. One inspection of the step (its attention, chatlens.inspection), then one
 pass a measure a piece: a knockout reads the S + 1 reply positions again; a removal reads its
@@ -36,7 +36,7 @@ plan's last pass restores it (chatlens.passes: NumPy copies its keys and values 
 reads the positions again).
 
 API (chatlens.jobs.CauseJob builds the pieces from a turn and pulls this):
-    plan(held, prompt_ids, reply_ids, step, chosen_id, pieces, measures=MEASURES) -> [Pass]
+    plan(held, prompt_ids, reply_ids, step, chosen_id, pieces, measures=MEASURES, *, with_=True) -> [Pass]
     cache_needed(prompt_len, pieces, step) -> int: the KV cache a cause needs
     Causing(cache, prompt_ids, reply_ids, pieces, *, step, chunk=0, measures=MEASURES, reply_top_k=None):
         the job (chatlens.pulled's protocol; result: a Cause)

@@ -134,7 +134,8 @@ class Inspecting(Stepper):
         left = self.position - self._at
         if left <= 0:
             return None
-        return list(self._ids[self._at:self._at + sized(getattr(self.cache, "pace", None), left, self.cache.chunk)])
+        n = sized(getattr(self.cache, "pace", None), left, self.cache.chunk)
+        return list(self._ids[self._at:self._at + n])
 
     def _plan(self, ids):
         if ids is not None:
