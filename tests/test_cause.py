@@ -148,10 +148,16 @@ def test_the_reply_s_own_candidates_give_the_figures_with_every_piece_read_a_pas
     def cause(reply_top_k):
         cache = PromptCache(BACKENDS["numpy"](40))
         _, gen = cache.generate(PROMPT, eos_id=-1, max_new_tokens=5, top_k=5)
-        return gen, pulled(Causing(cache, PROMPT, gen.ids, tiny_pieces(), step=4, reply_top_k=reply_top_k(gen)))
+        job, doing = Causing(cache, PROMPT, gen.ids, tiny_pieces(), step=4, reply_top_k=reply_top_k(gen)), []
+        while not job.done:
+            job.pull()
+            doing.append(job.doing)
+        return gen, job.result, doing
 
-    gen, computed = cause(lambda gen: None)
-    _, read = cause(lambda gen: gen.top_k)
+    gen, computed, computing = cause(lambda gen: None)
+    _, read, reading = cause(lambda gen: gen.top_k)
+    assert "the step with every piece read, and each piece knocked out (5 passes at once)" in computing
+    assert "each piece knocked out (4 passes at once)" in reading  # NumPy's batch, the step's own pass not in it
     assert read.computed_tokens == computed.computed_tokens - 5  # the step's 5 reply positions, not read again
     for key in ("p", "top_p", "reply_logprob"):
         assert getattr(read, key) == pytest.approx(getattr(computed, key), rel=1e-5, abs=1e-5)
@@ -160,7 +166,7 @@ def test_the_reply_s_own_candidates_give_the_figures_with_every_piece_read_a_pas
     for name, m in computed.measures.items():  # the counterfactuals are the same passes as before
         for what in ("knocked", "removed"):
             assert read.measures[name][what]["reply_logprob"] == pytest.approx(m[what]["reply_logprob"], abs=1e-5)
-    _, lacking = cause(lambda gen: [[c for c in step if c[0] != gen.ids[2]] for step in gen.top_k])
+    _, lacking, _ = cause(lambda gen: [[c for c in step if c[0] != gen.ids[2]] for step in gen.top_k])
     assert lacking.computed_tokens == computed.computed_tokens and lacking.p == computed.p
 
 

@@ -216,7 +216,8 @@ class Causing(Chain):
             return "the step itself, read as it was"
         now = self.part.current
         if len(now) > 1:
-            return f"the step with every piece read, and each piece knocked out ({len(now)} passes at once)"
+            also = "the step with every piece read, and " if now[0].measure == "with" else ""
+            return f"{also}each piece knocked out ({len(now)} passes at once)"
         return words(now[0], {p.name: p.label for p in self.pieces})
 
     def _after(self, part):
