@@ -7,14 +7,15 @@ The turns: Pirate, "Who are you?" (three pieces: the system prompt, the message,
 header), then, after the model's own greedy reply, "Where is your ship?" (five: the kept turn's
 two messages too). For each turn and step: the card's wall time (median of --repeats), the same in
 decode steps (the median decode step of its reply, timed in this process just before), and the
-tokens it ran through, each twice: every figure computed (the command line's), and as the page
-asks, with the reply's own candidates (its figures with every piece read, a pass fewer). Step
-"last" is the whole reply: the token strip's every token, every piece, both measures. --matrix:
-the lesson's three-turn conversation (Priya, a tip for sleeping, "What is my name?"), each reply
-the model's own, its matrix (every reply's pieces removed) timed the same way. --pulls: each
-pull's time, read 16 ids a pull (contract.READ_CHUNK) as the page read before its pace, then as
-its worker reads now (each pull sized to contract.PULL_MS by the last's time: chatlens.pace): a
-stop is answered between two pulls, so the longest bounds how long a stop waits on NumPy.
+tokens it ran through, each twice: every figure computed (the command line's), and as the
+page's worker runs it, with the reply's own candidates (its figures with every piece read, a pass
+fewer). Step "last" is the whole reply: the token strip's every token, every piece, both
+measures. --matrix: the lesson's three-turn conversation (Priya, a tip for sleeping, "What is my
+name?"), each reply the model's own, its matrix (every reply's pieces removed) timed the same
+way. --pulls: each pull's time, read 16 ids a pull (contract.READ_CHUNK) as the page read before
+its pace, then as its worker reads now (each pull sized to contract.PULL_MS by the last's time:
+chatlens.pace): a stop is answered between two pulls, so the longest bounds how long a stop waits
+on NumPy.
 Figures vary with the machine's load: quote medians and the ratio.
 """
 

@@ -78,6 +78,25 @@ def test_the_next_turn_reuses_what_it_did_before(replied):
     assert call("preview", follow).reused_tokens == before > len(record.prompt_ids)
 
 
+def test_a_reply_this_worker_wrote_lends_its_candidates_to_a_cause_a_pass_fewer(replied):
+    """The page asks each reply's candidates (top_k): the worker keeps them with the reply, and a
+    cause of that reply by the same backend reads its figures with every piece read from them."""
+    wrote = call("run", {**TURN, "top_k": 10})
+    args = {**TURN, "reply_ids": wrote.reply_ids, "step": len(wrote.reply_ids) - 1, "tokens": True}
+    read = caused(args)
+    call("use_numpy", {})  # another backend: what the last one wrote is not its own
+    again = call("run", TURN)  # the same reply, its candidates not asked
+    assert again.reply_ids == wrote.reply_ids
+    computed = caused(args)
+    assert read.computed_tokens == computed.computed_tokens - len(wrote.reply_ids)  # the reply's positions, once
+    for key in ("p", "top_p", "reply_logprob"):
+        assert getattr(read, key) == pytest.approx(getattr(computed, key), abs=1e-5)
+    assert [t["p"] for t in read.tokens] == pytest.approx([t["p"] for t in computed.tokens], abs=1e-5)
+    for mine, theirs in zip(read.pieces, computed.pieces):  # the same passes, batched apart
+        assert (mine.knocked.reply_logprob, mine.removed.reply_logprob) == pytest.approx(
+            (theirs.knocked.reply_logprob, theirs.removed.reply_logprob), abs=1e-5)
+
+
 def test_a_dropped_turn_is_put_back_and_the_default_system_prompt_kept(tiny):
     call("load", {"path": str(tiny.path)})
     call("use_numpy", {})

@@ -21,8 +21,9 @@ chatlens.passes.Pass values, run by chatlens.passes.Running): at each reply toke
 probability, the best id and its probability (`tokens`); at the step, p, top_id and top_p; and
 reply_logprob, the log-probability of the reply so far (reply_ids[:S], then the chosen id). The
 same figures with every piece read are the answer's own: a pass too, or, where the caller gives
-the reply's own steps' candidates and they hold every reply id (`reply_top_k`: a reply the page
-wrote), read from those, a pass fewer (the Pirate's token strip: 606 tokens run through, not 702).
+the reply's own steps' candidates from the same weights and they hold every reply id
+(`reply_top_k`: the worker keeps those of the replies its backend wrote), read from those, a pass
+fewer (the Pirate's token strip: 606 tokens run through, not 702).
 Each piece's attention share is the step's mean weight on it, every layer and head, the first
 token left out as the inspection's shares leave it (`share`).
 

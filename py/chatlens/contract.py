@@ -119,10 +119,6 @@ class Cause(AtStep):
                               "kind is \"dropped\"; the groups \"replies:0\", the assistant's earlier replies, and "
                               "\"history:0\", every earlier turn), or two together \"a+b\"; null: every piece", None)
     tokens: bool = doc("every reply token's figures too: the answer's and each measure's `tokens`", False)
-    reply_top_k: list | None = doc("the reply's candidates as it was written (its record's top_k: [[id, logit, "
-                                   "probability], ...] a step): where every reply id to the step is among its step's, "
-                                   "the figures with every piece read are taken from them, and the pass that would "
-                                   "compute them again is not run", None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -492,7 +492,8 @@ class CauseJob(_Pulled):
     def __init__(self, cache, record, reply_ids, pieces, tokenizer, *, step, chunk=0, model="instruct",
                  tokens=False, reply_top_k=None):
         """record: what the model read (a TurnRecord or a PlainRead); pieces: chatlens.pieces.Piece
-        values (pieces.turn_pieces); reply_top_k: the reply's own steps' candidates (contract.Cause)."""
+        values (pieces.turn_pieces); reply_top_k: the reply's own steps' candidates, where its host
+        wrote it (chatlens.cause.own_rows)."""
         self.record, self.reply_ids, self.step, self.tokenizer = record, list(reply_ids), step, tokenizer
         self.pieces, self.model, self.cache, self.tokens = pieces, model, cache, tokens
         self.pulled = Causing(cache, record.prompt_ids, self.reply_ids, pieces, step=step, chunk=chunk,
@@ -506,7 +507,7 @@ class CauseJob(_Pulled):
         n = max(cache_needed(len(record.prompt_ids), pieces, request.step), record.window)
         cache = host.cache_for(n, f"the prompt, its counterfactuals and the reply so far ({n} tokens)", request.model)
         return cls(cache, record, request.reply_ids, pieces, tok, step=request.step, chunk=chunk, model=request.model,
-                   tokens=request.tokens, reply_top_k=request.reply_top_k)
+                   tokens=request.tokens, reply_top_k=host.written(request.model, record.prompt_ids, request.reply_ids))
 
     def _answer(self, r):
         tok = self.tokenizer

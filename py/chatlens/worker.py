@@ -53,21 +53,35 @@ _RENDER_ARGUMENTS = ("messages", "tools", "documents", "add_generation_prompt", 
                      "template_name")
 
 
+WRITTEN = 16  # replies whose candidates a side keeps
+
+
 class _Side:
-    """One model's weights: how to make its backend, and the cache over it. Each model has its
-    own (the GPU: its own program and executor), so both stay loaded at once."""
+    """One model's weights: how to make its backend, the cache over it, and the candidates of the
+    replies it wrote. Each model has its own (the GPU: its own program and executor), so both stay
+    loaded at once."""
 
     def __init__(self):
         self.new_backend = None  # n_ctx -> Backend, once weights are there
         self.capacity = None  # the most tokens a backend from new_backend can hold
         self.cache = None  # a PromptCache over the current backend
         self.program = None  # the GPU program last built (gpu_program), for use_gpu
+        # (prompt ids, reply ids) -> each reply step's candidates, as this backend wrote the reply:
+        # a cause of it reads its figures with every piece read from them (chatlens.cause.own_rows)
+        self.written = {}
+
+    def wrote(self, prompt_ids, reply_ids, top_k):
+        """Keep a reply's candidates (the last WRITTEN replies'), where it has them for every id."""
+        if top_k and reply_ids and len(top_k) == len(reply_ids):
+            self.written[(tuple(prompt_ids), tuple(reply_ids))] = top_k
+            while len(self.written) > WRITTEN:
+                del self.written[next(iter(self.written))]
 
 
 class _Worker:
     """The requests (each a method named as the request, answering its protocol type) and what a
     job's start takes from its host (chatlens.jobs): text, base_text, record_of, has_weights,
-    cache_for, counting."""
+    cache_for, counting, written."""
 
     def __init__(self):
         self.path = None
@@ -189,7 +203,7 @@ class _Worker:
     def _use(self, model, new_backend, capacity):
         self.job = None
         side = self.sides[model]
-        side.new_backend, side.capacity, side.cache = new_backend, capacity, None
+        side.new_backend, side.capacity, side.cache, side.written = new_backend, capacity, None, {}
 
     def preview(self, a: protocol.Turn):
         return self.record_of(a)
@@ -224,8 +238,20 @@ class _Worker:
 
     def _answered(self, out: protocol.PullAnswer) -> protocol.PullAnswer:
         if out.done is not None:
+            self._ended(self.job, out.done)
             self.job = None
         return out
+
+    def _ended(self, job, done):
+        """A reply written (a chat turn's, a branch's, plain text's): its candidates kept."""
+        if getattr(job, "writes", False):
+            self.sides[getattr(job, "model", "instruct")].wrote(getattr(done, "prompt_ids", None),
+                                                                 getattr(done, "reply_ids", None),
+                                                                 getattr(done, "top_k", None))
+
+    def written(self, model, prompt_ids, reply_ids):
+        """The candidates of a reply this model wrote here after these prompt ids, or None."""
+        return self.sides[model].written.get((tuple(prompt_ids), tuple(reply_ids)))
 
     def _active(self):
         if self.job is None:
@@ -243,7 +269,9 @@ class _Worker:
         self.job = job
         try:
             each = on_token and (lambda t: on_token(t.id, t.text, t.token))
-            return greedy(job, on_token=each, should_stop=should_stop)
+            done = greedy(job, on_token=each, should_stop=should_stop)
+            self._ended(job, done)
+            return done
         finally:
             if self.job is job:
                 self.job = None

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { branchRequest, causeRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../../site/js/page/step.mjs";
+import { branchRequest, compareCellRequest, draftRequest, inspectRequest, keptRecord, plainRequest, recordedRequest } from "../../site/js/page/step.mjs";
 import { toWire } from "../../site/js/page/protocol.mjs";
 
 const settings = { reply_limit: 96, windows: [256, 512, 1024], compare_limit: 48, top_k: 10 };
@@ -33,16 +33,6 @@ test("a branch at step 1 takes the id and keeps the turn's candidates a token, s
   // the reply's own candidates up to the step replaced go with it: the branch's reply has every step's
   const rows = reply.map((id) => [[id, 1, 0.5]]);
   assert.deepEqual(toWire("branch", branchRequest(turn, reply, 1, 4093, { replyTopK: rows }), settings).reply_top_k, rows.slice(0, 2));
-});
-
-test("a cause sends the reply's own candidates when the record kept one list a token: a pass fewer", () => {
-  const rows = reply.map((id) => [[id, 1, 0.5]]);
-  const wire = toWire("cause", causeRequest(turn, { reply_ids: reply, top_k: rows }, 2), settings);
-  assert.deepEqual(wire, { messages: turn.messages, preset: "pirate", window: 512, reply_ids: reply, step: 2, tokens: true,
-                           reply_top_k: rows });
-  // a record without them (a recorded turn, a reply kept without its candidates): the engine computes them
-  assert.equal(toWire("cause", causeRequest(turn, { reply_ids: reply, top_k: null }, 2), settings).reply_top_k, undefined);
-  assert.equal(toWire("cause", causeRequest(turn, { reply_ids: reply, top_k: rows.slice(1) }, 2), settings).reply_top_k, undefined);
 });
 
 test("the request is a copy: changing the reply afterwards changes nothing sent", () => {

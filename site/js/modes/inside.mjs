@@ -122,7 +122,7 @@ async function earlierDigits(page, where, record) {
   for (const [k, step] of steps.entries()) {
     store.stepSaid(`Taking the date away from the year's digit ${k + 1} of ${steps.length + 1}, “${record.reply_tokens[step]}”…`);
     try {
-      const answer = await api.cause(causeRequest(where.args, record, step, { pieces: ["system:0"] }));
+      const answer = await api.cause(causeRequest(where.args, record.reply_ids, step, { pieces: ["system:0"] }));
       const removed = answer.pieces[0].removed;
       out.push({ token: answer.chosen_token, p: answer.p, removed: removed.p });
     } catch (e) {

@@ -264,7 +264,7 @@ async function askCause(page, cause, which) {
   const { where } = cause;
   const step = which === "token" ? cause.step : where.record.reply_ids.length - 1;
   try {
-    const answer = await api.cause(causeRequest(where.args, where.record, step), {
+    const answer = await api.cause(causeRequest(where.args, where.record.reply_ids, step), {
       signal: cause[which].controller.signal,
       onProgress: (p) => store.causeProgress(cause, which, p),
     });
@@ -288,7 +288,7 @@ export async function pairCause(page, cause, name) {
   const pair = store.pairAsked(cause, name, which, { controller: new AbortController() });
   if (!pair) return null;
   try {
-    const answer = await api.cause(causeRequest(cause.where.args, cause.where.record, step, { pieces: [name] }), {
+    const answer = await api.cause(causeRequest(cause.where.args, cause.where.record.reply_ids, step, { pieces: [name] }), {
       signal: pair.controller.signal, onProgress: (p) => store.causeProgress(cause, pair, p),
     });
     store.pairCaused(cause, pair, { answer });

@@ -50,7 +50,7 @@
 //        "instruct" (default) or "base" (once its weights are in); layout: "template" (default) or
 //        "plain" (the last message's text read as it is: plain text's, the comparison's plain
 //        cells). A signal rejects it with an AbortError
-//   await chatlens.cause({...as inspect, pieces, tokens, replyTopK}, {onProgress, signal}) -> which piece of the
+//   await chatlens.cause({...as inspect, pieces, tokens}, {onProgress, signal}) -> which piece of the
 //        turn one step of its reply needed: {prompt_ids, reply_ids, step, position, chosen_id,
 //        chosen_token, p, top_id, top_p, reply_logprob, tokens, pieces: [{name, kind, label, start,
 //        end, spans, count, attention_share, knocked, removed, knocked_why, removed_why}],
@@ -59,8 +59,7 @@
 //        top_token, top_p, reply_logprob, prompt_ids, what, tokens} or null with a sentence why;
 //        pieces: ["system:0", "user:0+assistant:0", ...] (default: every piece and, from two kept
 //        turns, the groups "replies:0" and "history:0"); tokens: true adds each reply position's
-//        {p, top_id, top_p} from 0 to the step; replyTopK: the reply's record's top_k (each step's
-//        candidates), whose figures with every piece read then spare a pass; onProgress({read, of, ms, doing, stage, ...}):
+//        {p, top_id, top_p} from 0 to the step; onProgress({read, of, ms, doing, stage, ...}):
 //        tokens run through of all, what is computed now in words, {done, of} passes. A signal
 //        rejects it with an AbortError; the cache holds what it held
 //   await chatlens.needs({...as run, replies, knocked, pieces, tokens}, {onProgress, signal}) -> which

@@ -26,15 +26,11 @@ export function inspectRequest(turn, replyIds, step, { topK } = {}) {
   return { ...stepOf(turn, replyIds, step), topK };
 }
 
-/** chatlens.cause's arguments: which piece of the turn the step that chose record.reply_ids[step]
- * needed (pieces: ["system:0", "user:0+assistant:0", ...]; undefined: every piece), every reply
- * token's figures with it (tokens: the token strip's; false for a figure alone). The record's
- * candidates, where it kept one list a reply id, go with it (replyTopK): the figures with every
- * piece read are read from them, a pass fewer. */
-export function causeRequest(turn, record, step, { pieces, tokens = true } = {}) {
-  const ids = record.reply_ids;
-  const replyTopK = record.top_k?.length === ids.length ? record.top_k : undefined;
-  return { ...stepOf(turn, ids, step), pieces, tokens, replyTopK };
+/** chatlens.cause's arguments: which piece of the turn the step that chose replyIds[step] needed
+ * (pieces: ["system:0", "user:0+assistant:0", ...]; undefined: every piece), every reply token's
+ * figures with it (tokens: the token strip's; false for a figure alone). */
+export function causeRequest(turn, replyIds, step, { pieces, tokens = true } = {}) {
+  return { ...stepOf(turn, replyIds, step), pieces, tokens };
 }
 
 /** chatlens.needs's arguments: the conversation's matrix, read under `turn`'s settings (the last

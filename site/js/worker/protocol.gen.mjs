@@ -86,6 +86,6 @@ export const FIELDS = {
   Compare: ["text", "max_tokens", "top_k"],
   Branch: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "top_k", "reply_ids", "step", "id", "reply_top_k"],
   Inspect: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "reply_ids", "step", "model", "layout", "top_k"],
-  Cause: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "reply_ids", "step", "model", "layout", "pieces", "tokens", "reply_top_k"],
+  Cause: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "reply_ids", "step", "model", "layout", "pieces", "tokens"],
   Needs: ["messages", "window", "reserve", "max_tokens", "preset", "custom", "system", "special_in_text", "replies", "knocked", "pieces", "tokens"],
 };
