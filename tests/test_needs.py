@@ -93,6 +93,29 @@ def test_a_row_is_the_cause_on_that_turn_s_whole_reply(conversation):
     assert any(a.doing and a.doing.startswith("reply 3 of 3: the assistant's earlier replies") for a in answers)
 
 
+def test_replies_this_worker_wrote_with_their_candidates_spare_each_row_a_pass(tiny):
+    """The page asks each reply's candidates (top_k): the worker keeps them, and a row whose turn it
+    wrote after the same prompt reads its figures with every piece read from them."""
+    def matrix(top_k):
+        call("use_numpy", {})  # a new backend: nothing it wrote yet, an empty cache
+        messages, records = [], []
+        for text in ("Hi! My name is Priya.", "Give me one tip.", "What is my name?"):
+            messages.append({"role": "user", "content": text})
+            records.append(call("run", {"messages": messages, "window": WINDOW, "max_tokens": 6, "top_k": top_k}))
+            messages.append({"role": "assistant", "content": records[-1].reply_text})
+        return records, finished("needs", {"messages": messages, "window": WINDOW, "max_tokens": 6,
+                                           "replies": [r.reply_ids for r in records]})
+
+    call("load", {"path": str(tiny.path)})
+    records, computed = matrix(0)
+    _, read = matrix(10)
+    assert read.computed_tokens == computed.computed_tokens - sum(len(r.reply_ids) for r in records)
+    for ours, theirs in zip(read.turns, computed.turns):
+        assert ours.reply_logprob == pytest.approx(theirs.reply_logprob, abs=1e-5)
+        assert [p.removed and p.removed.reply_logprob for p in ours.pieces] == pytest.approx(
+            [p.removed and p.removed.reply_logprob for p in theirs.pieces], abs=1e-5)
+
+
 def test_without_replies_each_message_is_read_as_the_template_writes_it(conversation, tiny):
     messages, records = conversation
     got = finished("needs", {"messages": messages, "window": WINDOW, "max_tokens": 6})

@@ -538,7 +538,8 @@ class NeedsJob(_Pulled):
 
     @classmethod
     def start(cls, host, request, *, depth, chunk):
-        replies = replies_of(host.record_of, host.text.tokenizer, host.text.template, host.text.eos_id, request)
+        replies = [replace(r, top_k=host.written("instruct", r.record.prompt_ids, r.reply_ids))
+                   for r in replies_of(host.record_of, host.text.tokenizer, host.text.template, host.text.eos_id, request)]
         n = max(r.cache for r in replies)
         cache = host.cache_for(n, f"the conversation's longest turn and its counterfactuals ({n} tokens)")
         return cls(cache, replies, host.text.tokenizer, chunk=chunk, knocked=request.knocked, tokens=request.tokens)

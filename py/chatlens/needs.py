@@ -34,13 +34,16 @@ from .window import tokenize
 class Reply:
     """One assistant reply of the conversation, to measure: `turn` (its place among the replies,
     from 0), `message_index` (its message's), the record of what the model read before it, the
-    messages that record was made from, its ids, and the pieces its cause takes away."""
+    messages that record was made from, its ids, the pieces its cause takes away, and its steps'
+    candidates where the backend that measures it wrote it after that record's prompt (top_k,
+    chatlens.cause.own_rows: its figures with every piece read, a pass fewer)."""
     turn: int
     message_index: int
     record: object
     messages: list
     reply_ids: list
     pieces: list
+    top_k: list | None = None
 
     @property
     def cache(self) -> int:
@@ -118,7 +121,7 @@ class Needing(Chain):
 
     def _cause(self, r, cache=None):
         return Causing(cache or self.cache, r.record.prompt_ids, r.reply_ids, r.pieces, step=len(r.reply_ids) - 1,
-                       chunk=self.chunk, measures=self.measures)
+                       chunk=self.chunk, measures=self.measures, reply_top_k=r.top_k)
 
     @property
     def stage(self) -> tuple:
