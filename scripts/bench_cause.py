@@ -22,6 +22,7 @@ Figures vary with the machine's load: quote medians and the ratio.
 import argparse
 import statistics
 import time
+from dataclasses import replace
 
 from chatlens import presets
 from chatlens.cache import PromptCache
@@ -129,14 +130,17 @@ MATRIX = ["Hi! My name is Priya.", "Give me one tip for sleeping better.", "What
 
 
 def matrix(model, args):
-    """The lesson's three turns, each reply the model's own (96 tokens at most), then their matrix."""
+    """The lesson's three turns, each reply the model's own (96 tokens at most), then their matrix,
+    each reply measured with its ids, as the page asks it of a conversation it wrote."""
     tok, tpl = model.tokenizer, model.template
-    messages = []
+    messages, written, ids = [], {}, []
     cache = PromptCache(model.backend(n_ctx=args.window))
     for text in MATRIX:
         messages.append({"role": "user", "content": text})
         record = preview(tok, tpl, system=None, messages=messages, window=args.window, reserve=96)
-        _, gen = cache.generate(record.prompt_ids, eos_id=model.eos_id, max_new_tokens=96)
+        _, gen = cache.generate(record.prompt_ids, eos_id=model.eos_id, max_new_tokens=96, top_k=TOP_K)
+        written[tuple(record.prompt_ids), tuple(gen.ids)] = gen.top_k  # as the page's worker keeps them
+        ids.append(gen.ids)  # each reply's ids as its record has them, as the page asks the matrix
         messages.append({"role": "assistant", "content": tok.decode([i for i in gen.ids if i != model.eos_id])})
     step_s, _ = decode_step(model, record.prompt_ids, gen.ids, args.window)
 
@@ -145,20 +149,22 @@ def matrix(model, args):
 
     from chatlens.contract import Needs
 
-    replies = replies_of(record_of, tok, tpl, model.eos_id, Needs(messages=messages, window=args.window))
+    replies = replies_of(record_of, tok, tpl, model.eos_id, Needs(messages=messages, window=args.window, replies=ids))
     print(f"\nthe matrix: {len(replies)} replies of {[len(r.reply_ids) for r in replies]} tokens, "
           f"pieces {[len(r.pieces) for r in replies]}")
-    times = []
-    for _ in range(args.repeats):
-        cache = PromptCache(model.backend(n_ctx=max(r.cache for r in replies)))
-        cache.prefill(record.prompt_ids + gen.ids)  # as the chat leaves it: the last turn cached
-        t = time.perf_counter()
-        job = Needing(cache, replies)
-        greedy(job)
-        times.append(time.perf_counter() - t)
-    took = statistics.median(times)
-    print(f"  every reply's pieces removed, the last turn cached: median {1000 * took:.0f} ms = {took / step_s:.1f} decode steps "
-          f"(step {1000 * step_s:.1f} ms); {job.prompt_read} tokens run through")
+    own = [replace(r, top_k=written.get((tuple(r.record.prompt_ids), tuple(r.reply_ids)))) for r in replies]
+    for measured, how in ((replies, "every figure computed"), (own, "with the replies' own candidates")):
+        times = []
+        for _ in range(args.repeats):
+            cache = PromptCache(model.backend(n_ctx=max(r.cache for r in replies)))
+            cache.prefill(record.prompt_ids + gen.ids)  # as the chat leaves it: the last turn cached
+            t = time.perf_counter()
+            job = Needing(cache, measured)
+            greedy(job)
+            times.append(time.perf_counter() - t)
+        took = statistics.median(times)
+        print(f"  every reply's pieces removed, the last turn cached, {how}: median {1000 * took:.0f} ms = "
+              f"{took / step_s:.1f} decode steps (step {1000 * step_s:.1f} ms); {job.prompt_read} tokens run through")
     if args.pulls:
         cache = PromptCache(model.backend(n_ctx=max(r.cache for r in replies)))
         cache.prefill(record.prompt_ids + gen.ids)
