@@ -72,7 +72,7 @@ class _Side:
 
     def wrote(self, prompt_ids, reply_ids, top_k):
         """Keep a reply's candidates (the last WRITTEN replies'), where it has them for every id."""
-        if top_k and reply_ids and len(top_k) == len(reply_ids):
+        if prompt_ids and reply_ids and top_k and len(top_k) == len(reply_ids):
             self.written[(tuple(prompt_ids), tuple(reply_ids))] = top_k
             while len(self.written) > WRITTEN:
                 del self.written[next(iter(self.written))]
