@@ -155,7 +155,8 @@ class Compare:
 # inspection's read, a cause's or a matrix's passes): chatlens.pace sizes each by the time the last
 # took, so a stop waits at most about one (within 200 ms where one id takes less). A reply's prompt
 # is not paced: on the NumPy without BLAS that stands in for Pyodide's, 167 tokens take 3.3 s in
-# steps of 16 and 4.3 s paced (docs/speed.md), and its first token counts more than a stop's wait.
+# steps of 16 and 4.2 to 4.5 s paced (docs/speed.md), and its first token counts more than a stop's
+# wait.
 READ_CHUNK = 16
 PULL_MS = 150
 

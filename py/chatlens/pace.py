@@ -1,11 +1,12 @@
 """How many ids a NumPy step reads: as many as it computes in about a pull's time.
 
 A page's stop is answered between two pulls, and a NumPy pull is one call into Python that nothing
-interrupts (the isolation a SharedArrayBuffer needs is not the static site's to ask for). So a
-pull's time bounds how long a stop waits. A fixed number of ids does not bound it: the same 16 ids
-take 0.05 s with OpenBLAS and 0.5 s in a NumPy without BLAS, as Pyodide's is, on the same machine
-(docs/speed.md), and the page runs on any machine. A `Pace` times the steps its cache computes and
-sizes the next from the last: each pull then takes about `ms`, whatever computes it.
+interrupts (interrupting Python needs a SharedArrayBuffer, so cross-origin isolation, which a static
+host may not give). So a pull's time bounds how long a stop waits. A fixed number of ids does not
+bound it: 16 scored ids took about 0.13 s with OpenBLAS on one thread and 0.5 s in a NumPy without
+BLAS, as Pyodide's is, on the same machine (docs/speed.md), and the page runs on any machine. A
+`Pace` times the steps its cache computes and sizes the next from the last: each pull then takes
+about `ms`, whatever computes it.
 
     pace = Pace(150)
     n = pace.size(left=80, most=16)   # the ids the next step reads: 1 before any step was timed
@@ -24,9 +25,6 @@ A kind not timed yet starts again from one id.
 import math
 import time
 from contextlib import contextmanager
-
-KINDS = ("read", "scored")
-
 
 class Pace:
     """The size of the next step of a kind, from the time the last step of that kind took."""
