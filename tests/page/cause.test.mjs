@@ -3,7 +3,8 @@
 // prints (the Pirate's "ye", its numbers rounded); the view only words them.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { likelier, moved, pieceWords, replySpan, tokenSentence } from "../../site/js/views/cause.mjs";
+import { likelier } from "../../site/js/lesson/terms.mjs";
+import { moved, pieceWords, replySpan, tokenSentence } from "../../site/js/views/cause.mjs";
 
 const answer = {
   step: 1, reply_ids: [49, 6602, 28], chosen_id: 6602, chosen_token: "ye", p: 0.1256, top_id: 6602, top_p: 0.1256,

@@ -3,8 +3,7 @@
 // for the factor they quote (times), the strip's labels too.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { change, LITTLE, moved, times } from "../../site/js/lesson/terms.mjs";
-import { likelier } from "../../site/js/views/cause.mjs";
+import { change, likelier, LITTLE, moved, times } from "../../site/js/lesson/terms.mjs";
 
 test("a change is little only within a factor of 1.1 either way; else it falls or rises", () => {
   assert.equal(LITTLE, 1.1);

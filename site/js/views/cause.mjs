@@ -11,7 +11,7 @@
 import { change, likelier, moved, percent, visibleToken } from "../lesson/terms.mjs";
 import { count, el, term } from "./dom.mjs";
 
-export { likelier, moved };
+export { moved };
 
 /** What each measure is and is not, one sentence each (the view says them once, above the table). */
 export const MEASURES = {

@@ -9,8 +9,7 @@
 // the answer's log-probabilities, and its share a token). The pure parts (columnsOf, cellOf,
 // rowSentence) are played in node (tests/page/needs.test.mjs).
 
-import { change, percent } from "../lesson/terms.mjs";
-import { likelier } from "./cause.mjs";
+import { change, likelier, percent } from "../lesson/terms.mjs";
 import { count, el, term } from "./dom.mjs";
 import { band, factorWords } from "./strip.mjs";
 
