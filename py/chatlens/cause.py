@@ -197,7 +197,8 @@ class Causing(Chain):
         if need > cache.capacity:
             raise ChatlensError(f"the counterfactuals need {need} tokens of KV cache; it holds {cache.capacity}")
         self.step, self.pieces, self.chunk, self.measures = int(step), list(pieces), chunk, tuple(measures)
-        self.prompt_ids, self.reply_ids, self.own = prompt_ids, reply_ids, reply_top_k
+        self.prompt_ids, self.reply_ids, self.reply_top_k = prompt_ids, reply_ids, reply_top_k
+        self.own = None  # the "with" rows read from reply_top_k, once the step's chosen id is known
         inspecting = Inspecting(cache, prompt_ids + reply_ids[:step], self.position, 1, lens=False)
         self.reused = inspecting.reused
         super().__init__(cache, inspecting)
@@ -227,7 +228,7 @@ class Causing(Chain):
             self._before += 1  # the inspected token itself
             step = self.step
             self.chosen_id = self.reply_ids[step] if step < len(self.reply_ids) else part.result.chosen_id
-            self.own = own_rows(self.own, self.reply_ids, step, self.chosen_id)
+            self.own = own_rows(self.reply_top_k, self.reply_ids, step, self.chosen_id)
             self.passes = plan(list(self.cache.ids), self.prompt_ids, self.reply_ids, step, self.chosen_id,
                                self.pieces, self.measures, with_=self.own is None)
             return Running(self.cache, self.passes, chunk=self.chunk)
