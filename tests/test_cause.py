@@ -141,6 +141,35 @@ def test_chunked_passes_equal_one_pass():
                 assert parts.measures[name][what][key] == pytest.approx(whole.measures[name][what][key], rel=1e-5, abs=1e-5)
 
 
+def test_numpy_s_batch_reads_each_pass_from_its_own_start():
+    """NumPy runs whole passes at once (chatlens.passes), each starting no later than the one before:
+    a knockout from the reply's first position, then removals from where their prompts differ. Each
+    reads only what the cache held, so its rows are score()'s run in turn after a truncate (up to
+    float32 rounding of products over more rows), and the cache then holds the last pass's ids."""
+    q0, ids = len(PROMPT) - 1, PROMPT + REPLY
+    without_b, without_a = PROMPT[8:] + REPLY, [9, 9] + PROMPT[4:] + REPLY  # tiny_pieces' removals, from 4 and 0
+    runs = [(q0, ids[q0:], 0, 5, ((4, 8),)),
+            (4, without_b, len(PROMPT[8:]) - 1, 5, None),
+            (0, without_a, len(PROMPT) - 3, 5, None)]
+    one = BACKENDS["numpy"](40)
+    one.prefill(ids)
+    want = []
+    for start, run_ids, score_from, next_id, hidden in runs:
+        one.truncate(start)
+        want.append(one.score(run_ids, score_from=score_from, next_id=next_id, hidden=hidden))
+    cache = PromptCache(BACKENDS["numpy"](40))
+    cache.prefill(ids)
+    got = cache.score_many(runs)
+    assert [len(rows) for rows in got] == [len(REPLY) + 1] * 3
+    for mine, theirs in zip(got, want):
+        assert [r[2] for r in mine] == [r[2] for r in theirs]  # the best ids
+        np.testing.assert_allclose([r[:2] for r in mine], [r[:2] for r in theirs], rtol=1e-5, atol=1e-5)
+    assert cache.ids == without_a and cache.backend.length == one.length == len(without_a)
+    np.testing.assert_allclose(cache.backend.k_cache[..., :one.length], one.k_cache[..., :one.length], atol=1e-5)
+    with pytest.raises(ChatlensError, match="each no later than the one before"):
+        cache.score_many([(0, ids[:4], 0, 5, None), (2, ids[2:6], 0, 5, None)])
+
+
 def test_the_reply_s_own_candidates_give_the_figures_with_every_piece_read_a_pass_fewer():
     """The page wrote the reply and kept each step's candidates: the figures with every piece read
     are those steps' own (up to float32 rounding of a decode step against a pass), and no pass
@@ -156,8 +185,9 @@ def test_the_reply_s_own_candidates_give_the_figures_with_every_piece_read_a_pas
 
     gen, computed, computing = cause(lambda gen: None)
     _, read, reading = cause(lambda gen: gen.top_k)
-    assert "the step with every piece read, and each piece knocked out (5 passes at once)" in computing
-    assert "each piece knocked out (4 passes at once)" in reading  # NumPy's batch, the step's own pass not in it
+    # NumPy's batch: every pass but the cache put back; reading, the step's own pass not in it
+    assert "the step with every piece read, each piece knocked out, and each piece removed (9 passes at once)" in computing
+    assert "each piece knocked out and each piece removed (8 passes at once)" in reading
     assert read.computed_tokens == computed.computed_tokens - 5  # the step's 5 reply positions, not read again
     for key in ("p", "top_p", "reply_logprob"):
         assert getattr(read, key) == pytest.approx(getattr(computed, key), rel=1e-5, abs=1e-5)
@@ -173,8 +203,8 @@ def test_the_reply_s_own_candidates_give_the_figures_with_every_piece_read_a_pas
 def test_stopping_leaves_only_the_model_s_own_keys(make):
     cache = PromptCache(make(40))
     cache.prefill(PROMPT + REPLY)
-    job = Causing(cache, PROMPT, REPLY, tiny_pieces(), step=3)
-    for _ in range(4):  # the inspection, the baseline, and a knockout under way
+    job = Causing(cache, PROMPT, REPLY, tiny_pieces(), step=3, chunk=2)  # 2 ids a pull: no batch
+    for _ in range(4):  # the inspection, the baseline's two pulls, and a knockout under way
         job.pull()
     job.stop()
     assert job.done and job.result is None

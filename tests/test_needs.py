@@ -110,10 +110,10 @@ def test_replies_this_worker_wrote_with_their_candidates_spare_each_row_a_pass(t
     records, computed = matrix(0)
     _, read = matrix(10)
     assert read.computed_tokens == computed.computed_tokens - sum(len(r.reply_ids) for r in records)
-    for ours, theirs in zip(read.turns, computed.turns):
-        assert ours.reply_logprob == pytest.approx(theirs.reply_logprob, abs=1e-5)
+    for ours, theirs in zip(read.turns, computed.turns):  # up to float32 rounding: batched apart
+        assert ours.reply_logprob == pytest.approx(theirs.reply_logprob, abs=1e-4)
         assert [p.removed and p.removed.reply_logprob for p in ours.pieces] == pytest.approx(
-            [p.removed and p.removed.reply_logprob for p in theirs.pieces], abs=1e-5)
+            [p.removed and p.removed.reply_logprob for p in theirs.pieces], abs=1e-4)
 
 
 def test_without_replies_each_message_is_read_as_the_template_writes_it(conversation, tiny):

@@ -55,9 +55,9 @@ class Slow:
         self._costs("scored", len(ids))
         return self.backend.score(ids, **kw)
 
-    def score_many(self, ids, *, hiddens, **kw):
-        self._costs("scored", len(ids) * len(hiddens))
-        return self.backend.score_many(ids, hiddens=hiddens, **kw)
+    def score_many(self, runs):
+        self._costs("scored", sum(len(ids) for _, ids, *_ in runs))
+        return self.backend.score_many(runs)
 
     def inspect(self, token_id):
         self._costs("scored", 1)

@@ -107,12 +107,16 @@ class PromptCache:
         self.ids += ids
         return rows
 
-    def score_many(self, ids, *, score_from: int, next_id: int, hiddens) -> list:
-        """Several passes over the same ids at once, the b-th hiding hiddens[b] (the backend's
-        score_many): their scored rows, a list a pass. The cache holds what it held."""
-        with self._timed(len(ids) * len(hiddens), "scored"):
-            return self._guarded(self.backend.score_many, [int(i) for i in ids], score_from=score_from,
-                                 next_id=next_id, hiddens=list(hiddens))
+    def score_many(self, runs) -> list:
+        """Several passes at once, runs ((start, ids, score_from, next_id, hidden), ...), starts not
+        increasing, as if each were score()d in turn after truncate(start) (the backend's
+        score_many): their scored rows, a list a pass. The cache then holds the last pass's."""
+        runs = [(int(s), [int(i) for i in ids], int(f), int(n), h) for s, ids, f, n, h in runs]
+        with self._timed(sum(len(ids) for _, ids, *_ in runs), "scored"):
+            rows = self._guarded(self.backend.score_many, runs)
+        start, ids, *_ = runs[-1]
+        self.ids = self.ids[:start] + ids
+        return rows
 
     def plan_score(self, ids, *, score_from: int, next_id: int, hidden=None):
         return self._guarded(self.backend.plan_score, ids, score_from=score_from, next_id=next_id, hidden=hidden)

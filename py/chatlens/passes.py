@@ -10,8 +10,9 @@ passes overwrote, read again as the cache held them.
 `Running` pulls a plan (chatlens.pulled's protocol), chunked as the backend takes its ids
 (`part`, the one rule, which WebGPUBackend.score shares through `chunks`), and under the cache's
 pace (chatlens.pace) as many as it computes in the pace's time, sized step by step. NumPy runs a
-run of one-chunk passes over the same ids at once (score_many: the weights read once for all, not
-once a pass), as many as the pace allows, and
+run of whole passes, each starting no later than the one before, at once (score_many: each reads
+only what the cache held, so the run equals its passes run in turn; the weights are read once for
+all, not once a pass), as many as the pace allows, and
 restores by putting its kept keys and values back (PromptCache.kept, put_back: bit for bit)
 rather than reading again; the GPU reads the restore's ids again (equal ids; values equal up to a
 prefill chunk's rounding against the steps that first wrote them). After a pass that hid keys,
@@ -53,10 +54,6 @@ def chunks(ids, size: int, score_from: int | None, next_id):
     size = size or max(len(ids), 1)
     for at in range(0, len(ids), size):
         yield (at, *part(ids, at, size, score_from, next_id))
-
-
-def _fed_alike(a: Pass, b: Pass) -> bool:
-    return (a.at, a.ids, a.score_from, a.next_id) == (b.at, b.ids, b.score_from, b.next_id)
 
 
 @dataclass(frozen=True)
@@ -134,12 +131,24 @@ class Running(Stepper):
         head = _Unit(i, ids, scored, nxt, fed == 0, fed + len(ids) >= len(p.ids))
         if not (self._batch and head.first and head.last and scored is not None):
             return [head]
-        same = 1  # the passes from here that read the same ids after the same cache, scored alike
-        while i + same < len(self.passes) and _fed_alike(self.passes[i + same], p):
-            same += 1
-        # the batch's rows (ids times passes) as the pace allows; with no pace, all of them
-        fits = sized(self.pace, same * len(ids), kind="scored") // len(ids)
-        return [head] + [_Unit(i + b, ids, scored, nxt, True, True) for b in range(1, max(min(same, fits), 1))]
+        # the whole scored passes from here that each start no later than the one before: each then
+        # reads only what the cache holds now (NumPy's score_many), so they run as one batch, their
+        # rows as many as the pace allows (with no pace, all of them)
+        run = [p]
+        while i + len(run) < len(self.passes):
+            q = self.passes[i + len(run)]
+            if self._copied(q) or q.score_from is None or not q.ids or q.at > run[-1].at \
+                    or (self.chunk and len(q.ids) > self.chunk):
+                break
+            run.append(q)
+        fits = sized(self.pace, sum(len(q.ids) for q in run), kind="scored")
+        units, rows = [head], len(ids)
+        for b, q in enumerate(run[1:], i + 1):
+            rows += len(q.ids)
+            if rows > fits:
+                break
+            units.append(_Unit(b, list(q.ids), q.score_from, q.next_id, True, True))
+        return units
 
     def _next(self):
         units = self._next_units()
@@ -167,8 +176,8 @@ class Running(Stepper):
         u = units[0]
         p = self.passes[u.index]
         if len(units) > 1:
-            every = self.cache.score_many(u.ids, score_from=u.score_from, next_id=u.next_id,
-                                          hiddens=[self.passes[v.index].hidden or None for v in units])
+            every = self.cache.score_many([(q.at, q.ids, q.score_from, q.next_id, q.hidden or None)
+                                           for q in (self.passes[v.index] for v in units)])
             for v, rows in zip(units, every):
                 self.rows[v.index] = rows
         elif p.measure == "restore" and self._kept is not None:
@@ -182,13 +191,15 @@ class Running(Stepper):
 
     def _done(self, units):
         for u in units:
-            p = self.passes[u.index]
-            if not self._copied(p):
+            if not self._copied(self.passes[u.index]):
                 self.prompt_read += len(u.ids)
-            self._hiding = p if p.hidden and not u.last and len(units) == 1 else None
-            if u.last and p.hidden and len(units) == 1:
-                self.cache.truncate(p.at)  # what the knockout computed is not the model's reading
-            self._pass, self._fed = (u.index + 1, 0) if u.last else (u.index, self._fed + len(u.ids))
+        # the cache holds the last unit's pass (a batch's earlier passes' keys are written over)
+        u = units[-1]
+        p = self.passes[u.index]
+        self._hiding = p if p.hidden and not u.last else None
+        if u.last and p.hidden:
+            self.cache.truncate(p.at)  # what the knockout computed is not the model's reading
+        self._pass, self._fed = (u.index + 1, 0) if u.last else (u.index, self._fed + len(u.ids))
         self._units = None
         self._skip()
         if self._pass >= len(self.passes):
