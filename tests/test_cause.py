@@ -195,7 +195,7 @@ def test_the_reply_s_own_candidates_give_the_figures_with_every_piece_read_a_pas
     np.testing.assert_allclose([t["p"] for t in read.tokens], [t["p"] for t in computed.tokens], rtol=1e-5, atol=1e-6)
     for name, m in computed.measures.items():  # the counterfactuals are the same passes as before
         for what in ("knocked", "removed"):
-            assert read.measures[name][what]["reply_logprob"] == pytest.approx(m[what]["reply_logprob"], abs=1e-5)
+            assert read.measures[name][what]["reply_logprob"] == pytest.approx(m[what]["reply_logprob"], rel=1e-5, abs=1e-5)
     _, lacking, _ = cause(lambda gen: [[c for c in step if c[0] != gen.ids[2]] for step in gen.top_k])
     assert lacking.computed_tokens == computed.computed_tokens and lacking.p == computed.p
 

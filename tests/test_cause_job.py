@@ -92,11 +92,11 @@ def test_a_reply_this_worker_wrote_lends_its_candidates_to_a_cause_a_pass_fewer(
     computed = caused(args)
     assert read.computed_tokens == computed.computed_tokens - len(wrote.reply_ids)  # the reply's positions, once
     for key in ("p", "top_p", "reply_logprob"):
-        assert getattr(read, key) == pytest.approx(getattr(computed, key), abs=1e-5)
+        assert getattr(read, key) == pytest.approx(getattr(computed, key), rel=1e-5, abs=1e-5)
     assert [t["p"] for t in read.tokens] == pytest.approx([t["p"] for t in computed.tokens], abs=1e-5)
     for mine, theirs in zip(read.pieces, computed.pieces):  # the same passes, batched apart
         assert (mine.knocked.reply_logprob, mine.removed.reply_logprob) == pytest.approx(
-            (theirs.knocked.reply_logprob, theirs.removed.reply_logprob), abs=1e-5)
+            (theirs.knocked.reply_logprob, theirs.removed.reply_logprob), rel=1e-5, abs=1e-5)
 
 
 def test_a_dropped_turn_is_put_back_and_the_default_system_prompt_kept(tiny):
