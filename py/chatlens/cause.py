@@ -31,8 +31,8 @@ Cost, and the cache. One inspection of the step (its attention, chatlens.inspect
 pass a measure a piece: a knockout reads the S + 1 reply positions again; a removal reads its
 prompt from where it first differs from what the cache holds (a system prompt's: nearly all of
 it), then the S + 1. `plan` orders the passes so that each starts no later than the one before,
-and NumPy runs them as one batch (the weights read once, not once a pass; the Pirate's token
-strip 17% faster than one pass at a time): scripts/bench_cause.py measures it. Afterwards the
+and NumPy runs them as one batch (the weights read once, not once a pass: the Pirate's token
+strip in 17% less time than with only the knockouts batched): scripts/bench_cause.py measures it. Afterwards the
 cache holds what it held after the inspection (what the turn reuses next stays reused): the
 plan's last pass restores it (chatlens.passes: NumPy copies its keys and values back, the GPU
 reads the positions again).
