@@ -10,7 +10,7 @@ about `ms`, whatever computes it.
 
     pace = Pace(150)
     n = pace.size(left=80, most=16)   # the ids the next step reads: 1 before any step was timed
-    with pace.timing(n):              # the step that computes those n rows (a batch of k passes: n * k)
+    with pace.timing(n):              # the step that computes those n rows (a batch: every pass's)
         ...
 
 The rule: a step that took t for n rows sizes the next n * ms / t, rounded up while t is under
@@ -26,6 +26,12 @@ import math
 import time
 from contextlib import contextmanager
 
+
+def capped(left: int, most: int = 0) -> int:
+    """`left`, at most `most` (0: no limit), and at least one."""
+    return max(min(int(left), int(most)) if most > 0 else int(left), 1)
+
+
 class Pace:
     """The size of the next step of a kind, from the time the last step of that kind took."""
 
@@ -36,7 +42,7 @@ class Pace:
 
     def size(self, left: int, most: int = 0, kind: str = "read") -> int:
         """The ids the next step reads of the `left` still to read, at most `most` (0: no limit)."""
-        n = max(int(left), 1) if most <= 0 else max(min(int(left), int(most)), 1)
+        n = capped(left, most)
         if kind not in self.last:
             return 1
         rows, seconds = self.last[kind]
@@ -45,7 +51,7 @@ class Pace:
 
     @contextmanager
     def timing(self, rows: int, kind: str = "read"):
-        """Times the step of `kind` computing `rows` rows (ids, times the passes a batch runs)."""
+        """Times the step of `kind` computing `rows` rows (its ids; a batch's: every pass's)."""
         start = self.clock()
         yield
         if rows > 0:
@@ -56,6 +62,4 @@ def sized(pace, left: int, *limits, kind: str = "read") -> int:
     """The ids a step of `kind` reads now of the `left` still to read: at most each positive limit (a
     job's chunk, the backend's own), and under a pace what its time allows. No pace, no limit: all."""
     most = min((int(c) for c in limits if c and int(c) > 0), default=0)
-    if pace is not None:
-        return pace.size(left, most, kind)
-    return max(min(left, most) if most else left, 1)
+    return pace.size(left, most, kind) if pace is not None else capped(left, most)
