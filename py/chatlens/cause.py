@@ -32,10 +32,10 @@ pass a measure a piece: a knockout reads the S + 1 reply positions again; a remo
 prompt from where it first differs from what the cache holds (a system prompt's: nearly all of
 it), then the S + 1. `plan` orders the passes so that each starts no later than the one before,
 and NumPy runs them as one batch (the weights read once, not once a pass: the Pirate's token
-strip in 17% less time than with only the knockouts batched): scripts/bench_cause.py measures it. Afterwards the
-cache holds what it held after the inspection (what the turn reuses next stays reused): the
-plan's last pass restores it (chatlens.passes: NumPy copies its keys and values back, the GPU
-reads the positions again).
+strip in 17% less time than with only the knockouts batched): scripts/bench_cause.py measures
+it. Afterwards the cache holds what it held after the inspection (what the turn reuses next
+stays reused): the plan's last pass restores it (chatlens.passes: NumPy copies its keys and
+values back, the GPU reads the positions again).
 
 API (chatlens.jobs.CauseJob builds the pieces from a turn and pulls this):
     plan(held, prompt_ids, reply_ids, step, chosen_id, pieces, measures=MEASURES, *, with_=True) -> [Pass]

@@ -262,7 +262,7 @@ class NumpyBackend(Regrows):
         Afterwards the cache holds what it held before the last pass's start, then that pass's keys
         and values (hidden ones too: the caller truncates them away)."""
         runs = [(int(s), [int(i) for i in ids], int(f), int(n), h) for s, ids, f, n, h in runs]
-        for start, ids, score_from, _, _ in runs:
+        for _, ids, score_from, _, _ in runs:
             if not ids or len(ids) > PREFILL_CHUNK or not 0 <= score_from < len(ids):
                 raise ChatlensError(f"a batch of passes takes 1 to {PREFILL_CHUNK} ids a pass and a first scored row among them")
         starts = [start for start, *_ in runs]

@@ -110,8 +110,8 @@ class Running(Stepper):
 
     # -- the steps ---------------------------------------------------------------------------------
     def _next_units(self) -> list:
-        """The next step's units: a chunk of the pass under way, or NumPy's batch of whole passes
-        over the same ids, as many as the pace's time allows."""
+        """The next step's units: a chunk of the pass under way, or NumPy's batch of whole passes,
+        as many as the pace's time allows."""
         if self._units is None:
             self._units = self._sized()
         return self._units
@@ -137,8 +137,7 @@ class Running(Stepper):
         run = [p]
         while i + len(run) < len(self.passes):
             q = self.passes[i + len(run)]
-            if self._copied(q) or q.score_from is None or not q.ids or q.at > run[-1].at \
-                    or (self.chunk and len(q.ids) > self.chunk):
+            if q.score_from is None or not q.ids or q.at > run[-1].at or (self.chunk and len(q.ids) > self.chunk):
                 break
             run.append(q)
         fits = sized(self.pace, sum(len(q.ids) for q in run), kind="scored")
