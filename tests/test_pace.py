@@ -113,6 +113,27 @@ def test_on_a_numpy_as_slow_as_the_page_s_a_cause_s_pulls_each_end_within_a_stop
                 assert job.result.measures[name][what][key] == pytest.approx(m[what][key], rel=1e-5, abs=1e-5)
 
 
+def test_on_a_faster_numpy_a_batch_of_passes_holds_as_many_rows_as_the_pace_allows():
+    """A scored row at 12 ms: a pull fits 12 rows, two whole passes over the reply's 6 positions, so
+    NumPy runs the step with every piece read and the knockouts two at a time."""
+    want = pulled(Causing(PromptCache(BACKENDS["numpy"](64)), PROMPT, REPLY, tiny_pieces(), step=len(REPLY)))
+    cache, clock = slow_cache(costs={"read": (1, 1), "scored": (1, 12)})
+    cache.prefill(PROMPT + REPLY)
+    job, doing, ms = Causing(cache, PROMPT, REPLY, tiny_pieces(), step=len(REPLY), chunk=READ_CHUNK), [], []
+    while not job.done:
+        doing.append(job.doing)
+        before = clock.now
+        job.pull()
+        ms.append(1000 * (clock.now - before))
+    assert max(ms) < STOP_MS
+    assert doing.count("the step with every piece read and each piece knocked out (2 passes at once)") == 1
+    assert doing.count("each piece knocked out (2 passes at once)") == 1
+    for name, m in want.measures.items():
+        for what in ("knocked", "removed"):
+            assert job.result.measures[name][what]["reply_logprob"] == pytest.approx(m[what]["reply_logprob"],
+                                                                                   rel=1e-5, abs=1e-5)
+
+
 def test_on_a_fast_numpy_the_pace_reads_the_job_s_whole_chunk():
     cache, clock = slow_cache(costs={"read": (1, 0.1), "scored": (1, 0.2)})
     ids = tuple((PROMPT + REPLY) * 2)
