@@ -261,10 +261,19 @@ test("the size on the server differs from the listed one: a SizeError", async ()
   await assert.rejects(s2.download(src2), (e) => e instanceof SizeError && e.expected === files["model.safetensors"].length + 1);
 });
 
+// A disk that takes a while to write each chunk.
+class SlowDb extends MemDb {
+  async putChunk(...args) {
+    await new Promise((r) => setTimeout(r, 30));
+    return super.putChunk(...args);
+  }
+}
+
 test("an AbortSignal stops at once and leaves the model incomplete; the next download resumes", async () => {
   const { files, server } = folder();
   server.fault(BASE + "model.safetensors", { delayMs: 20, times: 1 });
-  const s = store(server);
+  const db = new SlowDb();
+  const s = store(server, db);
   const ac = new AbortController();
   let atAbort = null;
   let after = 0;
@@ -273,15 +282,19 @@ test("an AbortSignal stops at once and leaves the model incomplete; the next dow
     onProgress: (e) => {
       if (atAbort) after++;
       else if (e.file?.name === "model.safetensors" && e.file.done >= 2 * CS) {
-        atAbort = { requests: server.log.length, sent: sent(server, "model.safetensors") };
+        atAbort = { requests: server.log.length, sent: sent(server, "model.safetensors"), done: e.file.done };
         ac.abort();
       }
     },
   });
   await assert.rejects(p, { name: "AbortError" });
+  // every chunk that came whole is stored by the time the caller hears, the last one's write included
+  const weights = [...db.chunks.values()].filter((c) => c.name === "model.safetensors").map((c) => c.index);
+  assert.deepEqual(weights.sort((a, b) => a - b), [...Array(Math.floor(atAbort.done / CS)).keys()]);
   // at once: not a byte more read (the rest of the body comes a block every 20 ms), no request, no progress
   assert.ok(atAbort.sent < files["model.safetensors"].length);
-  assert.deepEqual({ requests: server.log.length, sent: sent(server, "model.safetensors") }, atAbort);
+  const { done: _, ...asked } = atAbort;
+  assert.deepEqual({ requests: server.log.length, sent: sent(server, "model.safetensors") }, asked);
   assert.equal(after, 0);
   const st = await s.status(source(files));
   assert.equal(st.complete, false);

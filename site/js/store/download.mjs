@@ -7,7 +7,8 @@
 //   no bytes for a while        -> that request is dropped and retried like a broken connection
 //   5xx / 429                   -> retried after a pause; then an HttpError naming the URL
 //   the disk is full            -> a QuotaError with the sizes involved
-//   the caller aborts           -> the AbortSignal's reason, at once
+//   the caller aborts           -> the AbortSignal's reason, at once (once a chunk that came
+//                                  whole is written: what the caller is told is stored, is)
 // In every case a file becomes complete only through its completion record, written last, after
 // all its chunks are in and its hash matched.
 
@@ -416,6 +417,8 @@ async function slice(ctx, f, got, first, stopAt, size, check) {
     if (e instanceof Retry) {
       await settle(); // a failed write (a full disk) outranks the network's trouble
       e.next = index;
+    } else {
+      await pending; // a chunk that came whole is stored before the caller hears (a cancel says it stays)
     }
     throw e;
   } finally {
