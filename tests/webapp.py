@@ -253,7 +253,9 @@ class App:
 
     def shot(self, name):
         SHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        # A frame of a whole page waits on the GPU process, where SwiftShader may be running the
+        # worker's shaders while the other lane loads both cores: 30 s was once not enough in CI.
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True, timeout=120_000)
 
     def close_pages(self):
         """Close every page of the context (their workers go with them); the context and its
