@@ -254,6 +254,18 @@ def server(built_site):
 
 
 @pytest.fixture(scope="session")
+def plain_server(server):
+    """The same site and mirror served without cross-origin isolation (no COOP/COEP headers), as
+    most static hosts serve a site."""
+    from chatlens.host.serve import SiteServer
+
+    srv = SiteServer(server.root, mirror=server.mirror, isolated=False).start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="session")
 def faulty_site(server, tmp_path_factory):
     """A faulty test build (`python -m chatlens build --gpu-fault`: chatlens.gpu.fault's fault in every GPU
     program its page builds) served with the session's mirror, the tiny model (tests/tiny_model.py) beside

@@ -4,7 +4,10 @@
 same words sent as a chat message, through the template: a word of an answer leads. The page's
 probabilities (computed on the GPU) are compared with transformers' (float32 on the same
 dequantized GGUF weights) within 1e-3, and its candidates with `python -m chatlens complete`'s.
-SwiftShader takes seconds a step for the real model: one step each way.
+SwiftShader takes seconds a step for the real model: one step each way. The page is served
+without cross-origin isolation, as most static hosts serve it, and its GGUF (Q4_1, its own
+kernels) also replies to a chat message as the command line does: one download of the real
+model in the page for both.
 """
 
 import json
@@ -36,16 +39,23 @@ def rows_of(page, column):
                                      "rs => rs.map(r => [Number(r.dataset.id), Number(r.dataset.p)])")
 
 
-def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, server, model, reference):
+def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, plain_server, model, reference):
     """The mirror serves the session's GGUF (`model`, `reference`: conftest.py's, loaded once)."""
+    from test_replies_browser import cli_record, open_with_the_model, page_run
+
     ref = reference
-    mirror = server.mirror
+    mirror = plain_server.mirror
     assert mirror.files[mirror.gguf].resolve() == model.path.resolve()
-    app = App(browser, server)
+    app = App(browser, plain_server)
     try:
-        page = app.open(f"?model={server.url}{mirror.base}{mirror.gguf}")
-        assert page.evaluate("chatlens.downloadModel()")["complete"]
-        assert page.evaluate("chatlens.modelReady")["kind"] == "webgpu"
+        page = open_with_the_model(app, f"?jspi=off&model={plain_server.url}{mirror.base}{mirror.gguf}")
+        assert page.evaluate("crossOriginIsolated") is False
+        # a chat reply of a few tokens, as the command line writes it on the same file
+        hi = [{"role": "user", "content": "Hi!"}]
+        rec = page_run(page, hi, 3)["record"]
+        want = cli_record(mirror.files[mirror.gguf], hi, 3)
+        assert rec["reply_ids"] == want["reply_ids"] and rec["reply_text"] == want["reply_text"]
+
         page.click("#mode-plain")
         assert page.input_value("#plain-text") == FRANCE  # the lesson's text is there to start from
         page.select_option("#plain-max", "1")

@@ -3,7 +3,8 @@ the page's store, its weights uploaded to the GPU, and the worker's JavaScript p
 from Python's greedy loop, a step at a time, with JSPI hidden (?jspi=off: nothing needs it). Every
 reply is compared with the command line's on the same files; the reply controls (Stop while the
 prompt is read or after the first token, a preview during a reply, New conversation during one)
-are tried on a page served without cross-origin isolation, as most static hosts serve it.
+are tried on a page served without cross-origin isolation, as most static hosts serve it. (The
+real model's GGUF on such a host replies in test_plain_browser.py's France test.)
 
 SwiftShader is a CPU emulation of a GPU: a step of the real model takes seconds to tens of
 seconds here, so replies are a few tokens and prompts short (a brief custom system prompt).
@@ -95,36 +96,6 @@ def test_replies_in_the_page_equal_the_cli_and_a_second_turn_reuses_the_cache(br
 
 LONG = " ".join(["The lighthouse keeper counted the ships that passed the rocks each night and wrote their names"
                  " in a book."] * 14)  # several prompt chunks of the GPU program
-
-
-@pytest.fixture(scope="module")
-def plain_server(server):
-    """The same site and mirror served without cross-origin isolation (no COOP/COEP headers)."""
-    from chatlens.host.serve import SiteServer
-
-    srv = SiteServer(server.root, mirror=server.mirror, isolated=False).start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
-def test_a_gguf_source_on_a_plain_static_host_replies_as_the_cli(browser, plain_server, python_snapshot):
-    """The real model's GGUF (Q4_1, its own kernels) read by a page without cross-origin isolation
-    replies as the command line does on the same file. (The reply controls on such a host:
-    test_the_reply_controls_on_a_plain_host.)"""
-    mirror = plain_server.mirror
-    app = App(browser, plain_server, snapshot=python_snapshot)
-    try:
-        page = open_with_the_model(app, f"?jspi=off&model={plain_server.url}{mirror.base}{mirror.gguf}")
-        assert page.evaluate("crossOriginIsolated") is False
-        first = [{"role": "user", "content": "Hi!"}]
-        rec = page_run(page, first, 3)["record"]
-        want = cli_record(mirror.files[mirror.gguf], first, 3)
-        assert rec["reply_ids"] == want["reply_ids"] and rec["reply_text"] == want["reply_text"]
-
-        app.shot("reply-gguf-plain-host")
-    finally:
-        app.close()
 
 
 @pytest.fixture(scope="module")
