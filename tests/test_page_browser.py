@@ -511,7 +511,10 @@ def test_a_download_cancelled_through_the_api_resumes_where_it_stopped(app):
     (stored,) = got["stored"]
     assert not stored["complete"] and 0 < stored["bytes"] < stored["total"]
     part = next(f for f in stored["files"] if f["name"] == weights)
-    assert part["state"] == "partial" and 0 < part["stored"] <= got["at"]  # the whole chunks it had verified
+    # the whole chunks it had verified when the abort reached the download's worker (bytes go on
+    # coming meanwhile: it may hold more than `at`, the progress the page had seen then)
+    chunk = app.server.mirror.manifest()["chunk_size"]
+    assert part["state"] == "partial" and part["stored"] >= got["at"] // chunk * chunk and part["stored"] % chunk == 0
     before = len(app.requests)
     summary = page.evaluate("chatlens.downloadModel()")
     assert summary["complete"] and summary["verified"]
