@@ -41,7 +41,7 @@ def rows_of(page, column):
 
 def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, plain_server, model, reference):
     """The mirror serves the session's GGUF (`model`, `reference`: conftest.py's, loaded once)."""
-    from test_replies_browser import cli_record, open_with_the_model, page_run
+    from test_replies_browser import open_with_the_model
 
     ref = reference
     mirror = plain_server.mirror
@@ -50,12 +50,6 @@ def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, plai
     try:
         page = open_with_the_model(app, f"?jspi=off&model={plain_server.url}{mirror.base}{mirror.gguf}")
         assert page.evaluate("crossOriginIsolated") is False
-        # a chat reply of a few tokens, as the command line writes it on the same file
-        hi = [{"role": "user", "content": "Hi!"}]
-        rec = page_run(page, hi, 3)["record"]
-        want = cli_record(mirror.files[mirror.gguf], hi, 3)
-        assert rec["reply_ids"] == want["reply_ids"] and rec["reply_text"] == want["reply_text"]
-
         page.click("#mode-plain")
         assert page.input_value("#plain-text") == FRANCE  # the lesson's text is there to start from
         page.select_option("#plain-max", "1")
@@ -85,6 +79,18 @@ def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, plai
         np.testing.assert_allclose([p for _, p in chat], want[[i for i, _ in chat]], atol=TOL, rtol=0)
         assert page.locator(".plain-col:nth-child(1) .next-token").count() == 1  # side by side: the plain side stays
         app.shot("plain-text-france")
+
+        # the chat message replied to, as the command line replies on the same file (its prompt
+        # mostly read from the cache the step above left: a few tokens cost seconds here)
+        france = [{"role": "user", "content": FRANCE}]
+        rec = page.evaluate("m => chatlens.run({messages: m, window: 256, maxTokens: 3})", france)
+        done = cli_in_process("run", "--window", "256", "--max-tokens", "3", stdin=json.dumps({"messages": france}),
+                              model=mirror.files[mirror.gguf])
+        assert done.returncode == 0, done.stderr
+        want = json.loads(done.stdout)
+        assert rec["prompt_ids"] == want["prompt_ids"] == prompt and rec["reply_ids"] == want["reply_ids"]
+        assert rec["reply_text"] == want["reply_text"] and rec["reply_ids"][0] == chat[0][0]
+        assert rec["reused_tokens"] > 0
     finally:
         app.close()
     assert not app.errors, app.errors
