@@ -7,8 +7,8 @@
 //   no bytes for a while        -> that request is dropped and retried like a broken connection
 //   5xx / 429                   -> retried after a pause; then an HttpError naming the URL
 //   the disk is full            -> a QuotaError with the sizes involved
-//   the caller aborts           -> the AbortSignal's reason, at once (once a chunk that came
-//                                  whole is written: what the caller is told is stored, is)
+//   the caller aborts           -> the AbortSignal's reason, at once, after the write of a chunk
+//                                  that came whole (what the caller is told is stored, is)
 // In every case a file becomes complete only through its completion record, written last, after
 // all its chunks are in and its hash matched.
 
