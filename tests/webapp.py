@@ -252,10 +252,25 @@ class App:
             "document.getElementById('prompt-text')?.textContent.includes(t)", arg=text)
 
     def shot(self, name):
+        """A full-page screenshot into artifacts/screenshots/NAME.png, for a person to look at."""
+        from playwright.sync_api import TimeoutError as Timeout
+
         SHOTS.mkdir(parents=True, exist_ok=True)
-        # A frame of a whole page waits on the GPU process, where SwiftShader may be running the
-        # worker's shaders while the other lane loads both cores: 30 s was once not enough in CI.
-        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True, timeout=120_000)
+        path = str(SHOTS / f"{name}.png")
+        try:
+            self.page.screenshot(path=path, full_page=True, timeout=30_000)
+        except Timeout:
+            # Once in CI a screenshot after a reload waited its whole 120 s. Headless Chromium can
+            # wait for a frame from a compositor gone idle over a still page (and ours are still:
+            # reduced motion); a screencast asks for frames again. Then once more.
+            cdp = self.context.new_cdp_session(self.page)
+            try:
+                cdp.send("Page.startScreencast", {"format": "jpeg", "quality": 1, "maxWidth": 64, "maxHeight": 64})
+                self.page.wait_for_timeout(250)
+                cdp.send("Page.stopScreencast")
+            finally:
+                cdp.detach()
+            self.page.screenshot(path=path, full_page=True, timeout=60_000)
 
     def close_pages(self):
         """Close every page of the context (their workers go with them); the context and its
