@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import cli_in_process, run_cli
-from webapp import App  # the `server` and `browser` fixtures: tests/conftest.py
+from webapp import App, open_with_the_model  # the `server` and `browser` fixtures: tests/conftest.py
 
 pytestmark = pytest.mark.browser
 
@@ -41,8 +41,6 @@ def rows_of(page, column):
 
 def test_the_capital_of_france_as_plain_text_and_as_a_chat_message(browser, plain_server, model, reference):
     """The mirror serves the session's GGUF (`model`, `reference`: conftest.py's, loaded once)."""
-    from test_replies_browser import open_with_the_model
-
     ref = reference
     mirror = plain_server.mirror
     assert mirror.files[mirror.gguf].resolve() == model.path.resolve()

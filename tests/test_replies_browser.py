@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from webapp import App, slow_gpu  # the `server`, `browser` and `python_snapshot` fixtures: tests/conftest.py
+from webapp import App, open_with_the_model, slow_gpu  # the `server`, `browser` and `python_snapshot` fixtures: tests/conftest.py
 from conftest import cli_in_process, load_once
 
 pytestmark = pytest.mark.browser
@@ -30,22 +30,6 @@ def cli_record(model, messages, max_tokens, window=256, system=SYSTEM):
                    stdin=json.dumps({"messages": messages}), model=model)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
-
-
-def open_with_the_model(app, query="", weights="checked"):
-    """The page, its model downloaded into the store and its weights on the GPU; `weights`: what
-    their check says (the mirror's copies publish their first step; a tiny model has none)."""
-    page = app.open(query)
-    summary = page.evaluate("chatlens.downloadModel()")
-    assert summary["complete"] and summary["bytes"] > 0
-    model = page.evaluate("chatlens.modelReady")
-    assert model["kind"] == "webgpu" and model["backend"].startswith("webgpu: ")
-    # the mirror's copies (its bf16 folder, its GGUF, wherever they are read from) publish their first
-    # step, by their sha256: checked on this GPU too
-    assert model["check"]["passed"] and model["check"]["weights"] == weights, model["check"]
-    page.wait_for_function("() => chatlens.status.state === 'ready'")
-    assert page.text_content("#status-text") == "Ready"
-    return page
 
 
 def page_run(page, messages, max_tokens, window=256, system=SYSTEM):

@@ -167,6 +167,22 @@ def session_snapshot(browser, server) -> Snapshot:
 SESSION = object()  # App's default snapshot: session_snapshot's
 
 
+def open_with_the_model(app, query="", weights="checked"):
+    """The page, its model downloaded into the store and its weights on the GPU; `weights`: what
+    their check says (the mirror's copies publish their first step; a tiny model has none)."""
+    page = app.open(query)
+    summary = page.evaluate("chatlens.downloadModel()")
+    assert summary["complete"] and summary["bytes"] > 0
+    model = page.evaluate("chatlens.modelReady")
+    assert model["kind"] == "webgpu" and model["backend"].startswith("webgpu: ")
+    # the mirror's copies (its bf16 folder, its GGUF, wherever they are read from) publish their first
+    # step, by their sha256: checked on this GPU too
+    assert model["check"]["passed"] and model["check"]["weights"] == weights, model["check"]
+    page.wait_for_function("() => chatlens.status.state === 'ready'")
+    assert page.text_content("#status-text") == "Ready"
+    return page
+
+
 class App:
     """A fresh browser context on the site, recording every request it makes (worker included).
 
